@@ -1,0 +1,1 @@
+"""quiho.datasets (see the package docstring of quiho)."""

@@ -1,0 +1,1 @@
+"""quiho.detect (see the package docstring of quiho)."""

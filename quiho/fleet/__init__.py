@@ -1,0 +1,1 @@
+"""quiho.fleet (see the package docstring of quiho)."""

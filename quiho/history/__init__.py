@@ -1,0 +1,1 @@
+"""quiho.history (see the package docstring of quiho)."""

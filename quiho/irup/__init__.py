@@ -1,0 +1,1 @@
+"""quiho.irup (see the package docstring of quiho)."""

@@ -1,0 +1,1 @@
+"""quiho.models (see the package docstring of quiho)."""

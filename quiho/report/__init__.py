@@ -1,0 +1,1 @@
+"""quiho.report (see the package docstring of quiho)."""

@@ -1,0 +1,202 @@
+"""Importer for the quiho paper's ``results.csv`` (ivotron/quiho-popper).
+
+One fingerprint run per batch (the ``timestamp`` column is a batch id, not a
+time); stress-ng rows become measurements, every other benchmark becomes
+application runs addressed as ``BENCHMARK/TEST``. Batches whose stress-ng
+values are identical to an earlier batch's (the paper copied one run into two
+batches) are kept but marked ``duplicate_of`` so analyses can skip them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from quiho._version import __version__
+from quiho.errors import ImportDataError
+from quiho.store._db import Store, dumps, utcnow
+
+__all__ = ["ImportSummary", "import_quiho_popper", "read_quiho_popper", "SOURCE"]
+
+SOURCE = "quiho-popper"
+REQUIRED = ("timestamp", "benchmark", "machine", "repetition", "test", "result")
+STRESSNG = "stressng"
+#: Benchmarks whose metric is a rate (higher is better); the others are runtimes in seconds.
+_HIGHER_IS_BETTER = {"redisbench": "requests/s", "stream": "MB/s", "fio": "IOPS"}
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    """What an import wrote."""
+
+    path: str
+    batches: int
+    duplicate_batches: dict[str, str]
+    hosts: int
+    measurements: int
+    app_runs: int
+    targets: int
+    merged_duplicate_rows: int
+
+
+def read_quiho_popper(path: str | Path) -> pd.DataFrame:
+    """Read and validate ``results.csv`` without touching any store.
+
+    Raises
+    ------
+    ImportDataError
+        Missing or unreadable file, missing columns, or non-numeric values.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ImportDataError(f"no such file: {p}")
+    try:
+        # `null` is a stressor name: never let pandas turn it into NaN.
+        df = pd.read_csv(p, keep_default_na=False, na_values=[""], dtype={"test": str, "machine": str})
+    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
+        raise ImportDataError(f"{p} is not a readable CSV: {str(exc).splitlines()[0]}") from exc
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing:
+        raise ImportDataError(
+            f"{p} lacks column(s) {', '.join(missing)}; a quiho-popper results.csv has {', '.join(REQUIRED)}"
+        )
+    df = df.loc[:, list(REQUIRED)].copy()
+    for col in ("timestamp", "repetition", "result"):
+        num = pd.to_numeric(df[col], errors="coerce")
+        bad = num.isna() & df[col].notna()
+        if bad.any():
+            i = int(bad.idxmax())
+            raise ImportDataError(f"{p} line {i + 2}: column {col!r} is not a number: {df.loc[i, col]!r}")
+        df[col] = num
+    # The original harness keyed stress-ng results by the YAML `stressor:` field, which
+    # YAML reads as None for the stressor called `null`: its rows have an empty test name.
+    empty_null = (df["benchmark"] == STRESSNG) & df["test"].isna()
+    df.loc[empty_null, "test"] = "null"
+    nulls = df[["timestamp", "benchmark", "machine", "repetition", "test"]].isna().any(axis=1)
+    if nulls.any():
+        i = int(nulls.idxmax())
+        raise ImportDataError(f"{p} line {i + 2}: empty key field")
+    df = df.dropna(subset=["result"])
+    df["timestamp"] = df["timestamp"].astype("int64").astype(str)
+    df["repetition"] = df["repetition"].astype("int64")
+    if df.empty:
+        raise ImportDataError(f"{p} has no data rows")
+    return df
+
+
+def _merge_duplicates(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    # fio 'rw' writes read and write IOPS as two rows with one test name; the
+    # paper's pivot averaged them. Keep the mean and the raw values.
+    keys = ["timestamp", "benchmark", "machine", "repetition", "test"]
+    g = df.groupby(keys, sort=False)["result"]
+    out = g.agg(result="mean", n="size", values=list).reset_index()
+    return out, int((out["n"] > 1).sum())
+
+
+def _duplicate_batches(stress: pd.DataFrame) -> dict[str, str]:
+    # Two batches are duplicates when their stress-ng tables are identical.
+    sig: dict[str, str] = {}
+    first_of: dict[int, str] = {}
+    for batch in sorted(stress["timestamp"].unique(), key=int):
+        t = stress[stress["timestamp"] == batch].sort_values(["machine", "repetition", "test"])
+        h = hash(tuple(zip(t["machine"], t["repetition"], t["test"], t["result"].round(9), strict=True)))
+        if h in first_of:
+            sig[batch] = first_of[h]
+        else:
+            first_of[h] = batch
+    return sig
+
+
+def import_quiho_popper(store: Store, path: str | Path) -> ImportSummary:
+    """Load a quiho-popper ``results.csv`` into ``store``.
+
+    Idempotent: batches already imported from this source are replaced. The
+    file is fully validated before the store is written, and the write is one
+    transaction, so bad input leaves the store as it was.
+
+    Parameters
+    ----------
+    store : Store
+        Open store.
+    path : path-like
+        ``results.csv``.
+
+    Returns
+    -------
+    ImportSummary
+
+    Raises
+    ------
+    ImportDataError
+        See :func:`read_quiho_popper`; also when the file has no stress-ng rows.
+    """
+    raw = read_quiho_popper(path)
+    df, merged = _merge_duplicates(raw)
+    stress = df[df["benchmark"] == STRESSNG]
+    apps = df[df["benchmark"] != STRESSNG]
+    if stress.empty:
+        raise ImportDataError(f"{path} has no '{STRESSNG}' rows: nothing to fingerprint with")
+    dups = _duplicate_batches(stress)
+    now = utcnow()
+    batches = sorted(df["timestamp"].unique(), key=int)
+
+    with store.transaction() as c:
+        c.execute(
+            f"DELETE FROM app_runs WHERE source = ? AND batch IN ({','.join('?' * len(batches))})",
+            (SOURCE, *batches),
+        )
+        c.execute(
+            f"DELETE FROM fingerprint_runs WHERE source = ? AND batch IN ({','.join('?' * len(batches))})",
+            (SOURCE, *batches),
+        )
+        host_ids: dict[str, int] = {}
+        for name in sorted(df["machine"].unique()):
+            c.execute(
+                "INSERT INTO hosts(name, facts_json, created_at) VALUES (?, ?, ?) ON CONFLICT(name) DO NOTHING",
+                (name, dumps({"label": name.split(".")[0], "source": SOURCE}), now),
+            )
+            host_ids[name] = c.execute("SELECT id FROM hosts WHERE name = ?", (name,)).fetchone()[0]
+        run_ids: dict[str, int] = {}
+        for batch in sorted(stress["timestamp"].unique(), key=int):
+            cur = c.execute(
+                "INSERT INTO fingerprint_runs(source, batch, battery, status, params_json, started_at, "
+                "finished_at, quiho_version) VALUES (?, ?, 'paper', 'complete', ?, ?, ?, ?)",
+                (SOURCE, batch, dumps({"file": str(path), "stressng": "0.07.29", "seconds": 10}), now, now,
+                 __version__),
+            )
+            run_ids[batch] = int(cur.lastrowid or 0)
+        for batch, orig in dups.items():
+            c.execute("UPDATE fingerprint_runs SET duplicate_of = ? WHERE id = ?", (run_ids[orig], run_ids[batch]))
+        c.executemany(
+            "INSERT INTO measurements(run_id, host_id, repetition, stressor, value, unit, status, extra_json) "
+            "VALUES (?, ?, ?, ?, ?, 'bogo-ops/s', 'ok', '{}')",
+            [
+                (run_ids[b], host_ids[m], int(r), t, float(v))
+                for b, m, r, t, v in zip(stress["timestamp"], stress["machine"], stress["repetition"],
+                                         stress["test"], stress["result"], strict=True)
+            ],
+        )
+        rows = []
+        for rec in apps.itertuples(index=False):
+            unit = _HIGHER_IS_BETTER.get(rec.benchmark, "s")
+            extra = {"values": rec.values} if rec.n > 1 else {}
+            rows.append((
+                SOURCE, rec.timestamp, run_ids.get(rec.timestamp), host_ids[rec.machine], rec.benchmark,
+                rec.test, int(rec.repetition), float(rec.result), unit,
+                int(rec.benchmark in _HIGHER_IS_BETTER), dumps(extra),
+            ))
+        c.executemany(
+            "INSERT INTO app_runs(source, batch, fingerprint_run_id, host_id, application, version, test, "
+            "repetition, value, unit, higher_is_better, status, extra_json) "
+            "VALUES (?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?, 'ok', ?)",
+            rows,
+        )
+    n_targets = apps.groupby(["benchmark", "test"]).ngroups
+    assert not any(isinstance(v, float) and math.isnan(v) for v in stress["result"])
+    return ImportSummary(
+        path=str(path), batches=len(batches), duplicate_batches=dups, hosts=len(host_ids),
+        measurements=len(stress), app_runs=len(apps), targets=n_targets, merged_duplicate_rows=merged,
+    )

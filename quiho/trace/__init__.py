@@ -1,0 +1,1 @@
+"""quiho.trace (see the package docstring of quiho)."""

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs everything quiho needs on a fresh Debian 12 machine (idempotent).
+# System packages need root; without root they are reported, not installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PKGS=(stress-ng openssh-server bpftrace chromium iproute2 gcc make procps)
+missing=()
+for p in "${APT_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: installing ${missing[*]}" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "setup: not root; please install: ${missing[*]} (tests that need them will skip with a reason)" >&2
+  fi
+fi
+
+PY=${PYTHON:-python3}
+if ! "$PY" -c "import quiho, pytest, sklearn, ansible_runner" 2>/dev/null \
+   || [ pyproject.toml -nt .quiho-installed ] 2>/dev/null; then
+  echo "setup: pip install -e .[dev]" >&2
+  "$PY" -m pip install -q --disable-pip-version-check -e ".[dev]"
+  touch .quiho-installed
+fi
