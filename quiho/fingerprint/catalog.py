@@ -41,6 +41,7 @@ class Catalog(BaseModel):
     stressors: dict[str, Stressor]
 
     def get(self, name: str) -> Stressor | None:
+        """The entry for ``name``, or None if not catalogued."""
         return self.stressors.get(name)
 
     def primary(self, name: str) -> str:
@@ -49,6 +50,7 @@ class Catalog(BaseModel):
         return s.primary if s else "unknown"
 
     def classes(self, name: str) -> tuple[str, ...]:
+        """stress-ng classes of ``name`` (empty if not catalogued)."""
         s = self.stressors.get(name)
         return s.classes if s else ()
 

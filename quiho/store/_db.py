@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from quiho._version import __version__
@@ -53,7 +53,7 @@ def register_component(name: str, migrations: Sequence[Migration]) -> None:
 
 def utcnow() -> str:
     """ISO-8601 UTC timestamp with seconds, the format every table uses."""
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+    return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 
 def default_store_path() -> Path:
@@ -155,6 +155,19 @@ def _split_sql(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
 
+#: Modules whose import registers a store component; add a line for a new subsystem.
+COMPONENT_MODULES = (
+    "quiho.store._schema",
+)
+
+
+def _load_components() -> None:
+    import importlib
+
+    for mod in COMPONENT_MODULES:
+        importlib.import_module(mod)
+
+
 def open_store(path: str | os.PathLike[str] | None = None, *, create: bool = True) -> Store:
     """Open (and if needed create and migrate) the store.
 
@@ -172,8 +185,7 @@ def open_store(path: str | os.PathLike[str] | None = None, *, create: bool = Tru
     SchemaVersionError
         The file was written by a newer quiho.
     """
-    # Importing the schema modules registers their components.
-    from quiho.store import _schema  # noqa: F401
+    _load_components()
 
     p = Path(path) if path is not None else default_store_path()
     if not p.exists():
