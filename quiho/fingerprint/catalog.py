@@ -59,7 +59,9 @@ def stressors_dir() -> Path:
     """The ``stressors/`` data folder of this checkout."""
     here = Path(__file__).resolve().parents[2] / "stressors"
     if not here.is_dir():
-        raise CatalogError(f"stressor data folder not found at {here}; install quiho from a checkout (pip install -e .)")
+        raise CatalogError(
+            f"stressor data folder not found at {here}; install quiho from a checkout (pip install -e .)"
+        )
     return here
 
 
