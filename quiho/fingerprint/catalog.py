@@ -118,6 +118,6 @@ def _load(path: Path) -> Catalog:
             raise CatalogError(f"catalog {path}: entry {key!r} must be a mapping")
         entries[key] = {"name": key, **body}
     try:
-        return Catalog(schema_version=version, stressors=entries)
+        return Catalog.model_validate({"schema_version": version, "stressors": entries})
     except ValidationError as exc:
         raise CatalogError(f"catalog {path}: {_format_validation(exc)}") from exc
