@@ -1,0 +1,195 @@
+"""Common base and registry of change-point detectors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, Self
+
+import numpy as np
+from scipy import stats
+
+from quiho.errors import HistoryError, UsageError
+from quiho.history._model import ChangePoint, Detection, History
+
+__all__ = ["Detector", "DETECTORS", "register_detector", "make_detector", "detect", "as_history", "welch_p"]
+
+#: name -> detector class; filled by :func:`register_detector` in each detector module.
+DETECTORS: dict[str, type[Detector]] = {}
+
+
+def register_detector(cls: type[Detector]) -> type[Detector]:
+    """Class decorator adding a detector to :data:`DETECTORS` under ``cls.name``."""
+    DETECTORS[cls.name] = cls
+    return cls
+
+
+def as_history(data: History | Sequence[float] | np.ndarray | Any) -> History:
+    """Accept a :class:`History`, a 1-D array/list, or a pandas Series (index = revisions)."""
+    if isinstance(data, History):
+        return data
+    index = getattr(data, "index", None)
+    if callable(index):  # list.index, not a pandas index
+        index = None
+    values = np.asarray(data, dtype=float)
+    if values.ndim != 1:
+        raise HistoryError(f"a history is one-dimensional; got shape {values.shape}")
+    if not np.all(np.isfinite(values)):
+        raise HistoryError("history values must be finite numbers")
+    revisions = [str(r) for r in index] if index is not None else None
+    return History.from_values(values, revisions)
+
+
+def welch_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided Welch t-test p-value; exact 0 or 1 for noise-free segments.
+
+    References
+    ----------
+    .. [1] B. L. Welch, "The generalization of Student's problem when several
+       different population variances are involved", Biometrika 34, 1947.
+    """
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if a.size < 2 or b.size < 2:
+        return 1.0 if a.mean() == b.mean() else float("nan")
+    se2 = a.var(ddof=1) / a.size + b.var(ddof=1) / b.size
+    diff = b.mean() - a.mean()
+    scale = max(abs(a.mean()), abs(b.mean()), 1.0)
+    if se2 <= (1e-12 * scale) ** 2:
+        return 0.0 if abs(diff) > 1e-9 * scale else 1.0
+    return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+
+
+class Detector:
+    """Base of every change-point detector.
+
+    Subclasses implement ``_locate(y)`` returning candidate change indexes (the
+    first index of each new segment) with the detector's own p-value, or NaN
+    to let the base compute a post-hoc Welch p-value between the adjacent
+    segments. The base then enforces the minimum segment length, the
+    magnitude floor and the significance level, dropping the weakest change
+    and recomputing neighbouring segments until every change passes.
+
+    Parameters
+    ----------
+    min_size : int, default 5
+        Minimum number of revisions in a segment.
+    magnitude_floor : float, default 0.0
+        Smallest relative change ``|after - before| / |before|`` reported (0.02 = 2 %).
+    alpha : float, default 0.01
+        Largest p-value reported.
+    random_state : int or None
+        Seed for detectors with a stochastic part (the GMM); ignored by the others.
+    """
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, *, min_size: int = 5, magnitude_floor: float = 0.0, alpha: float = 0.01,
+                 random_state: int | None = 0) -> None:
+        self.min_size = min_size
+        self.magnitude_floor = magnitude_floor
+        self.alpha = alpha
+        self.random_state = random_state
+
+    def _locate(self, y: np.ndarray) -> list[tuple[int, float]]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def fit(self, history: History | Sequence[float] | np.ndarray) -> Self:
+        """Find the change points of ``history`` (a :class:`History` or 1-D values)."""
+        if self.min_size < 1:
+            raise UsageError(f"min_size must be >= 1, got {self.min_size}")
+        if not 0 < self.alpha <= 1:
+            raise UsageError(f"alpha must be in (0, 1], got {self.alpha}")
+        h = as_history(history)
+        y = h.values
+        self.history_ = h
+        self.n_ = y.size
+        if y.size < 2 * self.min_size:
+            self.change_points_: tuple[ChangePoint, ...] = ()
+            self.meaningful_ = False
+            self.reason_ = (f"not meaningful: {y.size} revisions cannot hold two segments of "
+                            f"min_size={self.min_size}")
+            return self
+        cands = {int(i): float(p) for i, p in self._locate(y) if self.min_size <= i <= y.size - self.min_size}
+        self.change_points_ = tuple(self._filter(y, h.revisions, cands))
+        self.meaningful_ = True
+        self.reason_ = ""
+        return self
+
+    def predict(self) -> Detection:
+        """The :class:`Detection` of the last :meth:`fit`."""
+        return Detection(self.history_.name, self.name, self.n_, self.change_points_, self.meaningful_, self.reason_)
+
+    def _filter(self, y: np.ndarray, revisions: Sequence[str], cands: dict[int, float]) -> list[ChangePoint]:
+        idx = sorted(cands)
+        while True:
+            # enforce minimum segment length: drop the later of two crowded changes
+            bounds = [0, *idx, y.size]
+            crowded = [k for k in range(1, len(bounds) - 1) if bounds[k] - bounds[k - 1] < self.min_size]
+            if crowded:
+                idx.pop(crowded[0] - 1)
+                continue
+            cps = []
+            worst, worst_key = -1, (-1.0, 0.0)
+            for k in range(1, len(bounds) - 1):
+                a, b = y[bounds[k - 1]:bounds[k]], y[bounds[k]:bounds[k + 1]]
+                before, after = float(a.mean()), float(b.mean())
+                mag = (after - before) / abs(before) if before != 0 else float("nan")
+                p = cands[bounds[k]]
+                if not np.isfinite(p):
+                    p = welch_p(a, b)
+                p = float(min(max(p, 0.0), 1.0)) if np.isfinite(p) else 1.0
+                fails = p > self.alpha or (self.magnitude_floor > 0 and not abs(mag) >= self.magnitude_floor)
+                if fails and (p, -abs(mag) if np.isfinite(mag) else 0.0) > worst_key:
+                    worst, worst_key = k - 1, (p, -abs(mag) if np.isfinite(mag) else 0.0)
+                cps.append(ChangePoint(bounds[k], revisions[bounds[k]], before, after, mag, p))
+            if worst < 0:
+                return cps
+            idx.pop(worst)
+
+    def get_params(self) -> dict[str, Any]:
+        """Constructor parameters (sklearn style)."""
+        import inspect
+
+        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
+        return {p: getattr(self, p) for p in names}
+
+
+def make_detector(method: str = "auto", **params: Any) -> Detector:
+    """Build a registered detector by name.
+
+    Raises
+    ------
+    UsageError
+        ``method`` is not in :data:`DETECTORS` or a parameter is unknown.
+    """
+    _load()
+    try:
+        cls = DETECTORS[method]
+    except KeyError:
+        raise UsageError(f"unknown detector {method!r}; choose one of {', '.join(sorted(DETECTORS))}") from None
+    try:
+        return cls(**params)
+    except TypeError as exc:
+        raise UsageError(f"detector {method!r}: {exc}") from None
+
+
+def detect(history: History | Sequence[float] | np.ndarray, method: str = "auto", **params: Any) -> Detection:
+    """Run one detector on one history.
+
+    Examples
+    --------
+    >>> from quiho.history import detect
+    >>> d = detect([10.0] * 20 + [13.0] * 20)
+    >>> [(c.index, round(c.magnitude, 2)) for c in d.change_points]
+    [(20, 0.3)]
+    """
+    return make_detector(method, **params).fit(history).predict()
+
+
+def _load() -> None:
+    # detector modules register themselves on import
+    import quiho.history._auto  # noqa: F401
+    import quiho.history._cusum  # noqa: F401
+    import quiho.history._segment  # noqa: F401
+    import quiho.history._talos  # noqa: F401
+    import quiho.history._window  # noqa: F401

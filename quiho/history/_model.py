@@ -1,0 +1,135 @@
+"""The history data model: one metric measured at ordered revisions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from quiho.errors import HistoryError
+
+__all__ = ["History", "ChangePoint", "Detection"]
+
+
+@dataclass(frozen=True, eq=False)
+class History:
+    """A performance history: repetitions of one metric at ordered revisions.
+
+    Parameters
+    ----------
+    name : str
+        Series name (``base[key=value,...]`` when built from config columns).
+    revisions : tuple of str, shape (n,)
+        Revision identifiers, in order.
+    orders : ndarray of int, shape (n,)
+        Strictly increasing positions of the revisions; gaps mean revisions
+        that were not measured (the GP predicts them, detectors ignore them).
+    samples : tuple of ndarray
+        ``samples[i]`` holds the repetitions measured at ``revisions[i]`` (at least one).
+    unit : str
+        Unit of the values, e.g. ``"s"``.
+    config : mapping
+        Configuration columns this series was split by.
+
+    Raises
+    ------
+    HistoryError
+        Lengths disagree, orders are not strictly increasing, a revision has no
+        value or a value is not finite.
+    """
+
+    name: str
+    revisions: tuple[str, ...]
+    orders: np.ndarray
+    samples: tuple[np.ndarray, ...]
+    unit: str = ""
+    config: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.revisions)
+        if len(self.orders) != n or len(self.samples) != n:
+            raise HistoryError(f"series {self.name!r}: {n} revisions but {len(self.orders)} orders "
+                               f"and {len(self.samples)} sample sets")
+        orders = np.asarray(self.orders, dtype=np.int64)
+        if n > 1 and np.any(np.diff(orders) <= 0):
+            i = int(np.flatnonzero(np.diff(orders) <= 0)[0])
+            raise HistoryError(f"series {self.name!r}: orders must be strictly increasing; "
+                               f"revision {self.revisions[i + 1]!r} has order {orders[i + 1]} after {orders[i]}")
+        if len(set(self.revisions)) != n:
+            raise HistoryError(f"series {self.name!r}: a revision appears at two orders")
+        samples = []
+        for rev, s in zip(self.revisions, self.samples, strict=True):
+            a = np.asarray(s, dtype=float).ravel()
+            if a.size == 0:
+                raise HistoryError(f"series {self.name!r}: revision {rev!r} has no value")
+            if not np.all(np.isfinite(a)):
+                raise HistoryError(f"series {self.name!r}: revision {rev!r} has a non-finite value")
+            samples.append(a)
+        object.__setattr__(self, "orders", orders)
+        object.__setattr__(self, "samples", tuple(samples))
+
+    @classmethod
+    def from_values(cls, values: Sequence[float] | np.ndarray, revisions: Sequence[str] | None = None,
+                    name: str = "series", unit: str = "") -> History:
+        """One value per revision, orders ``0..n-1``; revisions default to ``"0", "1", ...``."""
+        v = np.asarray(values, dtype=float).ravel()
+        revs = tuple(revisions) if revisions is not None else tuple(str(i) for i in range(v.size))
+        return cls(name, revs, np.arange(v.size), tuple(v[i:i + 1] for i in range(v.size)), unit)
+
+    def __len__(self) -> int:
+        return len(self.revisions)
+
+    @property
+    def values(self) -> np.ndarray:
+        """Mean of the repetitions at each revision, shape (n,)."""
+        return np.array([s.mean() for s in self.samples])
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    """A change in level between two segments of a history.
+
+    ``index`` is the position (in the measured revisions) of the first value of
+    the new segment; ``revision`` its identifier. ``before``/``after`` are the
+    segment means, ``magnitude`` the relative change ``(after - before) / |before|``
+    (NaN if ``before`` is 0), ``p_value`` the probability of a change at least
+    this strong without one, as computed by the detector (see its docstring).
+    """
+
+    index: int
+    revision: str
+    before: float
+    after: float
+    magnitude: float
+    p_value: float
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready dict (NaN becomes None)."""
+        def f(x: float) -> float | None:
+            return None if not np.isfinite(x) else float(x)
+
+        return {"index": self.index, "revision": self.revision, "before": f(self.before),
+                "after": f(self.after), "magnitude": f(self.magnitude), "p_value": f(self.p_value)}
+
+
+@dataclass(frozen=True)
+class Detection:
+    """What a detector concluded about one history.
+
+    ``meaningful`` is False when the data cannot support an answer (too few
+    revisions for the minimum segment length); ``reason`` then says why and
+    ``change_points`` is empty, which is *not* a verdict of "no change".
+    """
+
+    series: str
+    method: str
+    n: int
+    change_points: tuple[ChangePoint, ...]
+    meaningful: bool = True
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON document of ``quiho history detect --json``."""
+        return {"series": self.series, "method": self.method, "n": self.n, "meaningful": self.meaningful,
+                "reason": self.reason, "change_points": [c.to_dict() for c in self.change_points]}
