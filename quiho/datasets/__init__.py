@@ -1,1 +1,5 @@
-"""quiho.datasets (see the package docstring of quiho)."""
+"""Seeded generators with known truth, for tests, benchmarks and examples."""
+
+from quiho.datasets.irup import planted_bottleneck
+
+__all__ = ["planted_bottleneck"]

@@ -1,0 +1,301 @@
+"""Compute an IRUP: seeds in parallel, importances, validity, all typed."""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed
+
+from quiho._version import __version__
+from quiho.errors import NotEnoughData, NotEnoughMachines, UsageError
+from quiho.fingerprint.catalog import Catalog, load_catalog
+from quiho.irup.data import TargetData, load_target
+from quiho.irup.groups import HardwareGroups, hardware_groups
+from quiho.irup.importance import FORMULAS, ModelParams, fit_seed
+from quiho.irup.validity import Validity, logo_fold, logo_predictions, r2, verdict
+from quiho.store._db import Store, dumps, utcnow
+
+__all__ = [
+    "FeatureImportance", "DroppedStressor", "Irup", "compute_irup", "irup_for_target", "save_irup",
+    "NOISY_COV", "MIN_ROWS", "MIN_GROUPS",
+]
+
+#: Median per-host coefficient of variation across repetitions above which a stressor is flagged noisy.
+NOISY_COV = 0.2
+MIN_ROWS = 10
+MIN_GROUPS = 3
+TOP_K = 3
+
+
+@dataclass(frozen=True)
+class FeatureImportance:
+    """Importance of one stressor in an IRUP (top stressor = 100).
+
+    ``std`` is the spread across seeds on the same scale; ``top3_frequency``
+    the share of seeds that put it in their top 3; ``median_rank`` its median
+    rank over seeds (1 = top).
+    """
+
+    stressor: str
+    importance: float
+    std: float
+    classes: tuple[str, ...]
+    primary: str
+    top3_frequency: float
+    median_rank: float
+    noisy: bool
+
+
+@dataclass(frozen=True)
+class DroppedStressor:
+    """A stressor left out of the model, and why."""
+
+    stressor: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Irup:
+    """An inferred resource utilisation profile with the evidence behind it."""
+
+    target: str
+    importance: str
+    seeds: int
+    random_state: int
+    resample: str
+    features: tuple[FeatureImportance, ...]
+    dropped: tuple[DroppedStressor, ...]
+    validity: Validity
+    rows: int
+    unit: str
+    higher_is_better: bool
+    groups: dict[int, list[str]]
+    params: dict[str, Any]
+    versions: dict[str, str]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    per_seed: tuple[tuple[float, ...], ...] = field(default_factory=tuple, repr=False)
+
+    def top(self, k: int = 5) -> tuple[FeatureImportance, ...]:
+        """The ``k`` most important stressors."""
+        return self.features[:k]
+
+    def by_stressor(self) -> dict[str, FeatureImportance]:
+        """Features keyed by stressor name."""
+        return {f.stressor: f for f in self.features}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract of ``quiho irup --json`` (plus extra evidence keys)."""
+        return {
+            "target": self.target,
+            "importance": self.importance,
+            "seeds": self.seeds,
+            "random_state": self.random_state,
+            "resample": self.resample,
+            "rows": self.rows,
+            "unit": self.unit,
+            "higher_is_better": self.higher_is_better,
+            "features": [
+                {
+                    "stressor": f.stressor, "importance": round(f.importance, 3), "std": round(f.std, 3),
+                    "classes": list(f.classes), "primary": f.primary, "top3_frequency": round(f.top3_frequency, 3),
+                    "median_rank": f.median_rank, "noisy": f.noisy,
+                }
+                for f in self.features
+            ],
+            "dropped": [{"stressor": d.stressor, "reason": d.reason} for d in self.dropped],
+            "validity": self.validity.to_dict(),
+            "groups": {str(k): v for k, v in self.groups.items()},
+            "params": self.params,
+            "versions": self.versions,
+            "notes": list(self.notes),
+        }
+
+
+def _versions() -> dict[str, str]:
+    import joblib
+    import scipy
+    import sklearn
+
+    return {
+        "quiho": __version__, "scikit-learn": sklearn.__version__, "numpy": np.__version__,
+        "pandas": pd.__version__, "scipy": scipy.__version__, "joblib": joblib.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def _units(data: TargetData) -> np.ndarray:
+    return (data.meta["batch"].astype(str) + "|" + data.meta["host"].astype(str)).to_numpy()
+
+
+def _prepare(data: TargetData) -> tuple[pd.DataFrame, list[DroppedStressor], set[str]]:
+    X = data.X
+    dropped = [DroppedStressor(c, "zero variance across this target's rows") for c in X.columns if X[c].std() == 0]
+    X = X.drop(columns=[d.stressor for d in dropped])
+    units = _units(data)
+    cov = X.groupby(units).agg(lambda s: s.std(ddof=0) / s.mean() if len(s) > 1 and s.mean() else np.nan)
+    med_cov = cov.median()
+    noisy = {str(c) for c in X.columns if np.isfinite(med_cov.get(c, np.nan)) and med_cov[c] > NOISY_COV}
+    return X, dropped, noisy
+
+
+def compute_irup(
+    data: TargetData,
+    *,
+    importance: str = "classic",
+    seeds: int = 10,
+    random_state: int = 0,
+    resample: str = "groups",
+    params: ModelParams | None = None,
+    n_jobs: int = -1,
+    catalog: Catalog | None = None,
+) -> Irup:
+    """Compute the IRUP of one target.
+
+    Parameters
+    ----------
+    data : TargetData
+        Rows from :func:`quiho.irup.data.load_target`.
+    importance : {"classic", "impurity", "permutation"}, default "classic"
+        Importance formula (see :mod:`quiho.irup.importance`).
+    seeds : int, default 10
+        Number of model fits; per-stressor mean and spread are over these.
+    random_state : int, default 0
+        Master seed; child seeds are drawn up front, so results do not depend on ``n_jobs``.
+    resample : {"groups", "none"}, default "groups"
+        ``groups``: each seed fits a bootstrap sample of hardware groups (the
+        spread then reflects which machines the fleet happens to have).
+        ``none``: the paper's way, every seed fits all rows. ``permutation`` needs ``groups``.
+    params : ModelParams, optional
+        Gradient-boosting parameters; default the paper's.
+    n_jobs : int, default -1
+        Parallel workers for the fits (joblib).
+    catalog : Catalog, optional
+        Stressor catalog; default ``stressors/catalog.yaml``.
+
+    Returns
+    -------
+    Irup
+
+    Raises
+    ------
+    UsageError
+        Unknown formula or resample mode.
+    NotEnoughData, NotEnoughMachines
+        Fewer than 10 rows, fewer than 3 hardware groups, or a constant metric.
+
+    Examples
+    --------
+    >>> from quiho.datasets import planted_bottleneck
+    >>> data = planted_bottleneck(n_groups=6, reps=2, bottleneck="stream", random_state=0)
+    >>> irup = compute_irup(data, seeds=2, n_jobs=1, params=ModelParams(n_estimators=100))
+    >>> irup.features[0].stressor
+    'stream'
+    """
+    if importance not in FORMULAS:
+        raise UsageError(f"unknown importance formula {importance!r}; choose one of {', '.join(FORMULAS)}")
+    if resample not in ("groups", "none"):
+        raise UsageError(f"unknown resample mode {resample!r}; choose 'groups' or 'none'")
+    if importance == "permutation" and resample != "groups":
+        raise UsageError("permutation importance is measured on held-out hardware groups: use resample='groups'")
+    if seeds < 1:
+        raise UsageError("seeds must be at least 1")
+    params = params or ModelParams()
+    catalog = catalog or load_catalog()
+    if len(data.y) < MIN_ROWS:
+        raise NotEnoughData(f"target {data.target!r} has {len(data.y)} rows; an IRUP needs at least {MIN_ROWS}")
+    if float(np.std(data.y)) == 0:
+        raise NotEnoughData(f"target {data.target!r} has the same value on every row: nothing to explain")
+    X, dropped, noisy = _prepare(data)
+    units = _units(data)
+    hw: HardwareGroups = hardware_groups(X, units)
+    if hw.n_groups < MIN_GROUPS:
+        raise NotEnoughMachines(
+            f"target {data.target!r} ran on {hw.n_groups} distinct hardware group(s) "
+            f"({len(set(data.meta['host']))} hosts); an IRUP needs at least {MIN_GROUPS}"
+        )
+    Xa, ya, groups = X.to_numpy(dtype=float), data.y.to_numpy(dtype=float), hw.row_groups
+    ss = np.random.SeedSequence(random_state)
+    seed_states = [int(s.generate_state(1)[0]) for s in ss.spawn(seeds)]
+    logo_seed = int(np.random.SeedSequence([random_state, 1]).generate_state(1)[0] % (2**31 - 1))
+    ug = sorted(set(groups.tolist()))
+    tasks = [delayed(fit_seed)(Xa, ya, groups, formula=importance, params=params, seed=s, resample=resample)
+             for s in seed_states]
+    tasks += [delayed(logo_fold)(Xa, ya, groups, g, params, logo_seed) for g in ug]
+    results = Parallel(n_jobs=n_jobs)(tasks)
+    fits, folds = results[:seeds], results[seeds:]
+    r2_cv = r2(ya, logo_predictions(dict(zip(ug, folds, strict=True)), groups, len(ya)))
+
+    imp = np.vstack([f.importances for f in fits])  # (seeds, features)
+    valid = np.isfinite(imp).all(axis=1)
+    if not valid.any():
+        raise NotEnoughData(f"target {data.target!r}: no seed had held-out groups for permutation importance")
+    imp = imp[valid]
+    mean = np.clip(imp.mean(axis=0), 0, None)
+    std = imp.std(axis=0)
+    if mean.max() <= 0:
+        raise NotEnoughData(f"target {data.target!r}: no stressor has positive importance")
+    scale = 100.0 / mean.max()
+    ranks = (-imp).argsort(axis=1).argsort(axis=1) + 1  # rank of each feature per seed
+    top3 = (ranks <= TOP_K).mean(axis=0)
+    med_rank = np.median(ranks, axis=0)
+    cols = [str(c) for c in X.columns]
+    order = sorted(range(len(cols)), key=lambda i: (-mean[i], cols[i]))
+    feats = tuple(
+        FeatureImportance(
+            stressor=cols[i], importance=float(mean[i] * scale), std=float(std[i] * scale),
+            classes=catalog.classes(cols[i]), primary=catalog.primary(cols[i]), top3_frequency=float(top3[i]),
+            median_rank=float(med_rank[i]), noisy=cols[i] in noisy,
+        )
+        for i in order
+    )
+    top1 = order[0]
+    top1_freq = float((ranks[:, top1] == 1).mean())
+    validity = verdict(
+        r2_cv, hw.n_groups, len(set(data.meta["host"])), len(ya), top1_freq, float(top3[top1]), cols[top1]
+    )
+    notes = list(data.notes)
+    if noisy:
+        notes.append(f"noisy stressors (median per-host CoV > {NOISY_COV:.0%}): {', '.join(sorted(noisy))}")
+    return Irup(
+        target=data.target, importance=importance, seeds=seeds, random_state=random_state, resample=resample,
+        features=feats, dropped=tuple(dropped), validity=validity, rows=len(ya), unit=data.unit,
+        higher_is_better=data.higher_is_better, groups=hw.members(),
+        params={
+            "model": "GradientBoostingRegressor", **params.__dict__,
+            "group_threshold": round(hw.threshold, 4), "repetition_distance": _round(hw.repetition_distance),
+            "seed_states": seed_states,
+        },
+        versions=_versions(), notes=tuple(notes),
+        per_seed=tuple(tuple(float(v) * scale for v in row) for row in imp),
+    )
+
+
+def _round(x: float) -> float | None:
+    return None if not np.isfinite(x) else round(float(x), 5)
+
+
+def irup_for_target(
+    store: Store, target: str, *, batch: str | None = None, save: bool = True, **kwargs: Any
+) -> Irup:
+    """Load ``target`` from the store, compute its IRUP and (by default) record it."""
+    data = load_target(store, target, batch=batch)
+    irup = compute_irup(data, **kwargs)
+    if save:
+        save_irup(store, irup)
+    return irup
+
+
+def save_irup(store: Store, irup: Irup) -> int:
+    """Record an IRUP in the store; returns its id."""
+    with store.transaction() as c:
+        cur = c.execute(
+            "INSERT INTO irups(target, importance, seeds, random_state, params_json, result_json, created_at, "
+            "quiho_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (irup.target, irup.importance, irup.seeds, irup.random_state, dumps(irup.params),
+             dumps(irup.to_dict()), utcnow(), __version__),
+        )
+    return int(cur.lastrowid or 0)
