@@ -1,0 +1,209 @@
+"""Function entry/exit events → a calls table with inclusive and exclusive durations, vectorised.
+
+Matching rule. Within one thread every entry raises the call depth by one and every exit lowers it, so an
+entry that starts at level ``L`` (depth before it) is closed by the next exit that returns to level ``L``.
+Grouping the events by (thread, level) therefore makes them strictly alternate entry, exit, entry, exit...
+and pairing is a shift by one inside each group, with no Python loop over events:
+
+* a group that starts with an exit: that exit has no entry (the trace started inside the call) →
+  ``unmatched_exits``;
+* a group that ends with an entry: the call never returned before the trace ended (truncated trace, or the
+  program exited inside it) → ``unmatched_entries``;
+* a pair whose function ids differ means probes were lost (a lost exit shifts its thread's levels by one);
+  such pairs are dropped and counted as ``mismatched``. Exits with function id ``-1`` (formats that do not
+  name the returning function, such as SystemTap's ``thread_indent`` output) match any entry.
+
+Exclusive time is the inclusive time minus the inclusive time of the *traced* direct callees (the calls one
+level deeper in the same thread whose entry follows the parent's entry most closely). Untraced callees stay in
+the parent's exclusive time, as in Perun. All times are nanoseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+__all__ = ["Events", "CallStats", "events_to_calls", "CALL_COLUMNS"]
+
+#: Columns of the calls table, in order. Times are integer nanoseconds.
+CALL_COLUMNS = ("function", "tid", "order", "start_ns", "inclusive_ns", "exclusive_ns", "depth", "arg")
+
+
+@dataclass(frozen=True)
+class Events:
+    """Raw events in arrival order (parallel arrays) and the function-name table.
+
+    Attributes
+    ----------
+    kind : ndarray of int8
+        0 = entry, 1 = exit.
+    tid : ndarray of int64
+        Thread id.
+    ts : ndarray of int64
+        Timestamp in nanoseconds (any common origin).
+    func : ndarray of int32
+        Index into ``names``; -1 on an exit means "whatever function is open at this level".
+    arg : ndarray of int64
+        First argument at entry (0 when not captured).
+    names : tuple of str
+        Function names.
+    bad_lines : int
+        Lines the parser skipped as malformed.
+    skipped_records : int
+        Well-formed records that are not function events (USDT markers, process/thread records).
+    """
+
+    kind: NDArray[np.int8]
+    tid: NDArray[np.int64]
+    ts: NDArray[np.int64]
+    func: NDArray[np.int32]
+    arg: NDArray[np.int64]
+    names: tuple[str, ...]
+    bad_lines: int = 0
+    skipped_records: int = 0
+
+    def __len__(self) -> int:
+        return int(self.kind.size)
+
+
+@dataclass(frozen=True)
+class CallStats:
+    """What the events → calls conversion kept and what it could not match."""
+
+    events: int
+    calls: int
+    unmatched_entries: int
+    unmatched_exits: int
+    mismatched: int
+    bad_lines: int
+    skipped_records: int
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+def _empty_calls() -> pd.DataFrame:
+    df = pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in CALL_COLUMNS})
+    df["function"] = pd.Categorical([])
+    return df
+
+
+def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
+    """Pair entries with exits per thread and compute per-call durations.
+
+    Parameters
+    ----------
+    ev : Events
+
+    Returns
+    -------
+    calls : pandas.DataFrame
+        Columns :data:`CALL_COLUMNS`, one row per completed call, sorted by function (in ``names`` order)
+        then ``order``
+        (the call's rank by start time among all calls of that function, from 0). ``depth`` is the nesting
+        level among traced functions, 0 = outermost seen in that thread.
+    stats : CallStats
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ev = Events(np.array([0, 0, 1, 1], np.int8), np.zeros(4, np.int64), np.array([0, 10, 30, 100]),
+    ...             np.array([0, 1, 1, 0], np.int32), np.zeros(4, np.int64), ("main", "f"))
+    >>> calls, _ = events_to_calls(ev)
+    >>> calls[["function", "inclusive_ns", "exclusive_ns"]].values.tolist()
+    [['main', 100, 80], ['f', 20, 20]]
+    """
+    n = len(ev)
+    if n == 0:
+        return _empty_calls(), CallStats(0, 0, 0, 0, 0, ev.bad_lines, ev.skipped_records)
+    kind = ev.kind.astype(np.int8)
+    pos = np.arange(n, dtype=np.int64)
+    # time order within each thread; ties keep arrival order
+    o = np.lexsort((pos, ev.ts, ev.tid))
+    tid, ts, func, arg, k = ev.tid[o], ev.ts[o], ev.func[o], ev.arg[o], kind[o]
+    step = np.where(k == 0, 1, -1).astype(np.int64)
+    cs = np.cumsum(step)
+    new_thread = np.ones(n, dtype=bool)
+    new_thread[1:] = tid[1:] != tid[:-1]
+    starts = np.flatnonzero(new_thread)
+    base = (cs - step)[starts]
+    thread_idx = np.cumsum(new_thread) - 1
+    depth_after = cs - base[thread_idx]
+    level = np.where(k == 0, depth_after - 1, depth_after)
+    lmin = int(level.min())
+    span = int(level.max()) - lmin + 2
+    lev = level - lmin
+    # group by (thread, level); inside a group, events alternate entry/exit (see module docstring)
+    gkey = thread_idx.astype(np.int64) * span + lev
+    g = np.lexsort((pos, gkey))
+    gk, kk = gkey[g], k[g]
+    same_next = np.zeros(n, dtype=bool)
+    same_next[:-1] = gk[1:] == gk[:-1]
+    is_pair = (kk == 0) & same_next
+    is_pair[:-1] &= kk[1:] == 1
+    ent = g[is_pair]
+    ext = g[np.flatnonzero(is_pair) + 1]
+    fe, fx = func[ent], func[ext]
+    ok = (fx == -1) | (fe == fx)
+    mismatched = int((~ok).sum())
+    ent, ext = ent[ok], ext[ok]
+    paired = np.zeros(n, dtype=bool)
+    paired[ent] = True
+    paired[ext] = True
+    unmatched_entries = int(((k == 0) & ~paired).sum()) - mismatched
+    unmatched_exits = int(((k == 1) & ~paired).sum()) - mismatched
+
+    incl = ts[ext] - ts[ent]
+    ncall = ent.size
+    # parent of each call: last entry one level up in the same thread before this entry
+    call_of_event = np.full(n, -1, dtype=np.int64)
+    call_of_event[ent] = np.arange(ncall)
+    ent_all = np.flatnonzero(k == 0)
+    sk = gkey[ent_all] * (n + 1) + ent_all  # entries in (thread, level, position) order
+    so = np.argsort(sk, kind="stable")
+    sk_sorted, ent_sorted = sk[so], ent_all[so]
+    q = (gkey[ent] - 1) * (n + 1) + ent
+    j = np.searchsorted(sk_sorted, q, side="right") - 1
+    valid = (lev[ent] > 0) & (j >= 0)
+    jj = np.where(valid, j, 0)
+    cand = ent_sorted[jj]
+    valid &= gkey[cand] == gkey[ent] - 1
+    parent_call = np.where(valid, call_of_event[cand], -1)
+    has_parent = parent_call >= 0
+    child_sum = np.bincount(parent_call[has_parent], weights=incl[has_parent].astype(np.float64), minlength=ncall)
+    excl = incl - np.rint(child_sum).astype(np.int64)
+
+    thread_min = np.full(int(thread_idx.max()) + 1, np.iinfo(np.int64).max)
+    np.minimum.at(thread_min, thread_idx[ent], lev[ent])
+    depth = (lev[ent] - thread_min[thread_idx[ent]]).astype(np.int32)
+
+    names = np.asarray(ev.names + ("?",), dtype=object)
+    fcode = np.where(fe[ok] >= 0, fe[ok], len(ev.names))
+    start = ts[ent]
+    # order: rank by start time within each function
+    oo = np.lexsort((start, fcode))
+    fsorted = fcode[oo]
+    first = np.ones(ncall, dtype=bool)
+    first[1:] = fsorted[1:] != fsorted[:-1]
+    grp_start = np.maximum.accumulate(np.where(first, np.arange(ncall), 0))
+    order = np.empty(ncall, dtype=np.int64)
+    order[oo] = np.arange(ncall) - grp_start
+    calls = pd.DataFrame(
+        {
+            "function": pd.Categorical.from_codes(fcode[oo], categories=list(names)),
+            "tid": tid[ent][oo],
+            "order": order[oo],
+            "start_ns": start[oo],
+            "inclusive_ns": incl[oo],
+            "exclusive_ns": excl[oo],
+            "depth": depth[oo],
+            "arg": arg[ent][oo],
+        }
+    )
+    calls["function"] = calls["function"].cat.remove_unused_categories()
+    stats = CallStats(n, int(ncall), unmatched_entries, unmatched_exits, mismatched, ev.bad_lines,
+                      ev.skipped_records)
+    return calls.reset_index(drop=True), stats
