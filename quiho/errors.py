@@ -24,6 +24,8 @@ __all__ = [
     "TraceParseError",
     "ModelError",
     "HistoryError",
+    "BuildFailed",
+    "GitError",
 ]
 
 
@@ -85,3 +87,11 @@ class ModelError(QuihoError):
 
 class HistoryError(QuihoError):
     """A performance history is malformed (non-numeric values, duplicate orders...)."""
+
+
+class BuildFailed(HistoryError):
+    """Building or benchmarking one revision failed; samplers skip it and record why."""
+
+
+class GitError(HistoryError):
+    """A git command on the sampled repository failed (not a repository, unknown revision...)."""

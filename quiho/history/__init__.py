@@ -2,11 +2,44 @@
 
 Detectors are chosen by name from :data:`DETECTORS` (``auto``, ``cusum``,
 ``binseg``, ``bottomup``, ``gmm``, ``ttest``, ``mannwhitney``); each returns a
-:class:`Detection` of typed :class:`ChangePoint` s.
+:class:`Detection` of typed :class:`ChangePoint` s. :class:`HistoryGP` models a
+history over revision order (Brownian kernel by default);
+:func:`sample_revisions` and :func:`gp_bisect` choose what to measure, and
+:func:`sample_git_history` / :func:`bisect_git_history` do it on a git repository.
 """
 
 from quiho.history._base import DETECTORS, Detector, as_history, detect, make_detector, register_detector
+from quiho.history._git import (
+    GitBisectReport,
+    GitSampleReport,
+    WorktreeBench,
+    bisect_git_history,
+    list_revisions,
+    sample_git_history,
+)
+from quiho.history._gp import KERNELS, HistoryGP, mape
+from quiho.history._io import (
+    HistoryImport,
+    RevisionState,
+    import_history_csv,
+    import_history_from_runs,
+    list_series,
+    load_history,
+    load_state,
+    open_history,
+    read_history_csv,
+    save_history,
+)
+from quiho.history._kernels import BrownianKernel
 from quiho.history._model import ChangePoint, Detection, History
+from quiho.history._plot import plot_history
+from quiho.history._sampling import (
+    BisectResult,
+    SamplingResult,
+    gp_bisect,
+    plain_bisection_builds,
+    sample_revisions,
+)
 
 __all__ = [
     "History",
@@ -18,4 +51,30 @@ __all__ = [
     "make_detector",
     "detect",
     "as_history",
+    "BrownianKernel",
+    "HistoryGP",
+    "KERNELS",
+    "mape",
+    "SamplingResult",
+    "BisectResult",
+    "sample_revisions",
+    "gp_bisect",
+    "plain_bisection_builds",
+    "read_history_csv",
+    "import_history_csv",
+    "import_history_from_runs",
+    "save_history",
+    "load_history",
+    "load_state",
+    "list_series",
+    "open_history",
+    "HistoryImport",
+    "RevisionState",
+    "plot_history",
+    "list_revisions",
+    "WorktreeBench",
+    "sample_git_history",
+    "bisect_git_history",
+    "GitSampleReport",
+    "GitBisectReport",
 ]

@@ -1,0 +1,255 @@
+"""Measuring revisions of a real git repository in throw-away worktrees."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from quiho.errors import BuildFailed, GitError, UsageError
+from quiho.history._io import add_revisions, ensure_series, load_state, record_failure, record_measurement
+from quiho.history._sampling import gp_bisect, sample_revisions
+from quiho.store import Store
+
+__all__ = ["list_revisions", "WorktreeBench", "GitSampleReport", "GitBisectReport", "sample_git_history",
+           "bisect_git_history", "METRICS"]
+
+METRICS = ("wall", "stdout")
+
+
+def _git(repo: Path, *args: str) -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise GitError("git is not installed") from None
+    if out.returncode != 0:
+        msg = (out.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise GitError(f"git {' '.join(args[:2])} in {repo} failed: {msg}")
+    return out.stdout
+
+
+def list_revisions(repo: str | Path, rev_range: str = "HEAD") -> list[str]:
+    """Commits of ``rev_range`` oldest first, following first parents (``git rev-list --first-parent``)."""
+    revs = _git(Path(repo), "rev-list", "--first-parent", "--reverse", rev_range).split()
+    if not revs:
+        raise GitError(f"{rev_range!r} selects no commits in {repo}")
+    return revs
+
+
+def _tail(text: str | bytes | None, lines: int = 20) -> str:
+    if text is None:
+        return ""
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+class WorktreeBench:
+    """``measure(commit) -> repetitions``: check out, build, benchmark, clean up.
+
+    Each call adds a detached ``git worktree`` under a temporary directory,
+    runs ``build`` there, then ``bench`` ``repetitions`` times, and removes the
+    worktree whatever happens. The metric is the wall-clock seconds of each
+    bench run (``metric="wall"``) or the number on the last line of its
+    stdout (``metric="stdout"``). A non-zero exit, a timeout or an unparsable
+    number raises :class:`~quiho.errors.BuildFailed` (with ``stderr_tail``).
+
+    Parameters
+    ----------
+    repo : path
+    build, bench : sequence of str
+        argv, run with the worktree as working directory (no shell).
+    repetitions : int, default 3
+    metric : {"wall", "stdout"}
+    timeout : float, default 600
+        Seconds per build or bench run.
+    """
+
+    def __init__(self, repo: str | Path, build: Sequence[str], bench: Sequence[str], *, repetitions: int = 3,
+                 metric: str = "wall", timeout: float = 600.0) -> None:
+        self.repo = Path(repo)
+        self.build = list(build)
+        self.bench = list(bench)
+        self.repetitions = repetitions
+        self.metric = metric
+        self.timeout = timeout
+        if metric not in METRICS:
+            raise UsageError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
+        if repetitions < 1:
+            raise UsageError("repetitions must be at least 1")
+        if not bench:
+            raise UsageError("--bench needs a command")
+
+    def _run(self, argv: list[str], cwd: Path, what: str, commit: str) -> subprocess.CompletedProcess[str]:
+        try:
+            out = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=self.timeout, check=False)
+        except FileNotFoundError:
+            raise BuildFailed(f"{what} at {commit[:12]}: command not found: {argv[0]}") from None
+        except subprocess.TimeoutExpired as exc:
+            err = BuildFailed(f"{what} at {commit[:12]} timed out after {self.timeout:g} s")
+            err.stderr_tail = _tail(exc.stderr)  # type: ignore[attr-defined]
+            raise err from None
+        if out.returncode != 0:
+            last = (_tail(out.stderr, 1) or _tail(out.stdout, 1) or "no output")
+            err = BuildFailed(f"{what} at {commit[:12]} exited {out.returncode}: {last}")
+            err.stderr_tail = _tail(out.stderr)  # type: ignore[attr-defined]
+            raise err
+        return out
+
+    def __call__(self, commit: str) -> np.ndarray:
+        """Build and benchmark ``commit``; returns the ``repetitions`` values."""
+        tmp = Path(tempfile.mkdtemp(prefix="quiho-wt-"))
+        wt = tmp / "wt"
+        try:
+            _git(self.repo, "worktree", "add", "--detach", "--force", str(wt), commit)
+            if self.build:
+                self._run(self.build, wt, "build", commit)
+            values = []
+            for _ in range(self.repetitions):
+                t0 = time.perf_counter()
+                out = self._run(self.bench, wt, "benchmark", commit)
+                elapsed = time.perf_counter() - t0
+                if self.metric == "wall":
+                    values.append(elapsed)
+                    continue
+                last = (out.stdout.strip().splitlines() or [""])[-1].strip()
+                try:
+                    values.append(float(last.split()[0]))
+                except (ValueError, IndexError):
+                    raise BuildFailed(f"benchmark at {commit[:12]}: last stdout line {last!r} is not a number") \
+                        from None
+            return np.array(values)
+        finally:
+            try:
+                _git(self.repo, "worktree", "remove", "--force", str(wt))
+            except GitError:
+                pass
+            shutil.rmtree(tmp, ignore_errors=True)
+            subprocess.run(["git", "-C", str(self.repo), "worktree", "prune"], capture_output=True, check=False)
+
+
+@dataclass(frozen=True)
+class GitSampleReport:
+    """Result of :func:`sample_git_history`; ``measured``/``failed`` cover all runs of the series so far."""
+
+    series: str
+    n_revisions: int
+    measured: tuple[tuple[str, int, float], ...]
+    failed: tuple[tuple[str, int, str], ...]
+    new_builds: int
+    max_sigma: float
+    stop_reason: str
+    mean: tuple[float, ...]
+    sigma: tuple[float, ...]
+
+
+def _recording_measure(store: Store, sid: int, revs: Sequence[str], bench: Callable[[str], np.ndarray],
+                       log: Callable[[str], None]) -> Callable[[int], np.ndarray]:
+    def measure(pos: int) -> np.ndarray:
+        rev = revs[pos]
+        try:
+            values = bench(rev)
+        except BuildFailed as exc:
+            record_failure(store, sid, rev, str(exc), getattr(exc, "stderr_tail", ""))
+            log(f"  [{pos}] {rev[:12]} skipped: {exc}")
+            raise
+        record_measurement(store, sid, rev, values.tolist())
+        log(f"  [{pos}] {rev[:12]} mean {values.mean():.4g} over {values.size} repetitions")
+        return values
+
+    return measure
+
+
+def _prepare(store: Store, repo: str | Path, series: str, rev_range: str, source: str
+             ) -> tuple[int, list[str], dict[int, np.ndarray], dict[int, str]]:
+    revs = list_revisions(repo, rev_range)
+    sid = ensure_series(store, series, source, "s")
+    add_revisions(store, sid, revs)
+    pos = {r: i for i, r in enumerate(revs)}
+    known: dict[int, np.ndarray] = {}
+    failed: dict[int, str] = {}
+    for s in load_state(store, series):
+        if s.revision not in pos:
+            continue
+        if s.status == "ok" and s.values.size:
+            known[pos[s.revision]] = s.values
+        elif s.status == "failed":
+            failed[pos[s.revision]] = s.reason or "failed"
+    return sid, revs, known, failed
+
+
+def sample_git_history(store: Store, repo: str | Path, build: Sequence[str], bench: Sequence[str], *, series: str,
+                       budget: int, stop_sigma: float | None = None, repetitions: int = 3, rev_range: str = "HEAD",
+                       strategy: str = "active", kernel: str = "brownian", metric: str = "wall",
+                       timeout: float = 600.0, random_state: int | None = 0,
+                       log: Callable[[str], None] = lambda _m: None) -> GitSampleReport:
+    """Measure revisions of ``repo`` chosen by :func:`~quiho.history.sample_revisions`, saving each at once.
+
+    Resumable: revisions already measured or failed for ``series`` are reused
+    and count towards ``budget``; a revision whose build or benchmark fails is
+    recorded ``failed`` with the reason and skipped.
+
+    Raises
+    ------
+    GitError
+        ``repo`` is not a git repository or ``rev_range`` selects nothing.
+    """
+    runner = WorktreeBench(repo, build, bench, repetitions=repetitions, metric=metric, timeout=timeout)
+    sid, revs, known, failed = _prepare(store, repo, series, rev_range, f"git:{Path(repo).resolve()}")
+    log(f"{series}: {len(revs)} revisions, {len(known)} measured and {len(failed)} failed before this run")
+    res = sample_revisions(_recording_measure(store, sid, revs, runner, log), len(revs), budget, strategy=strategy,
+                           kernel=kernel, stop_sigma=stop_sigma, known=known, failed=failed,
+                           random_state=random_state)
+    return GitSampleReport(
+        series, len(revs),
+        tuple((revs[p], p, v) for p, v in sorted(res.measured.items())),
+        tuple((revs[p], p, why) for p, why in sorted(res.failed.items())),
+        res.new_builds, res.max_sigma, res.stop_reason,
+        tuple(float(x) for x in res.mean), tuple(float(x) for x in res.sigma))
+
+
+@dataclass(frozen=True)
+class GitBisectReport:
+    """Result of :func:`bisect_git_history` (see :class:`~quiho.history.BisectResult`)."""
+
+    series: str
+    n_revisions: int
+    first_bad: str | None
+    last_good: str | None
+    first_bad_index: int | None
+    before: float
+    after: float
+    magnitude: float
+    p_value: float
+    new_builds: int
+    reused: int
+    plain_bisection_builds: int
+    skipped: tuple[str, ...]
+    meaningful: bool
+    reason: str
+
+
+def bisect_git_history(store: Store, repo: str | Path, build: Sequence[str], bench: Sequence[str], *, series: str,
+                       repetitions: int = 3, rev_range: str = "HEAD", alpha: float = 0.01, kernel: str = "brownian",
+                       metric: str = "wall", timeout: float = 600.0, max_builds: int = 64,
+                       log: Callable[[str], None] = lambda _m: None) -> GitBisectReport:
+    """Find the commit that introduced the largest change, reusing what ``series`` already measured.
+
+    See :func:`~quiho.history.gp_bisect`; every build is saved to the store
+    like :func:`sample_git_history` does.
+    """
+    runner = WorktreeBench(repo, build, bench, repetitions=repetitions, metric=metric, timeout=timeout)
+    sid, revs, known, failed = _prepare(store, repo, series, rev_range, f"git:{Path(repo).resolve()}")
+    log(f"{series}: bisecting {len(revs)} revisions, reusing {len(known)} measured")
+    r = gp_bisect(_recording_measure(store, sid, revs, runner, log), len(revs), known=known, failed=failed,
+                  alpha=alpha, kernel=kernel, max_builds=max_builds)
+    return GitBisectReport(series, len(revs), revs[r.first_bad] if r.first_bad is not None else None,
+                           revs[r.last_good] if r.last_good is not None else None, r.first_bad, r.before, r.after,
+                           r.magnitude, r.p_value, r.new_builds, r.reused, r.plain_bisection_builds,
+                           tuple(revs[p] for p in r.skipped), r.meaningful, r.reason)

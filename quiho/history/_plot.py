@@ -1,0 +1,74 @@
+"""A grey-scale-readable picture of a history: values, change points, GP mean +- 2 sigma, sampled revisions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from quiho.errors import UsageError
+from quiho.history._model import Detection, History
+
+__all__ = ["plot_history"]
+
+
+def plot_history(history: History, path: str | Path, *, detection: Detection | None = None,
+                 kernel: str | None = "brownian", n_orders: int | None = None,
+                 failed_orders: Sequence[int] = (), title: str | None = None) -> Path:
+    """Save a PNG or SVG (by suffix) of ``history``.
+
+    Draws every repetition (small grey dots), the per-revision means (black
+    circles = sampled revisions), the GP posterior mean (solid) with a
+    ``± 2 sigma`` band (light grey) over orders ``0..n_orders-1``, change
+    points (dashed verticals, labelled with their relative magnitude) and
+    failed builds (x marks on the axis). Readable without colour.
+
+    Raises
+    ------
+    UsageError
+        The suffix is not .png or .svg.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from quiho.history._gp import HistoryGP
+    from quiho.history._sampling import noise_of_means
+
+    out = Path(path)
+    if out.suffix.lower() not in (".png", ".svg"):
+        raise UsageError(f"plot file must end in .png or .svg, got {out.name!r}")
+    fig, ax = plt.subplots(figsize=(9, 4.2), dpi=110)
+    orders = history.orders
+    for o, s in zip(orders, history.samples, strict=True):
+        ax.plot(np.full(s.size, o), s, ".", color="0.6", ms=3, zorder=1)
+    ax.plot(orders, history.values, "o", mfc="white", mec="black", ms=4.5, label="measured revision (mean)",
+            zorder=3)
+    end = int(max(orders.max() + 1, n_orders or 0)) if len(history) else 0
+    if kernel and len(history) >= 2:
+        grid = np.arange(end)
+        gp = HistoryGP(kernel, n_restarts_optimizer=0).fit(
+            orders, history.values, noise_var=noise_of_means(list(history.samples)), span=max(end - 1, 1), origin=0)
+        mu, sd = gp.predict(grid)
+        ax.fill_between(grid, mu - 2 * sd, mu + 2 * sd, color="0.85", label=f"GP ({kernel}) mean ± 2σ", zorder=0)
+        ax.plot(grid, mu, "-", color="0.25", lw=1.2, zorder=2)
+    if detection is not None:
+        for i, cp in enumerate(detection.change_points):
+            x = orders[cp.index] - 0.5
+            ax.axvline(x, color="black", ls="--", lw=1, label="change point" if i == 0 else None)
+            ax.annotate(f"{cp.magnitude:+.1%}\np={cp.p_value:.1g}", (x, 1), xycoords=("data", "axes fraction"),
+                        xytext=(3, -4), textcoords="offset points", va="top", fontsize=8)
+    if len(failed_orders):
+        ax.plot(list(failed_orders), np.full(len(failed_orders), ax.get_ylim()[0]), "kx", ms=7, clip_on=False,
+                label="build failed")
+    ax.set_xlabel("revision (order)")
+    ax.set_ylabel(f"{history.name} ({history.unit})" if history.unit else f"{history.name} (unit not given)")
+    ax.set_title(title or history.name + (f" — {detection.method}" if detection else ""))
+    ax.legend(loc="best", fontsize=8, frameon=False)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+    return out
