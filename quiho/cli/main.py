@@ -24,6 +24,7 @@ app = typer.Typer(
 _COMMAND_MODULES = (
     "quiho.cli._import",
     "quiho.cli._irup",
+    "quiho.cli._history",
 )
 
 

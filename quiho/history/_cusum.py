@@ -29,9 +29,9 @@ class CusumDetector(Detector):
     current segment; values are standardised by :func:`sliding_sigma`. An
     alarm fires when either cumulative sum exceeds ``threshold`` (in units of
     sigma, with allowance ``drift``); the change is dated at the last time that
-    sum was zero, and monitoring restarts there. p-values are post-hoc Welch
-    tests between adjacent segments (conditional on the location, hence
-    optimistic).
+    sum was zero, and monitoring restarts there. p-values are search-adjusted
+    CUSUM tests of the two adjacent segments
+    (:func:`quiho.history._base.split_p`).
 
     Parameters
     ----------

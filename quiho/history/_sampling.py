@@ -143,7 +143,8 @@ class BisectResult:
     ``first_bad`` is the position of the first revision of the new level and
     ``last_good`` of the last one before it (``first_bad - 1`` unless failed
     builds in between make the answer a range). ``magnitude`` is relative,
-    ``p_value`` a Welch test of the repetitions at the two revisions.
+    ``p_value`` a Welch test of the repetitions of up to ``pool`` measured
+    revisions on each side.
     ``meaningful`` is False when no jump stands out from the noise.
     """
 
@@ -163,7 +164,7 @@ class BisectResult:
 
 def gp_bisect(measure: Measure, n: int, *, known: Mapping[int, Sequence[float] | np.ndarray] | None = None,
               failed: Mapping[int, str] | None = None, alpha: float = 0.01, kernel: str = "brownian",
-              max_builds: int = 64, random_state: int | None = 0) -> BisectResult:
+              max_builds: int = 64, pool: int = 3, random_state: int | None = 0) -> BisectResult:
     """Locate the largest level change with as few new builds as possible.
 
     Starts from every revision already measured (``known``: position ->
@@ -174,7 +175,9 @@ def gp_bisect(measure: Measure, n: int, *, known: Mapping[int, Sequence[float] |
     builds the revision nearest the middle of that bracket. It stops when the
     bracket holds no buildable revision. Reusing earlier measurements is where
     the saving over plain bisection comes from; with nothing known it costs
-    the same as bisection.
+    the same as bisection. The verdict compares the repetitions of up to
+    ``pool`` measured revisions on each side of the change (Welch test), so
+    its p-value does not rest on two revisions' repetitions alone.
 
     References
     ----------
@@ -217,7 +220,10 @@ def gp_bisect(measure: Measure, n: int, *, known: Mapping[int, Sequence[float] |
             break
         mid = (lo + hi) / 2
         build(min(inside, key=lambda p: (abs(p - mid), p)))
-    a, b = samples[lo], samples[hi]
+    # the levels: repetitions of up to `pool` measured revisions on each side of the bracket
+    pos = sorted(samples)
+    a = np.concatenate([samples[p] for p in [q for q in pos if q <= lo][-pool:]])
+    b = np.concatenate([samples[p] for p in [q for q in pos if q >= hi][:pool]])
     before, after = float(a.mean()), float(b.mean())
     p_val = welch_p(a, b) if a.size > 1 and b.size > 1 else float("nan")
     mag = (after - before) / abs(before) if before != 0 else float("nan")

@@ -1,0 +1,250 @@
+"""``quiho history ...``: import, detect, plot, sample and bisect performance histories."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+
+from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err
+
+RevCol = Annotated[str, typer.Option("--revision-col", help="CSV column with the revision id.")]
+ValCol = Annotated[str, typer.Option("--value-col", help="CSV column with the metric.")]
+OrderCol = Annotated[str | None, typer.Option("--order-col", help="CSV column with integer revision positions.")]
+ConfigCol = Annotated[list[str] | None, typer.Option("--config-col", help="Split into one series per value "
+                                                                          "(repeatable).")]
+SeriesOpt = Annotated[str | None, typer.Option("--series", help="Series name (pick one of a multi-series CSV).")]
+MethodOpt = Annotated[str, typer.Option("--method", "-m", help="Detector: auto, cusum, binseg, bottomup, gmm, "
+                                                              "ttest, mannwhitney.")]
+MinSize = Annotated[int, typer.Option("--min-size", help="Minimum revisions per segment.")]
+Floor = Annotated[float, typer.Option("--magnitude-floor", help="Ignore relative changes below this (0.02 = 2%).")]
+Alpha = Annotated[float, typer.Option("--alpha", help="Largest p-value reported.")]
+RepoOpt = Annotated[Path, typer.Option("--repo", help="git repository to measure.")]
+BuildOpt = Annotated[str, typer.Option("--build", help="Build command run in each worktree (shell words, no "
+                                                       "shell); '' for none.")]
+BenchOpt = Annotated[str, typer.Option("--bench", help="Benchmark command; its wall time (or --metric stdout) is "
+                                                       "the value.")]
+RangeOpt = Annotated[str, typer.Option("--range", help="git revision range, oldest first (e.g. v1.0..main).")]
+RepsOpt = Annotated[int, typer.Option("--repetitions", "-r", help="Benchmark runs per revision.")]
+MetricOpt = Annotated[str, typer.Option("--metric", help="wall (seconds per run) or stdout (last number printed).")]
+KernelOpt = Annotated[str, typer.Option("--kernel", help="GP kernel: brownian, rbf, rq, matern32, matern52.")]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds allowed per build or benchmark run.")]
+
+
+def _fmt_cp(cp: object) -> str:
+    d = asdict(cp)  # type: ignore[call-overload]
+    return (f"  revision {d['revision']} (index {d['index']}): {d['before']:.4g} -> {d['after']:.4g} "
+            f"({d['magnitude']:+.1%}), p = {d['p_value']:.2g}")
+
+
+def register(app: typer.Typer) -> None:
+    hist = typer.Typer(help="Performance histories: change points and GP revision sampling.", no_args_is_help=True)
+    app.add_typer(hist, name="history")
+
+    @hist.command("import")
+    def import_(
+        csv: Annotated[Path | None, typer.Argument(help="CSV file with one row per measured value.")] = None,
+        revision_col: RevCol = "revision",
+        value_col: ValCol = "value",
+        order_col: OrderCol = None,
+        config_col: ConfigCol = None,
+        series: Annotated[str | None, typer.Option("--series", help="Base series name (default file stem).")] = None,
+        unit: Annotated[str, typer.Option("--unit", help="Unit of the values, e.g. s or ops/s.")] = "",
+        from_runs: Annotated[str | None, typer.Option("--from-runs", help="APPLICATION/TEST from the store's "
+                                                                          "application runs.")] = None,
+        store: StoreOpt = None,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """Store histories from a CSV file or from quiho application runs (replaces same-named series)."""
+        from quiho.errors import UsageError
+        from quiho.history import import_history_csv, import_history_from_runs, read_history_csv
+        from quiho.store import open_store
+
+        if (csv is None) == (from_runs is None):
+            raise UsageError("give either a CSV file or --from-runs APPLICATION/TEST")
+        if csv is not None:
+            read_history_csv(csv, revision_col=revision_col, value_col=value_col, order_col=order_col,
+                             config_cols=config_col or (), name=series, unit=unit)  # validate first
+            with open_store(store) as st:
+                s = import_history_csv(st, csv, revision_col=revision_col, value_col=value_col, order_col=order_col,
+                                       config_cols=config_col or (), name=series, unit=unit)
+        else:
+            assert from_runs is not None
+            app_name, _, test = from_runs.partition("/")
+            if not test:
+                raise UsageError("--from-runs takes APPLICATION/TEST")
+            with open_store(store) as st:
+                s = import_history_from_runs(st, app_name, test, series)
+        if json_out:
+            emit_json(asdict(s))
+            return
+        for name, nrev, nval in zip(s.series, s.revisions, s.values, strict=True):
+            err(f"imported {name}: {nrev} revisions, {nval} values")
+
+    @hist.command("list")
+    def list_(store: StoreOpt = None, json_out: JsonOpt = False) -> None:
+        """List the stored series with their measured, failed and pending revision counts."""
+        from quiho.history import list_series
+        from quiho.store import open_store
+
+        with open_store(store, create=False) as st:
+            rows = list_series(st)
+        if json_out:
+            emit_json({"series": rows})
+            return
+        for r in rows:
+            print(f"{r['name']}\t{r['ok'] or 0} ok\t{r['failed'] or 0} failed\t{r['pending'] or 0} pending\t"
+                  f"{r['source']}")
+
+    @hist.command("detect")
+    def detect_(
+        target: Annotated[str, typer.Argument(metavar="FILE_OR_SERIES", help="CSV file or stored series name.")],
+        method: MethodOpt = "auto",
+        min_size: MinSize = 5,
+        magnitude_floor: Floor = 0.0,
+        alpha: Alpha = 0.01,
+        revision_col: RevCol = "revision",
+        value_col: ValCol = "value",
+        order_col: OrderCol = None,
+        config_col: ConfigCol = None,
+        series: SeriesOpt = None,
+        fail_on_change: Annotated[bool, typer.Option("--fail-on-change", help="Exit 3 if a change is found.")] = False,
+        store: StoreOpt = None,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """Find change points in one history."""
+        from quiho.cli.main import ChangeFound
+        from quiho.history import detect, open_history
+
+        h, _ = open_history(target, store_path=store, series=series, revision_col=revision_col,
+                            value_col=value_col, order_col=order_col, config_cols=config_col or ())
+        d = detect(h, method, min_size=min_size, magnitude_floor=magnitude_floor, alpha=alpha)
+        if json_out:
+            emit_json(d.to_dict())
+        else:
+            print(f"{d.series}: {d.n} revisions, method {d.method}")
+            if not d.meaningful:
+                print(f"  {d.reason}")
+            elif not d.change_points:
+                print(f"  no change with p <= {alpha}" + (f" and |magnitude| >= {magnitude_floor:.1%}"
+                                                          if magnitude_floor else ""))
+            for cp in d.change_points:
+                print(_fmt_cp(cp))
+        if fail_on_change and d.change_points:
+            raise ChangeFound()
+
+    @hist.command("plot")
+    def plot_(
+        target: Annotated[str, typer.Argument(metavar="FILE_OR_SERIES", help="CSV file or stored series name.")],
+        output: Annotated[Path, typer.Option("--output", "-o", help="Output .png or .svg.")],
+        method: MethodOpt = "auto",
+        kernel: KernelOpt = "brownian",
+        min_size: MinSize = 5,
+        magnitude_floor: Floor = 0.0,
+        revision_col: RevCol = "revision",
+        value_col: ValCol = "value",
+        order_col: OrderCol = None,
+        series: SeriesOpt = None,
+        unit: Annotated[str, typer.Option("--unit", help="Unit label for a CSV input.")] = "",
+        store: StoreOpt = None,
+    ) -> None:
+        """Plot a history: values, change points, GP mean ± 2σ and which revisions were measured."""
+        from quiho.history import detect, open_history, plot_history
+
+        h, state = open_history(target, store_path=store, series=series, revision_col=revision_col,
+                                value_col=value_col, order_col=order_col, unit=unit)
+        d = detect(h, method, min_size=min_size, magnitude_floor=magnitude_floor)
+        n_orders = max((s.order for s in state), default=-1) + 1 or None
+        failed = [s.order for s in state if s.status == "failed"]
+        out = plot_history(h, output, detection=d, kernel=kernel, n_orders=n_orders, failed_orders=failed)
+        err(f"wrote {out}")
+
+    @hist.command("sample")
+    def sample_(
+        repo: RepoOpt,
+        build: BuildOpt,
+        bench: BenchOpt,
+        budget: Annotated[int, typer.Option("--budget", help="Most revisions to build in total (resumed runs "
+                                                              "count).")],
+        series: Annotated[str, typer.Option("--series", help="Series name in the store.")] = "git",
+        stop_sigma: Annotated[float | None, typer.Option("--stop-sigma", help="Stop once the largest posterior "
+                                                                              "sigma is at most this (metric "
+                                                                              "units).")] = None,
+        repetitions: RepsOpt = 3,
+        rev_range: RangeOpt = "HEAD",
+        strategy: Annotated[str, typer.Option("--strategy", help="active (max sigma) or random.")] = "active",
+        kernel: KernelOpt = "brownian",
+        metric: MetricOpt = "wall",
+        timeout: TimeoutOpt = 600.0,
+        random_state: Annotated[int, typer.Option("--random-state")] = 0,
+        store: StoreOpt = None,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """Measure the revisions of a git repository that the GP is least sure about."""
+        from quiho.history import sample_git_history
+        from quiho.store import open_store
+
+        with open_store(store) as st:
+            r = sample_git_history(st, repo, shlex.split(build), shlex.split(bench), series=series, budget=budget,
+                                   stop_sigma=stop_sigma, repetitions=repetitions, rev_range=rev_range,
+                                   strategy=strategy, kernel=kernel, metric=metric, timeout=timeout,
+                                   random_state=random_state, log=err)
+        doc = {
+            "series": r.series, "n_revisions": r.n_revisions, "new_builds": r.new_builds,
+            "stop_reason": r.stop_reason, "max_sigma": r.max_sigma,
+            "measured": [{"revision": rev, "index": i, "mean": v} for rev, i, v in r.measured],
+            "failed": [{"revision": rev, "index": i, "reason": why} for rev, i, why in r.failed],
+            "posterior": [{"index": i, "mean": m if np.isfinite(m) else None, "sigma": s if np.isfinite(s) else None}
+                          for i, (m, s) in enumerate(zip(r.mean, r.sigma, strict=True))],
+        }
+        if json_out:
+            emit_json(doc)
+            return
+        print(f"{r.series}: {len(r.measured)} of {r.n_revisions} revisions measured ({r.new_builds} built now), "
+              f"{len(r.failed)} failed; stopped: {r.stop_reason}; largest posterior sigma {r.max_sigma:.3g}")
+        for rev, i, why in r.failed:
+            print(f"  skipped [{i}] {rev[:12]}: {why}")
+
+    @hist.command("bisect")
+    def bisect_(
+        repo: RepoOpt,
+        build: BuildOpt,
+        bench: BenchOpt,
+        series: Annotated[str, typer.Option("--series", help="Series whose measurements to reuse.")] = "git",
+        repetitions: RepsOpt = 3,
+        rev_range: RangeOpt = "HEAD",
+        alpha: Alpha = 0.01,
+        kernel: KernelOpt = "brownian",
+        metric: MetricOpt = "wall",
+        timeout: TimeoutOpt = 600.0,
+        store: StoreOpt = None,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """Find the commit that introduced the largest change, with the GP choosing what to build."""
+        from quiho.history import bisect_git_history
+        from quiho.store import open_store
+
+        with open_store(store) as st:
+            r = bisect_git_history(st, repo, shlex.split(build), shlex.split(bench), series=series,
+                                   repetitions=repetitions, rev_range=rev_range, alpha=alpha, kernel=kernel,
+                                   metric=metric, timeout=timeout, log=err)
+        doc = asdict(r)
+        for k in ("before", "after", "magnitude", "p_value"):
+            if not np.isfinite(doc[k]):
+                doc[k] = None
+        if json_out:
+            emit_json(doc)
+            return
+        if not r.meaningful:
+            print(f"{r.series}: {r.reason}")
+        else:
+            print(f"{r.series}: first changed revision {r.first_bad} (index {r.first_bad_index}) after {r.last_good}: "
+                  f"{r.before:.4g} -> {r.after:.4g} ({r.magnitude:+.1%}), p = {r.p_value:.2g}")
+            if r.reason:
+                print(f"  {r.reason}")
+        print(f"  builds: {r.new_builds} new + {r.reused} reused; plain bisection would build "
+              f"{r.plain_bisection_builds}")

@@ -1,0 +1,195 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from quiho.datasets.history import (
+    bimodal_history,
+    heavy_tail_history,
+    outlier_history,
+    step_history,
+    trend_history,
+)
+from quiho.errors import HistoryError, UsageError
+from quiho.history import DETECTORS, ChangePoint, History, detect, make_detector
+from quiho.history._auto import pettitt, step_vs_trend_p
+
+ALL = sorted(make_detector("auto") and DETECTORS)
+# detectors that look at a local window or test against a trend: they must not split slow drift
+DRIFT_SAFE = ["auto", "ttest", "mannwhitney", "gmm"]
+# detectors with a bimodal-aware or rank-based noise model: no false alarm on banding
+BAND_SAFE = ["auto", "gmm", "ttest"]
+
+
+def test_registry_has_every_issue_method():
+    assert {"auto", "cusum", "binseg", "bottomup", "gmm", "ttest", "mannwhitney"} <= set(DETECTORS)
+    with pytest.raises(UsageError, match="unknown detector"):
+        make_detector("nope")
+    with pytest.raises(UsageError, match="detector 'cusum'"):
+        make_detector("cusum", bogus=1)
+
+
+@pytest.mark.parametrize("method", ALL)
+def test_exact_recovery_noise_free(method):
+    case = step_history(120, (40, 80), (100.0, 130.0, 110.0), noise=0)
+    d = detect(case.values, method)
+    assert [c.index for c in d.change_points] == [40, 80]
+    first, second = d.change_points
+    assert first.before == pytest.approx(100) and first.after == pytest.approx(130)
+    assert first.magnitude == pytest.approx(0.30)
+    assert second.magnitude == pytest.approx(110 / 130 - 1)
+    assert all(0 <= c.p_value <= 0.01 for c in d.change_points)
+
+
+@pytest.mark.parametrize("method", ALL)
+def test_constant_has_no_change(method):
+    assert detect(np.full(100, 7.5), method).change_points == ()
+
+
+@pytest.mark.parametrize("method", ALL)
+def test_noisy_steps_found_within_margin(method):
+    case = step_history(200, (60, 130), (100, 115, 105), noise=2.0, random_state=3)
+    found = [c.index for c in detect(case.values, method).change_points]
+    assert len(found) == 2
+    assert all(abs(f - t) <= 5 for f, t in zip(found, case.truth, strict=True))
+
+
+@pytest.mark.parametrize("method", ["auto", "gmm", "ttest", "mannwhitney", "cusum", "bottomup"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_pure_noise_has_no_change(method, seed):
+    y = 100 + np.random.default_rng(seed).normal(0, 20, 200)
+    assert detect(y, method).change_points == ()
+
+
+@pytest.mark.parametrize("method", DRIFT_SAFE)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_slow_drift_is_not_split(method, seed):
+    case = trend_history(200, drift=8.0, noise=2.0, random_state=seed)
+    assert detect(case.values, method).change_points == ()
+
+
+def test_noise_free_drift_is_not_split_by_auto():
+    assert detect(np.linspace(100, 120, 150), "auto").change_points == ()
+
+
+@pytest.mark.parametrize("method", BAND_SAFE)
+@pytest.mark.parametrize("p_upper", [0.1, 0.3, 0.5])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_bimodal_banding_is_not_a_change(method, p_upper, seed):
+    case = bimodal_history(200, p_upper=p_upper, random_state=seed)
+    assert detect(case.values, method).change_points == ()
+
+
+def test_cusum_does_raise_false_alarms_on_banding():
+    # the reason the GMM detector exists: a plain CUSUM scaled by sliding-window std alarms on rare bands
+    alarms = sum(len(detect(bimodal_history(200, p_upper=0.1, random_state=s).values, "cusum",
+                            alpha=1.0).change_points) for s in range(4))
+    assert alarms > 0
+
+
+def test_gmm_calls_rare_bands_banded():
+    from quiho.history._talos import band_noise_variance
+
+    y = bimodal_history(300, p_upper=0.2, random_state=0).values
+    _, k, banded = band_noise_variance(y, 12)
+    assert k >= 2 and banded
+    y = step_history(300, (150,), (100, 130), noise=1.5, random_state=0).values
+    _, k, banded = band_noise_variance(y, 12)
+    assert k >= 2 and not banded
+
+
+@pytest.mark.parametrize("method", ["auto", "mannwhitney"])
+def test_heavy_tails_and_outliers(method):
+    for case in (heavy_tail_history(200, random_state=1), outlier_history(200, random_state=1)):
+        found = [c.index for c in detect(case.values, method).change_points]
+        assert len(found) == len(case.truth)
+        assert all(abs(f - t) <= 5 for f, t in zip(found, case.truth, strict=True))
+
+
+@pytest.mark.parametrize("method", ALL)
+def test_scaling_invariance(method):
+    y = step_history(150, (50, 100), (100, 120, 90), noise=2.0, random_state=5).values
+    a = [c.index for c in detect(y, method).change_points]
+    b = [c.index for c in detect(3.0 * y + 1000.0, method).change_points]
+    assert a == b
+
+
+def test_reversal_invariance_auto():
+    y = step_history(150, (50, 100), (100, 120, 90), noise=2.0, random_state=5).values
+    fwd = [c.index for c in detect(y, "auto").change_points]
+    rev = [150 - c.index for c in detect(y[::-1], "auto").change_points]
+    assert fwd == sorted(rev)
+
+
+def test_ndarray_list_series_and_history_agree():
+    case = step_history(100, (50,), (10.0, 12.0), noise=0.3, random_state=0)
+    revs = [f"r{i}" for i in range(100)]
+    a = detect(case.values)
+    b = detect(list(case.values))
+    c = detect(pd.Series(case.values, index=revs))
+    d = detect(History.from_values(case.values, revs))
+    assert [x.index for x in a.change_points] == [x.index for x in b.change_points] == [50]
+    assert c.change_points[0].revision == d.change_points[0].revision == "r50"
+    assert c.change_points == d.change_points
+
+
+def test_repetitions_are_averaged():
+    samples = tuple(np.array([10.0, 10.2]) if i < 20 else np.array([12.0, 12.2]) for i in range(40))
+    h = History("reps", tuple(str(i) for i in range(40)), np.arange(40), samples)
+    (cp,) = detect(h).change_points
+    assert (cp.index, cp.before, cp.after) == (20, pytest.approx(10.1), pytest.approx(12.1))
+
+
+def test_magnitude_floor_and_min_size():
+    y = np.r_[np.full(50, 100.0), np.full(50, 101.0), np.full(50, 120.0)]
+    assert [c.index for c in detect(y).change_points] == [50, 100]
+    assert [c.index for c in detect(y, magnitude_floor=0.05).change_points] == [100]
+    blip = np.r_[np.full(50, 100.0), np.full(3, 150.0), np.full(50, 100.0)]
+    assert detect(blip, "auto", min_size=5).change_points == ()
+
+
+@pytest.mark.parametrize("method", ALL)
+@pytest.mark.parametrize("min_size", [3, 12])
+def test_min_size_is_respected(method, min_size):
+    y = np.r_[np.full(40, 100.0), np.full(8, 120.0), np.full(40, 100.0)]
+    y = y + np.random.default_rng(0).normal(0, 0.5, y.size)
+    idx = [0, *(c.index for c in detect(y, method, min_size=min_size).change_points), y.size]
+    assert min(np.diff(idx)) >= min_size
+
+
+def test_short_series_is_not_meaningful():
+    d = detect([1.0, 2.0, 3.0], "auto")
+    assert not d.meaningful and "not meaningful" in d.reason and d.change_points == ()
+
+
+def test_change_point_is_frozen_and_json_ready():
+    cp = ChangePoint(3, "abc", 0.0, 1.0, float("nan"), 0.001)
+    with pytest.raises(AttributeError):
+        cp.index = 4  # type: ignore[misc]
+    assert cp.to_dict() == {"index": 3, "revision": "abc", "before": 0.0, "after": 1.0, "magnitude": None,
+                            "p_value": 0.001}
+
+
+def test_rejects_bad_values():
+    with pytest.raises(HistoryError, match="finite"):
+        detect([1.0, float("nan"), 2.0])
+    with pytest.raises(HistoryError, match="one-dimensional"):
+        detect(np.ones((3, 3)))
+
+
+def test_pettitt_matches_brute_force():
+    rng = np.random.default_rng(0)
+    y = np.r_[rng.normal(0, 1, 30), rng.normal(1.5, 1, 25)]
+    n = y.size
+    sign = np.sign(y[None, :] - y[:, None])  # sign(x_j - x_i)
+    u = np.array([sign[:k, k:].sum() for k in range(1, n)])
+    big_k = np.abs(u).max()
+    k, p = pettitt(y)
+    assert p == pytest.approx(min(1, 2 * np.exp(-6 * big_k**2 / (n**3 + n**2))))
+    std = np.abs(u) / np.sqrt(np.arange(1, n) * (n - np.arange(1, n)))
+    assert k == int(np.argmax(std)) + 1
+
+
+def test_step_vs_trend_closed_forms():
+    t = np.arange(60, dtype=float)
+    assert step_vs_trend_p(t, 30) == 1.0
+    assert step_vs_trend_p(np.r_[np.zeros(30), np.ones(30)], 30) == 0.0
