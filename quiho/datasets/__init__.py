@@ -1,5 +1,10 @@
-"""Seeded generators with known truth, for tests, benchmarks and examples."""
+"""Seeded generators with known truth for testing and benchmarking quiho's methods.
 
+Submodules: ``irup`` (fleets with a planted bottleneck), ``perun`` (Perun-style
+model pairs), ``history`` (performance histories with change points).
+"""
+
+from quiho.datasets import perun
 from quiho.datasets.irup import planted_bottleneck
 
-__all__ = ["planted_bottleneck"]
+__all__ = ["perun", "planted_bottleneck"]
