@@ -10,11 +10,11 @@ and, for the ``joint`` method, a 6-df spline for changes of any shape). The symm
 exactly antisymmetric: swapping baseline and target negates ``g`` and nothing else.
 
 * **Kind** = the family with the lowest BIC (ties to the simpler). If the free-shape spline beats every
-  family by more than 10 BIC units the kind is ``localized`` (most of |g| within 40 % of the x range) or
-  ``other``.
+  family by more than 10 BIC units the kind is ``localized`` (the per-window difference of means exceeds half
+  its maximum on at most 40 % of 10 equal x windows) or ``other``.
 * **Significance**: F-test of the chosen ``g`` against ``g = 0``, Bonferroni-corrected for the number of
-  families compared. Rows are weighted by ``1/σ̂(x)²``, with σ̂ a spline smooth of |residual| of the no-change
-  fit, so multiplicative (heteroscedastic) noise does not inflate the test.
+  families compared. Rows are weighted by ``1/σ̂(x)²``, with σ̂ a spline smooth of |residual| of the flexible
+  fits of each version on its own, so multiplicative (heteroscedastic) noise does not inflate the test.
 * **Magnitude** = mean of ``g`` over the observed x (both versions' points) divided by the mean baseline
   amount (the fitted baseline curve loses precision when the target is 10^17 times larger, as in Perun's
   ``const4``).
@@ -87,6 +87,21 @@ def _family_columns(u: Arr, x: Arr) -> dict[str, Callable[[float], Arr] | Arr]:
 
 _ORDER = ("constant", "logarithmic", "sqrt", "linear", "quadratic", "cubic", "exponential", "spline")
 _NPAR = {"constant": 1, "logarithmic": 2, "sqrt": 2, "linear": 2, "quadratic": 3, "cubic": 4, "exponential": 3}
+
+
+def _localized(u: Arr, y: Arr, s: Arr, windows: int = 10) -> bool:
+    """True when the target-minus-baseline window means exceed half their maximum on ≤ 40 % of the windows."""
+    idx = np.minimum((u * windows).astype(np.int64), windows - 1)
+    d = np.full(windows, np.nan)
+    for i in range(windows):
+        a, b = y[(idx == i) & (s > 0)], y[(idx == i) & (s < 0)]
+        if a.size and b.size:
+            d[i] = a.mean() - b.mean()
+    ok = np.isfinite(d)
+    if ok.sum() < 3:
+        return False
+    big = np.abs(d[ok]) > 0.5 * np.abs(d[ok]).max()
+    return bool(big.sum() <= 0.4 * ok.sum())
 
 
 def _thin(s: Samples, limit: int) -> tuple[Arr, Arr]:
@@ -162,7 +177,11 @@ def _fit(
 
     rss0, beta0 = rss(B)
     if weighted and np.ptp(u) > 0:
-        r0 = np.abs(ys - B @ beta0)
+        # noise scale from each version's own flexible fit, so a change cannot inflate it (and hide itself)
+        r0 = np.empty(n)
+        for side in (s < 0, s > 0):
+            bs, *_ = np.linalg.lstsq(B[side], ys[side], rcond=None)
+            r0[side] = np.abs(ys[side] - B[side] @ bs)
         Bs = _bspline(u, 6)
         sig, *_ = np.linalg.lstsq(Bs, r0, rcond=None)
         sd = Bs @ sig
@@ -227,11 +246,7 @@ def _fit(
         p = float(stats.f.sf(max(fstat, 0.0), k1, max(dfe, 1)))
     p = min(1.0, p * len(fits))
     if kind == "spline":
-        share = np.abs(g)
-        order = np.argsort(u)
-        cum = np.cumsum(share[order]) / max(float(share.sum()), 1e-300)
-        width = float(u[order][np.searchsorted(cum, 0.9)] - u[order][np.searchsorted(cum, 0.1)])
-        kind = "localized" if width < 0.4 else "other"
+        kind = "localized" if _localized(u, y, s) else "other"
     mag = mean_change / abs(base_mean) if base_mean != 0 else float("nan")
     return ChangeModelFit(kind, p, float(mag), mean_change, base_mean, bics, fstat, int(xb.size), int(xt.size))
 
