@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from quiho.history._base import Detector, register_detector
+from quiho.history._segment import refine_break
 
 __all__ = ["CusumDetector"]
 
@@ -28,8 +29,10 @@ class CusumDetector(Detector):
     The reference level is the mean of the first ``window`` values of the
     current segment; values are standardised by :func:`sliding_sigma`. An
     alarm fires when either cumulative sum exceeds ``threshold`` (in units of
-    sigma, with allowance ``drift``); the change is dated at the last time that
-    sum was zero, and monitoring restarts there. p-values are search-adjusted
+    sigma, with allowance ``drift``); the change is dated at the least-squares
+    split of the values from the segment start to ``window`` past the alarm
+    (Page's "last time the sum was zero" lags in noise), and monitoring
+    restarts there. p-values are search-adjusted
     CUSUM tests of the two adjacent segments
     (:func:`quiho.history._base.split_p`).
 
@@ -79,11 +82,13 @@ class CusumDetector(Detector):
                     tp = t + 1
                 if gn == 0.0:
                     tn = t + 1
-                if gp > self.threshold:
-                    alarm = tp
-                    break
-                if gn > self.threshold:
-                    alarm = tn
+                if gp > self.threshold or gn > self.threshold:
+                    alarm = tp if gp > self.threshold else tn
+                    # the last-zero date lags when noise kept the sum above 0: take the least-squares
+                    # split of the stretch from the segment start to a window past the alarm instead
+                    hi = min(n, t + 1 + self.window)
+                    if hi - start >= 2:
+                        alarm = refine_break(y, start, hi, 1, alarm)
                     break
             if alarm < 0:
                 break

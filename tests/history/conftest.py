@@ -49,8 +49,13 @@ def make_slowdown_repo(root: Path, n_commits: int = 24, slow_at: int = 15, broke
 
 
 @pytest.fixture
-def slowdown_repo(tmp_path: Path) -> tuple[Path, list[str]]:
+def make_repo():
     if shutil.which("gcc") is None:
         pytest.skip("needs gcc to build the tiny program")
+    return make_slowdown_repo
+
+
+@pytest.fixture
+def slowdown_repo(tmp_path: Path, make_repo) -> tuple[Path, list[str]]:
     repo = tmp_path / "repo"
-    return repo, make_slowdown_repo(repo)
+    return repo, make_repo(repo)

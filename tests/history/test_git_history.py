@@ -1,0 +1,81 @@
+"""A real history: a git repository whose commit 15 makes a C program 3x slower.
+
+``quiho history sample`` measures a few commits (wall-clock seconds of the
+program, 3 repetitions each) and ``quiho history bisect`` then finds commit
+15, counting builds; commit 6 does not compile and must be skipped and recorded.
+"""
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+from quiho.cli.main import main
+from quiho.history import load_state, plain_bisection_builds
+from quiho.store import open_store
+
+BUILD = "gcc -O1 -o prog prog.c"
+
+
+def _worktrees(repo: Path) -> list[str]:
+    out = subprocess.run(["git", "-C", str(repo), "worktree", "list"], capture_output=True, text=True, check=True)
+    return out.stdout.strip().splitlines()
+
+
+def _leftover_tmp() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob("quiho-wt-*")}
+
+
+def test_sample_then_bisect_find_the_slow_commit(slowdown_repo, tmp_path, capsys):
+    repo, shas = slowdown_repo
+    db = str(tmp_path / "q.db")
+    before_tmp = _leftover_tmp()
+    args = ["history", "sample", "--repo", str(repo), "--build", BUILD, "--bench", "./prog", "--budget", "8",
+            "--series", "prog", "--store", db, "--json"]
+    assert main(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["n_revisions"] == 24 and doc["new_builds"] == 8 and doc["stop_reason"] == "budget"
+    measured = {m["index"]: m["mean"] for m in doc["measured"]}
+    fast = [v for i, v in measured.items() if i < 15]
+    slow = [v for i, v in measured.items() if i >= 15]
+    assert fast and slow and min(slow) > 1.3 * max(fast)  # 3x in the code; margin for a loaded machine
+
+    assert main(["history", "bisect", "--repo", str(repo), "--build", BUILD, "--bench", "./prog",
+                 "--series", "prog", "--store", db, "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["meaningful"] and res["first_bad"] == shas[15] and res["last_good"] == shas[14]
+    assert res["magnitude"] > 1.0 and res["p_value"] < 0.01
+    assert res["reused"] == 8
+    assert res["new_builds"] < plain_bisection_builds(24) == 7
+
+    # resumable: the same command with the same budget builds nothing new
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["new_builds"] == 0
+    assert len(_worktrees(repo)) == 1  # only the main checkout: every sampling worktree was removed
+    assert _leftover_tmp() <= before_tmp
+
+
+def test_failing_build_is_skipped_and_recorded(tmp_path, capsys, make_repo):
+    repo = tmp_path / "repo"
+    shas = make_repo(repo, n_commits=12, slow_at=8, broken_at=5)
+    db = str(tmp_path / "q.db")
+    # budget 12 of 12: every commit is tried, so the broken one certainly is
+    assert main(["history", "sample", "--repo", str(repo), "--build", BUILD, "--bench", "./prog", "--budget", "12",
+                 "--repetitions", "1", "--series", "p", "--store", db, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [f["index"] for f in doc["failed"]] == [5]
+    assert "build at" in doc["failed"][0]["reason"] and "exited 1" in doc["failed"][0]["reason"]
+    assert len(doc["measured"]) == 11
+    with open_store(db) as st:
+        state = {s.revision: s for s in load_state(st, "p")}
+    assert state[shas[5]].status == "failed" and state[shas[4]].status == "ok"
+    # plot shows it (and the GP over all 12 positions)
+    assert main(["history", "plot", "p", "--store", db, "-o", str(tmp_path / "p.png")]) == 0
+    assert (tmp_path / "p.png").stat().st_size > 1000
+
+
+def test_bad_repo_is_a_one_line_error(tmp_path, capsys):
+    assert main(["history", "sample", "--repo", str(tmp_path), "--build", "", "--bench", "true", "--budget", "3",
+                 "--store", str(tmp_path / "q.db")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("quiho: error: git rev-list") and "\n" not in err

@@ -1,0 +1,194 @@
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.gaussian_process import GaussianProcessRegressor
+
+from quiho.datasets.history import step_history
+from quiho.errors import BuildFailed, ModelError, UsageError
+from quiho.history import (
+    KERNELS,
+    BrownianKernel,
+    HistoryGP,
+    gp_bisect,
+    mape,
+    plain_bisection_builds,
+    sample_revisions,
+)
+
+
+def test_brownian_kernel_closed_form_and_diag():
+    x = np.array([[1.0], [2.5], [4.0]])
+    k = BrownianKernel(3.0)
+    assert np.allclose(k(x), 3.0 * np.minimum(x, x.T))
+    assert np.allclose(k.diag(x), np.diag(k(x)))
+    assert np.allclose(k(x, np.array([[2.0]])), 3.0 * np.minimum(x, 2.0))
+    assert not k.is_stationary()
+
+
+def test_brownian_kernel_gradient_matches_finite_difference():
+    x = np.linspace(0.5, 3, 7)[:, None]
+    k = BrownianKernel(1.7)
+    _, grad = k(x, eval_gradient=True)
+    eps = 1e-6
+    theta = k.theta.copy()
+    kp = k.clone_with_theta(theta + eps)(x)
+    km = k.clone_with_theta(theta - eps)(x)
+    assert grad.shape == (7, 7, 1)
+    assert np.allclose(grad[:, :, 0], (kp - km) / (2 * eps), atol=1e-6)
+    fixed = BrownianKernel(1.0, "fixed")
+    assert fixed(x, eval_gradient=True)[1].shape == (7, 7, 0)
+
+
+def test_brownian_kernel_works_inside_sklearn():
+    k = BrownianKernel()
+    assert clone(k).get_params() == k.get_params()
+    x = np.arange(1, 21, dtype=float)[:, None]
+    y = np.cumsum(np.random.default_rng(0).normal(0, 2.0, 20))
+    gpr = GaussianProcessRegressor(k, random_state=0, alpha=1e-8).fit(x, y)
+    # ML estimate of a random walk's per-step variance: sum of squared increments / n
+    expected = (np.diff(np.r_[0.0, y]) ** 2).mean()
+    assert gpr.kernel_.variance == pytest.approx(expected, rel=0.05)
+
+
+@pytest.mark.parametrize("kernel", sorted(KERNELS))
+def test_every_kernel_fits_and_interpolates(kernel):
+    case = step_history(100, (50,), (10.0, 14.0), noise=0)
+    pos = np.arange(0, 100, 5)
+    gp = HistoryGP(kernel, noise=False).fit(pos, case.values[pos], span=99, origin=0)
+    mean, sigma = gp.predict(pos)
+    assert np.allclose(mean, case.values[pos], atol=1e-3)
+    if kernel == "brownian":  # linear interpolation between measurements: only the step's gap is off
+        assert mape(case.signal, gp.predict(np.arange(100))[0]) < 1
+
+
+def test_brownian_sigma_is_largest_mid_gap():
+    gp = HistoryGP(noise=False).fit([0, 10, 40], [1.0, 2.0, 1.5], span=40, origin=0)
+    _, sd = gp.predict(np.arange(41))
+    assert int(np.argmax(sd)) == 25
+    assert sd[0] == pytest.approx(0, abs=1e-3) and sd[10] == pytest.approx(0, abs=1e-3)
+
+
+def test_constant_values_predict_the_constant():
+    mean, sd = HistoryGP().fit([0, 5, 9], [3.0, 3.0, 3.0]).predict([0, 2, 9])
+    assert np.all(mean == 3.0) and np.all(sd == 0)
+
+
+def test_gp_errors():
+    with pytest.raises(ModelError, match="at least two"):
+        HistoryGP().fit([1], [1.0])
+    with pytest.raises(UsageError, match="unknown kernel"):
+        HistoryGP("nope").fit([0, 1], [1.0, 2.0])
+    with pytest.raises(ModelError, match="undefined"):
+        mape(np.array([0.0, 1.0]), np.array([1.0, 1.0]))
+    assert mape(np.array([100.0, 200.0]), np.array([110.0, 180.0])) == pytest.approx(10.0)
+
+
+def _measure(signal, noise=0.0, seed=0, fail=()):
+    rng = np.random.default_rng(seed)
+    calls = []
+
+    def m(p):
+        calls.append(p)
+        if p in fail:
+            raise BuildFailed(f"build failed at {p}")
+        return signal[p] + rng.normal(0, noise, 3) if noise else np.full(3, signal[p])
+
+    return m, calls
+
+
+def test_active_sampling_bisects_gaps_and_respects_budget():
+    sig = step_history(65, (40,), (10.0, 14.0), noise=0).signal
+    m, calls = _measure(sig)
+    r = sample_revisions(m, 65, 9)
+    assert calls[:3] == [0, 64, 32]
+    assert sorted(calls[3:7]) == [16, 24, 40, 48] or len(set(calls)) == 9
+    assert r.new_builds == 9 and r.stop_reason == "budget" and len(r.measured) == 9
+
+
+def test_stop_sigma_stops_early():
+    sig = np.full(50, 5.0) + np.linspace(0, 0.01, 50)
+    m, calls = _measure(sig, noise=0.001)
+    r = sample_revisions(m, 50, 50, stop_sigma=0.05)
+    assert r.stop_reason == "stop-sigma" and r.new_builds < 50 and r.max_sigma <= 0.05
+
+
+def test_failed_build_is_skipped_recorded_and_sampling_continues():
+    sig = step_history(33, (20,), (10.0, 14.0), noise=0).signal
+    m, calls = _measure(sig, fail={16})
+    r = sample_revisions(m, 33, 6)
+    assert 16 in r.failed and "build failed at 16" in r.failed[16]
+    assert len(r.measured) == 5 and 16 not in r.measured and r.new_builds == 6
+
+
+def test_resume_counts_known_and_never_rebuilds():
+    sig = step_history(33, (20,), (10.0, 14.0), noise=0).signal
+    m, _ = _measure(sig)
+    first = sample_revisions(m, 33, 5)
+    m2, calls = _measure(sig)
+    again = sample_revisions(m2, 33, 5, known={p: [v] for p, v in first.measured.items()})
+    assert calls == [] and again.new_builds == 0
+    more = sample_revisions(m2, 33, 8, known={p: [v] for p, v in first.measured.items()})
+    assert more.new_builds == 3 and not set(calls) & set(first.measured)
+
+
+def test_random_baseline_is_seeded():
+    sig = np.linspace(1, 2, 40)
+    a = sample_revisions(_measure(sig)[0], 40, 10, strategy="random", random_state=3)
+    b = sample_revisions(_measure(sig)[0], 40, 10, strategy="random", random_state=3)
+    c = sample_revisions(_measure(sig)[0], 40, 10, strategy="random", random_state=4)
+    assert a.order == b.order != c.order
+    with pytest.raises(UsageError):
+        sample_revisions(_measure(sig)[0], 40, 10, strategy="greedy")
+
+
+def test_active_beats_random_on_average():
+    errs = {"active": [], "random": []}
+    for seed in range(4):
+        case = step_history(200, (50, 120), (100, 130, 110), noise=1.0, random_state=seed)
+        for strat in errs:
+            r = sample_revisions(_measure(case.values)[0], 200, 20, strategy=strat, random_state=seed)
+            errs[strat].append(mape(case.signal, r.mean))
+    assert np.mean(errs["active"]) < np.mean(errs["random"])
+
+
+@pytest.mark.parametrize("n,step", [(30, 17), (64, 5), (100, 99), (101, 50)])
+def test_gp_bisect_from_scratch_finds_step_like_bisection(n, step):
+    sig = np.where(np.arange(n) < step, 1.0, 2.5)
+    m, calls = _measure(sig, noise=0.05, seed=n)
+    r = gp_bisect(m, n)
+    assert r.meaningful and r.first_bad == step and r.last_good == step - 1
+    assert r.new_builds <= plain_bisection_builds(n)
+    assert r.magnitude == pytest.approx(1.5, rel=0.1) and r.p_value < 1e-3
+
+
+def test_gp_bisect_reuses_samples_for_fewer_builds():
+    n, step = 120, 77
+    sig = np.where(np.arange(n) < step, 1.0, 2.5)
+    m, _ = _measure(sig, noise=0.05, seed=1)
+    s = sample_revisions(m, n, 12)
+    known = {p: np.full(3, v) + np.random.default_rng(p).normal(0, 0.05, 3) for p, v in s.measured.items()}
+    r = gp_bisect(m, n, known=known)
+    assert r.first_bad == step
+    assert r.new_builds < plain_bisection_builds(n) - 3
+    assert r.reused == 12
+
+
+def test_gp_bisect_failed_build_in_the_bracket():
+    sig = np.where(np.arange(32) < 16, 1.0, 2.5)
+    m, _ = _measure(sig, noise=0.05, fail={15})
+    r = gp_bisect(m, 32)
+    # 15 cannot be built: the change is somewhere in (14, 16]
+    assert r.first_bad == 16 and r.last_good == 14 and 15 in r.skipped
+    assert "failed builds" in r.reason
+
+
+def test_gp_bisect_without_change_is_not_meaningful():
+    m, _ = _measure(np.full(40, 1.0), noise=0.05)
+    r = gp_bisect(m, 40)
+    assert not r.meaningful and "not meaningful" in r.reason
+
+
+def test_plain_bisection_count():
+    assert plain_bisection_builds(2) == 2
+    assert plain_bisection_builds(24) == 2 + 5
+    assert plain_bisection_builds(1025) == 12
