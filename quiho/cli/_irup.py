@@ -1,9 +1,168 @@
-"""``quiho irup``, ``quiho compare``, ``quiho advise`` (filled in by the IRUP engine)."""
+"""``quiho irup``, ``quiho compare``, ``quiho advise``, ``quiho targets``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err
+
+ImportanceOpt = Annotated[
+    str, typer.Option("--importance", help="classic (paper), impurity (current scikit-learn) or permutation.")
+]
+SeedsOpt = Annotated[int, typer.Option("--seeds", min=1, help="Model fits; spread and stability are over these.")]
+RandomOpt = Annotated[int, typer.Option("--random-state", help="Master seed (same seed, same result).")]
+ResampleOpt = Annotated[
+    str, typer.Option("--resample", help="groups: each seed bootstraps hardware groups; none: paper (all rows).")
+]
+BatchOpt = Annotated[str | None, typer.Option("--batch", help="Only rows of this batch / fingerprint run.")]
+JobsOpt = Annotated[int, typer.Option("--jobs", help="Parallel workers (-1 = all cores).")]
+
+
+def _irup(store: Path | None, target: str, importance: str, seeds: int, random_state: int, resample: str,
+          batch: str | None, jobs: int):
+    from quiho.irup import irup_for_target
+    from quiho.store import open_store
+
+    with open_store(store, create=False) as st:
+        return irup_for_target(st, target, batch=batch, importance=importance, seeds=seeds,
+                               random_state=random_state, resample=resample, n_jobs=jobs)
+
+
+def _print_irup(irup, top: int) -> None:
+    out = Console(highlight=False)
+    v = irup.validity
+    out.print(f"IRUP of {escape(irup.target)}  ({irup.importance}, {irup.seeds} seeds, resample={irup.resample}, "
+              f"{irup.rows} rows, metric in {escape(irup.unit)})")
+    t = Table(show_edge=False, pad_edge=False)
+    for col in ("rank", "stressor", "importance", "± sd", "class", "top-3 share"):
+        t.add_column(col, justify="right" if col in ("rank", "importance", "± sd", "top-3 share") else "left")
+    from quiho.fingerprint import load_catalog
+
+    cat = load_catalog()
+    for i, f in enumerate(irup.top(top), 1):
+        t.add_row(str(i), escape(f.stressor) + (" (noisy)" if f.noisy else ""), f"{f.importance:.1f}",
+                  f"{f.std:.1f}", escape(f.primary), f"{f.top3_frequency:.0%}")
+    out.print(t)
+    out.print("where to look first:")
+    for f in irup.top(3):
+        entry = cat.get(f.stressor)
+        out.print(f"  {escape(f.stressor)}: {escape(entry.hint if entry else 'not in the stressor catalog')}")
+    out.print(f"validity: {v.verdict.upper()} — {escape(v.reason)}")
+    if irup.dropped:
+        out.print("dropped: " + escape(", ".join(f"{d.stressor} ({d.reason})" for d in irup.dropped)))
+    for n in irup.notes:
+        out.print("note: " + escape(n))
 
 
 def register(app: typer.Typer) -> None:
-    pass
+    @app.command("targets")
+    def targets(store: StoreOpt = None, json_out: JsonOpt = False) -> None:
+        """List the targets (APP[@VERSION][/TEST]) that have application runs in the store."""
+        from quiho.irup import list_targets
+        from quiho.store import open_store
+
+        with open_store(store, create=False) as st:
+            df = list_targets(st)
+        if json_out:
+            emit_json(df[["target", "runs", "hosts", "unit"]].to_dict(orient="records"))
+            return
+        for r in df.itertuples():
+            print(f"{r.target}\t{r.runs} runs\t{r.hosts} hosts\t{r.unit}")
+
+    @app.command("irup")
+    def irup_cmd(
+        target: Annotated[str, typer.Argument(help="BENCHMARK/TEST, or BENCHMARK where the test is named alike.")],
+        store: StoreOpt = None,
+        importance: ImportanceOpt = "classic",
+        seeds: SeedsOpt = 10,
+        random_state: RandomOpt = 0,
+        resample: ResampleOpt = "groups",
+        batch: BatchOpt = None,
+        top: Annotated[int, typer.Option("--top", help="Rows shown in the text output.")] = 10,
+        plot: Annotated[Path | None, typer.Option("--plot", help="Write the IRUP bars (PNG or SVG).")] = None,
+        jobs: JobsOpt = -1,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """Infer the resource utilization profile of TARGET from the fleet's fingerprints."""
+        irup = _irup(store, target, importance, seeds, random_state, resample, batch, jobs)
+        if plot is not None:
+            from quiho.report.plots import irup_bars, save
+
+            err(f"plot written to {save(irup_bars(irup), plot)}")
+        if json_out:
+            emit_json(irup.to_dict())
+        else:
+            _print_irup(irup, top)
+
+    @app.command("compare")
+    def compare_cmd(
+        target_a: Annotated[str, typer.Argument(help="First target.")],
+        target_b: Annotated[str, typer.Argument(help="Second target.")],
+        store: StoreOpt = None,
+        importance: ImportanceOpt = "classic",
+        seeds: SeedsOpt = 10,
+        random_state: RandomOpt = 0,
+        random_state_b: Annotated[
+            int | None, typer.Option("--random-state-b", help="Seed for B (default: same as A).")
+        ] = None,
+        resample: ResampleOpt = "groups",
+        top_k: Annotated[int, typer.Option("--top-k", help="A divergence at rank ≤ K means different.")] = 3,
+        plot: Annotated[Path | None, typer.Option("--plot", help="Write both IRUPs side by side.")] = None,
+        jobs: JobsOpt = -1,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """Compare the IRUPs of two targets: rank walk, rank correlation, class shares, verdict."""
+        from quiho.irup import compare_irups
+
+        a = _irup(store, target_a, importance, seeds, random_state, resample, None, jobs)
+        b = _irup(store, target_b, importance, seeds,
+                  random_state if random_state_b is None else random_state_b, resample, None, jobs)
+        c = compare_irups(a, b, top_k=top_k)
+        if plot is not None:
+            from quiho.report.plots import irup_pair, save
+
+            err(f"plot written to {save(irup_pair(a, b), plot)}")
+        if json_out:
+            emit_json(c.to_dict())
+            return
+        out = Console(highlight=False)
+        out.print(f"{escape(target_a)} vs {escape(target_b)}: {c.verdict.upper()}")
+        out.print(escape(c.reason))
+        for s in c.steps:
+            out.print(f"  rank {s.rank}: {'same' if s.same else 'DIFFERENT'} — {escape(s.why)}")
+        out.print(f"Spearman ρ = {c.spearman:.2f} (p = {c.spearman_p:.2g}), Kendall τ = {c.kendall:.2f} "
+                  f"(p = {c.kendall_p:.2g}) over all stressors")
+        shifts = ", ".join(f"{k} {v:+.0%}" for k, v in c.class_shift.items() if abs(v) >= 0.005)
+        out.print(f"class-share shift (B − A): {escape(shifts) or 'none'}")
+
+    @app.command("advise")
+    def advise_cmd(
+        target: Annotated[str, typer.Argument(help="Target to advise on.")],
+        store: StoreOpt = None,
+        draws: Annotated[int, typer.Option("--draws", min=1, help="Random group subsets per fleet size.")] = 8,
+        random_state: RandomOpt = 0,
+        jobs: JobsOpt = -1,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """How many distinct machines does TARGET need for a stable IRUP?"""
+        from quiho.irup import advise_fleet_size, load_target
+        from quiho.store import open_store
+
+        with open_store(store, create=False) as st:
+            data = load_target(st, target)
+        adv = advise_fleet_size(data, draws=draws, random_state=random_state, n_jobs=jobs)
+        if json_out:
+            emit_json(adv.to_dict())
+            return
+        print(f"fleet-size advice for {target} (full fleet: {adv.full_groups} hardware groups, "
+              f"top 3: {', '.join(adv.full_top3)})")
+        print("groups  draws  top-1 agreement  top-3 overlap")
+        for r in adv.rows:
+            print(f"{r.n_groups:>6}  {r.draws:>5}  {r.top1_agreement:>15.0%}  {r.top3_overlap:>13.0%}")
+        print(adv.reason)

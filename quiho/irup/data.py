@@ -124,7 +124,8 @@ def load_target(store: Store, target: str, *, batch: str | None = None) -> Targe
         elif len(tests) == 1:
             pass
         else:
-            raise UnknownTargetError(f"target {target!r} is ambiguous: name one of {', '.join(f'{target}/{t}' for t in tests[:8])}")
+            choices = ", ".join(f"{target}/{t}" for t in tests[:8])
+            raise UnknownTargetError(f"target {target!r} is ambiguous: name one of {choices}")
     if apps.empty:
         known = list_targets(store)["target"].tolist()
         close = [t for t in known if t.startswith(app)][:8] or known[:8]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import platform
 from dataclasses import dataclass, field
 from typing import Any
@@ -222,12 +224,20 @@ def compute_irup(
     seed_states = [int(s.generate_state(1)[0]) for s in ss.spawn(seeds)]
     logo_seed = int(np.random.SeedSequence([random_state, 1]).generate_state(1)[0] % (2**31 - 1))
     ug = sorted(set(groups.tolist()))
+    # The out-of-group check does not depend on the formula or on the seeds: reuse it
+    # within this process (e.g. three formulas, or compare after irup, on one target).
+    key = _logo_key(Xa, ya, groups, params, logo_seed)
+    cached = _LOGO_CACHE.get(key)
     tasks = [delayed(fit_seed)(Xa, ya, groups, formula=importance, params=params, seed=s, resample=resample)
              for s in seed_states]
-    tasks += [delayed(logo_fold)(Xa, ya, groups, g, params, logo_seed) for g in ug]
+    if cached is None:
+        tasks += [delayed(logo_fold)(Xa, ya, groups, g, params, logo_seed) for g in ug]
     results = Parallel(n_jobs=n_jobs)(tasks)
-    fits, folds = results[:seeds], results[seeds:]
-    r2_cv = r2(ya, logo_predictions(dict(zip(ug, folds, strict=True)), groups, len(ya)))
+    fits = results[:seeds]
+    if cached is None:
+        cached = r2(ya, logo_predictions(dict(zip(ug, results[seeds:], strict=True)), groups, len(ya)))
+        _LOGO_CACHE[key] = cached
+    r2_cv = cached
 
     imp = np.vstack([f.importances for f in fits])  # (seeds, features)
     valid = np.isfinite(imp).all(axis=1)
@@ -258,6 +268,10 @@ def compute_irup(
         r2_cv, hw.n_groups, len(set(data.meta["host"])), len(ya), top1_freq, float(top3[top1]), cols[top1]
     )
     notes = list(data.notes)
+    batch_warnings = batch_consistency(data, groups)
+    if batch_warnings:
+        validity = dataclasses.replace(validity, reason=validity.reason + "; " + "; ".join(batch_warnings))
+        notes.extend(batch_warnings)
     if noisy:
         notes.append(f"noisy stressors (median per-host CoV > {NOISY_COV:.0%}): {', '.join(sorted(noisy))}")
     return Irup(
@@ -272,6 +286,49 @@ def compute_irup(
         versions=_versions(), notes=tuple(notes),
         per_seed=tuple(tuple(float(v) * scale for v in row) for row in imp),
     )
+
+
+_LOGO_CACHE: dict[str, float] = {}
+
+
+def _logo_key(X: np.ndarray, y: np.ndarray, groups: np.ndarray, params: ModelParams, seed: int) -> str:
+    h = hashlib.sha256()
+    for arr in (X, y, groups):
+        h.update(np.ascontiguousarray(arr).tobytes())
+    h.update(repr((params, seed)).encode())
+    return h.hexdigest()
+
+
+#: Same hardware, different batch: a median metric ratio beyond this factor means the batches disagree.
+BATCH_RATIO_LIMIT = 1.25
+
+
+def batch_consistency(data: TargetData, groups: np.ndarray) -> list[str]:
+    """Warnings for batches whose metric differs on the *same* hardware groups.
+
+    A change of benchmark, input or unit between batches makes pooled rows
+    contradict each other (the paper's STREAM add-N batches differ ~5-10x on
+    the same machines); no model can then fit them.
+    """
+    if data.meta["batch"].nunique() < 2:
+        return []
+    df = pd.DataFrame({"batch": data.meta["batch"].astype(str), "group": groups, "y": data.y.to_numpy()})
+    med = df.groupby(["batch", "group"])["y"].median().unstack("batch")
+    batches = list(med.columns)
+    out = []
+    for i, a in enumerate(batches):
+        for b in batches[i + 1:]:
+            both = med[[a, b]].dropna()
+            both = both[(both > 0).all(axis=1)]
+            if len(both) < 2:
+                continue
+            ratio = float(np.exp(np.median(np.log(both[b] / both[a]))))
+            if ratio > BATCH_RATIO_LIMIT or ratio < 1 / BATCH_RATIO_LIMIT:
+                out.append(
+                    f"batches {a} and {b} disagree: on the {len(both)} hardware groups both ran on, the metric of "
+                    f"{b} is {ratio:.2f}x that of {a}; the batches are not comparable (use --batch)"
+                )
+    return out
 
 
 def _round(x: float) -> float | None:

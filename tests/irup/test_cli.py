@@ -1,0 +1,147 @@
+"""The CLI contract of import / irup / compare / advise, and bad input."""
+
+import hashlib
+import json
+
+import pytest
+
+from quiho.cli.main import main
+
+
+def _digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+
+
+@pytest.fixture(scope="module")
+def store_file(tmp_path_factory, popper_csv):
+    path = tmp_path_factory.mktemp("cli") / "q.db"
+    assert main(["import", "quiho-popper", str(popper_csv), "--store", str(path)]) == 0
+    return path
+
+
+def test_irup_json_contract(store_file, capsys, tmp_path):
+    png = tmp_path / "irup.png"
+    rc = main(["irup", "hpccg", "--store", str(store_file), "--seeds", "2", "--json", "--plot", str(png)])
+    assert rc == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {"target", "importance", "seeds", "features", "dropped", "validity", "versions"} <= set(doc)
+    assert {"stressor", "importance", "std", "classes"} <= set(doc["features"][0])
+    assert doc["features"][0]["importance"] == 100.0
+    assert {"verdict", "r2_group_cv", "hardware_groups", "hosts", "reason"} <= set(doc["validity"])
+    assert doc["validity"]["hosts"] == 20 and doc["validity"]["hardware_groups"] < 20
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    n = _count_irups(store_file)
+    assert n >= 1
+
+
+def _count_irups(path):
+    from quiho.store import open_store
+
+    with open_store(path) as st:
+        return st.conn.execute("SELECT COUNT(*) FROM irups").fetchone()[0]
+
+
+def test_compare_json_contract(store_file, capsys):
+    rc = main(["compare", "hpccg", "hpccg", "--random-state-b", "7", "--seeds", "3", "--store", str(store_file),
+               "--json"])
+    assert rc == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {"verdict", "first_divergent_rank", "spearman", "class_shares"} <= set(doc)
+    assert doc["verdict"] in ("equivalent", "different", "inconclusive")
+
+
+def test_human_output(store_file, capsys):
+    assert main(["irup", "hpccg", "--store", str(store_file), "--seeds", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "validity:" in out and "where to look first" in out
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["irup", "no-such-app"], "no data for target"),
+        (["irup", "stream/add-30", "--batch", "1499724178000"], "no data for target"),
+        (["irup", "hpccg", "--importance", "gain"], "unknown importance"),
+    ],
+)
+def test_bad_requests_fail_cleanly_and_leave_store_untouched(store_file, capsys, args, message):
+    before = _digest(store_file)
+    rc = main([*args, "--store", str(store_file)])
+    err = capsys.readouterr().err
+    assert rc in (1, 2)
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert _digest(store_file) == before
+
+
+def test_too_few_groups(tmp_path, capsys):
+    csv = tmp_path / "small.csv"
+    lines = ["giturl,commit,user,timestamp,benchmark,machine,repetition,test,result"]
+    for host in ("a", "b"):
+        for rep in (1, 2, 3, 4, 5, 6):
+            for s, v in (("cpu", 100), ("stream", 200)):
+                lines.append(f"g,c,u,1,stressng,{host},{rep},{s},{v * (2 if host == 'b' else 1) + rep}")
+            lines.append(f"g,c,u,1,app,{host},{rep},app,{3 + rep}")
+    csv.write_text("\n".join(lines) + "\n")
+    store = tmp_path / "s.db"
+    assert main(["import", "quiho-popper", str(csv), "--store", str(store)]) == 0
+    before = _digest(store)
+    assert main(["irup", "app", "--store", str(store)]) == 1
+    err = capsys.readouterr().err
+    assert "hardware group" in err and "at least 3" in err
+    assert _digest(store) == before
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "no such file"),
+        ("a,b,c\n1,2,3\n", "lacks column"),
+        ("giturl,commit,user,timestamp,benchmark,machine,repetition,test,result\ng,c,u,1,stressng,h,1,cpu,abc\n",
+         "not a number"),
+        ("", "not a readable CSV"),
+    ],
+)
+def test_bad_import_files(tmp_path, capsys, content, message):
+    src = tmp_path / "in.csv"
+    if content is not None:
+        src.write_text(content)
+    store = tmp_path / "s.db"
+    rc = main(["import", "quiho-popper", str(src), "--store", str(store)])
+    err = capsys.readouterr().err
+    assert rc == 1 and message in err and len(err.strip().splitlines()) == 1
+    assert not store.exists()  # validated before the store is created
+
+
+def test_bad_import_leaves_existing_store_untouched(store_file, tmp_path, capsys):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("giturl,commit,user,timestamp,benchmark,machine,repetition,test,result\n"
+                   "g,c,u,1,app,h,1,app,1.0\n")  # no stress-ng rows
+    before = _digest(store_file)
+    assert main(["import", "quiho-popper", str(bad), "--store", str(store_file)]) == 1
+    assert "no 'stressng' rows" in capsys.readouterr().err
+    assert _digest(store_file) == before
+
+
+def test_reimport_is_idempotent(store_file, popper_csv):
+    from quiho.store import open_store
+
+    def counts():
+        with open_store(store_file) as st:
+            return [st.conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+                    for t in ("hosts", "fingerprint_runs", "measurements", "app_runs")]
+
+    before = counts()
+    assert main(["import", "quiho-popper", str(popper_csv), "--store", str(store_file)]) == 0
+    assert counts() == before
+    assert before[1] == 6 and before[2] == 16897
+
+
+def test_advise(store_file, capsys):
+    rc = main(["advise", "mysqlslap-mariadb-10.3.2/memory_load", "--draws", "2", "--store", str(store_file),
+               "--json"])
+    assert rc == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["full_groups"] == 7
+    assert [r["n_groups"] for r in doc["rows"]] == [3, 4, 5, 6, 7]
+    assert all(0 <= r["top1_agreement"] <= 1 for r in doc["rows"])
+    assert doc["reason"]
