@@ -159,6 +159,7 @@ def _split_sql(script: str) -> list[str]:
 COMPONENT_MODULES = (
     "quiho.store._schema",
     "quiho.history._schema",
+    "quiho.trace._schema",
 )
 
 

@@ -1,0 +1,147 @@
+"""Save traced runs: a ``trace_runs`` row in the store and the calls table as Parquet next to the store file.
+
+The Parquet file carries ``quiho.calls_schema`` (currently 1) and ``quiho.version`` in its metadata; the loader
+refuses unknown schema versions with a message saying what to do.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from quiho._version import __version__
+from quiho.errors import SchemaVersionError, StoreError, UnknownTargetError, UsageError
+from quiho.store import Store
+from quiho.store._db import utcnow
+from quiho.trace._events import CALL_COLUMNS, CallStats
+
+__all__ = ["TraceRun", "save_trace", "load_trace", "find_trace_run", "parse_app_version", "CALLS_SCHEMA"]
+
+CALLS_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class TraceRun:
+    """One stored traced run (see ``trace_runs``)."""
+
+    id: int
+    application: str
+    version: str
+    host: str
+    command: str
+    engine: str
+    functions: tuple[str, ...]
+    sample: int
+    calls_path: Path
+    stats: CallStats
+    created_at: str
+
+
+def parse_app_version(ref: str) -> tuple[str, str]:
+    """Split ``APP@VERSION``."""
+    app, sep, ver = ref.partition("@")
+    if not sep or not app or not ver:
+        raise UsageError(f"expected APP@VERSION, got {ref!r}")
+    return app, ver
+
+
+def save_trace(
+    store: Store, application: str, version: str, calls: pd.DataFrame, stats: CallStats, *, command: str,
+    engine: str, functions: tuple[str, ...], sample: int = 1, host: str | None = None,
+) -> TraceRun:
+    """Write the calls to Parquet under ``<store dir>/traces/`` and record the run; returns the stored run."""
+    missing = [c for c in CALL_COLUMNS if c not in calls.columns]
+    if missing:
+        raise UsageError(f"calls table lacks columns: {', '.join(missing)}")
+    tdir = store.path.parent / "traces"
+    tdir.mkdir(parents=True, exist_ok=True)
+    host = host or socket.gethostname()
+    with store.transaction() as conn:
+        cur = conn.execute(
+            "INSERT INTO trace_runs(application, version, host, command, engine, functions_json, sample, calls_path,"
+            " n_events, n_calls, unmatched_entries, unmatched_exits, mismatched, bad_lines, skipped_records,"
+            " created_at, quiho_version) VALUES (?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (application, version, host, command, engine, json.dumps(list(functions)), sample, stats.events,
+             stats.calls, stats.unmatched_entries, stats.unmatched_exits, stats.mismatched, stats.bad_lines,
+             stats.skipped_records, utcnow(), __version__),
+        )
+        run_id = int(cur.lastrowid or 0)
+        rel = f"traces/run-{run_id}.parquet"
+        table = pa.Table.from_pandas(calls[list(CALL_COLUMNS)], preserve_index=False)
+        meta = dict(table.schema.metadata or {})
+        meta.update({b"quiho.calls_schema": str(CALLS_SCHEMA).encode(), b"quiho.version": __version__.encode(),
+                     b"quiho.unit": b"ns"})
+        try:
+            pq.write_table(table.replace_schema_metadata(meta), store.path.parent / rel)
+        except OSError as exc:
+            raise StoreError(f"cannot write {store.path.parent / rel}: {exc}") from exc
+        conn.execute("UPDATE trace_runs SET calls_path = ? WHERE id = ?", (rel, run_id))
+    return find_trace_run(store, str(run_id))
+
+
+def find_trace_run(store: Store, ref: str) -> TraceRun:
+    """A stored run by numeric id or ``APP@VERSION`` (the latest such run)."""
+    if ref.isdigit():
+        row = store.conn.execute("SELECT * FROM trace_runs WHERE id = ?", (int(ref),)).fetchone()
+    else:
+        app, ver = parse_app_version(ref)
+        row = store.conn.execute(
+            "SELECT * FROM trace_runs WHERE application = ? AND version = ? ORDER BY id DESC LIMIT 1", (app, ver)
+        ).fetchone()
+    if row is None:
+        raise UnknownTargetError(f"no stored trace run {ref!r} in {store.path}: run 'quiho trace' first")
+    stats = CallStats(row["n_events"], row["n_calls"], row["unmatched_entries"], row["unmatched_exits"],
+                      row["mismatched"], row["bad_lines"], row["skipped_records"])
+    return TraceRun(row["id"], row["application"], row["version"], row["host"], row["command"], row["engine"],
+                    tuple(json.loads(row["functions_json"])), row["sample"], store.path.parent / row["calls_path"],
+                    stats, row["created_at"])
+
+
+def load_trace(store: Store, ref: str) -> tuple[TraceRun, pd.DataFrame]:
+    """The run and its calls table."""
+    run = find_trace_run(store, ref)
+    try:
+        table = pq.read_table(run.calls_path)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise StoreError(f"cannot read calls of run {run.id} from {run.calls_path}: {exc}") from exc
+    meta = table.schema.metadata or {}
+    ver = int(meta.get(b"quiho.calls_schema", b"0"))
+    if ver != CALLS_SCHEMA:
+        raise SchemaVersionError(
+            f"{run.calls_path} has calls schema v{ver}; this quiho ({__version__}) reads v{CALLS_SCHEMA}: "
+            "upgrade quiho or re-trace"
+        )
+    return run, table.to_pandas()
+
+
+def trace_command(
+    store: Store, application: str, version: str, command: list[str], *, binary: Path | None = None,
+    functions: list[str] | None = None, matching: str | None = None, sample: int = 1, timeout: float = 600.0,
+) -> TraceRun:
+    """Trace ``command`` locally with bpftrace and store the calls (needs root and bpftrace).
+
+    ``binary`` defaults to the command's executable. Raises :class:`~quiho.errors.RunFailed` when bpftrace
+    cannot run, :class:`~quiho.errors.UsageError` for unknown functions.
+    """
+    import shutil
+
+    from quiho.trace._collect import resolve_functions, run_bpftrace
+    from quiho.trace._events import events_to_calls
+    from quiho.trace._parse import parse_events
+
+    if not command:
+        raise UsageError("give the command to trace after --")
+    exe = binary or Path(shutil.which(command[0]) or command[0])
+    if not exe.exists():
+        raise UsageError(f"binary {exe} not found")
+    fns = resolve_functions(exe.resolve(), functions, matching)
+    raw = run_bpftrace(command, exe, fns, sample=sample, timeout=timeout)
+    calls, stats = events_to_calls(parse_events(raw.text, raw.functions))
+    return save_trace(store, application, version, calls, stats, command=" ".join(command), engine="bpftrace",
+                      functions=tuple(fns), sample=sample)
