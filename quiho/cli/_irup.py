@@ -150,7 +150,7 @@ def register(app: typer.Typer) -> None:
         jobs: JobsOpt = -1,
         json_out: JsonOpt = False,
     ) -> None:
-        """How many distinct machines does TARGET need for a stable IRUP?"""
+        """Advise how many distinct machines TARGET needs for a stable IRUP."""
         from quiho.irup import advise_fleet_size, load_target
         from quiho.store import open_store
 

@@ -10,7 +10,8 @@ from quiho.irup.validity import Validity
 
 __all__ = [
     "Advice", "AdviceRow", "advise_fleet_size", "Comparison", "RankStep", "class_shares", "compare_irups",
-    "TargetData", "list_targets", "load_fingerprints", "load_target", "parse_target", "DroppedStressor", "FeatureImportance", "Irup",
+    "TargetData", "list_targets", "load_fingerprints", "load_target", "parse_target", "DroppedStressor",
+    "FeatureImportance", "Irup",
     "compute_irup", "irup_for_target", "save_irup", "HardwareGroups", "hardware_groups", "FORMULAS", "ModelParams",
     "classic_importance", "Validity",
 ]

@@ -1,4 +1,4 @@
-"""Fleet-size advisor: how many distinct machines does this application need?
+"""Fleet-size advisor: how many distinct machines an application needs.
 
 Subsample ``n`` hardware groups (n = 3 … all), compute the IRUP on their rows,
 and measure how often its top-1 stressor equals the full-fleet IRUP's and how
@@ -103,7 +103,7 @@ def advise_fleet_size(
     rng = np.random.default_rng(random_state)
     jobs, keys = [], []
     for n in range(3, len(ug) + 1):
-        for d in range(draws if n < len(ug) else 1):
+        for _ in range(draws if n < len(ug) else 1):
             pick = rng.choice(ug, size=n, replace=False)
             mask = np.isin(groups, pick)
             jobs.append(delayed(_top)(Xa[mask], ya[mask], cols, params, int(rng.integers(2**31 - 1))))

@@ -122,7 +122,7 @@ def hardware_groups(
         stable = list(L.columns)  # no repetitions: every varying stressor counts
     else:
         stable = [c for c in L.columns if ratio[c] < stable_ratio] or list(L.columns)
-    rep_d = []
+    rep_d: list[float] = []
     for _, sub in L[stable].groupby(units.to_numpy()):
         A = sub.to_numpy()
         rep_d.extend(_dist(A[i], A[j]) for i, j in combinations(range(len(A)), 2))

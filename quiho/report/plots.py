@@ -47,7 +47,7 @@ def irup_bars(irup: Irup, *, top: int | None = None, ax: plt.Axes | None = None)
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.5, 0.28 * len(feats) + 1.6))
     else:
-        fig = ax.figure
+        fig = ax.get_figure()  # type: ignore[assignment]
     y = np.arange(len(feats))[::-1]
     for yi, f in zip(y, feats, strict=True):
         color, hatch = _style(f.primary)

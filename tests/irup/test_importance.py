@@ -20,7 +20,8 @@ def _slow_classic(model):
             left, right = t.children_left[node], t.children_right[node]
             if left == -1:
                 continue
-            w, wl, wr = t.weighted_n_node_samples[node], t.weighted_n_node_samples[left], t.weighted_n_node_samples[right]
+            wn = t.weighted_n_node_samples
+            w, wl, wr = wn[node], wn[left], wn[right]
             imp[t.feature[node]] += w * t.impurity[node] - wl * t.impurity[left] - wr * t.impurity[right]
         if imp.sum() > 0:
             acc += imp / imp.sum()

@@ -46,7 +46,7 @@ def test_formulas_disagree_somewhere(all_irups):
 
 def test_validity_separates_fit_from_unfit_targets(all_irups):
     verdicts = {}
-    for (target, formula), irup in all_irups.items():
+    for (target, _formula), irup in all_irups.items():
         v = irup.validity
         assert (v.verdict == "not-meaningful") == (v.r2_group_cv <= 0), (target, v)
         verdicts[target] = v
@@ -80,7 +80,8 @@ def ten_seed(popper_store):
 
 
 def test_mariadb_versions_differ_on_innodb_load(ten_seed):
-    c = compare_irups(ten_seed("mysqlslap-mariadb-10.3.2/innodb_load"), ten_seed("mysqlslap-mariadb-5.5.58/innodb_load"))
+    c = compare_irups(ten_seed("mysqlslap-mariadb-10.3.2/innodb_load"),
+                      ten_seed("mysqlslap-mariadb-5.5.58/innodb_load"))
     assert c.verdict == "different"
     assert c.first_divergent_rank is not None and c.first_divergent_rank <= 3
 
@@ -92,7 +93,8 @@ def test_target_against_itself_with_other_seeds_is_equivalent(ten_seed):
 
 
 def test_innodb_vs_memory_load_differ(ten_seed):
-    c = compare_irups(ten_seed("mysqlslap-mariadb-10.3.2/innodb_load"), ten_seed("mysqlslap-mariadb-10.3.2/memory_load"))
+    c = compare_irups(ten_seed("mysqlslap-mariadb-10.3.2/innodb_load"),
+                      ten_seed("mysqlslap-mariadb-10.3.2/memory_load"))
     assert c.verdict == "different"
     assert set(c.class_shift) >= {"cpu", "cpu-cache", "memory", "vm"}
     assert np.isclose(sum(c.class_shares["mysqlslap-mariadb-10.3.2/innodb_load"].values()), 1.0, atol=1e-3)
