@@ -25,6 +25,7 @@ _COMMAND_MODULES = (
     "quiho.cli._import",
     "quiho.cli._irup",
     "quiho.cli._history",
+    "quiho.cli._trace",
 )
 
 
