@@ -182,7 +182,7 @@ class MannWhitney(PerFunctionDetector):
     ----------
     alpha : float, default 0.01
     maybe_alpha : float, default 0.05
-    min_effect : float, default 0.02
+    min_effect : float, default 0.03
         Smallest Hodges-Lehmann shift, relative to the baseline median, reported as a change.
 
     References
@@ -194,7 +194,7 @@ class MannWhitney(PerFunctionDetector):
     name = "mwu"
     description = "Mann-Whitney U on raw amounts; Hodges-Lehmann shift; rank-biserial effect"
 
-    def __init__(self, alpha: float = 0.01, maybe_alpha: float = 0.05, min_effect: float = 0.02) -> None:
+    def __init__(self, alpha: float = 0.01, maybe_alpha: float = 0.05, min_effect: float = 0.03) -> None:
         self.alpha = alpha
         self.maybe_alpha = maybe_alpha
         self.min_effect = min_effect

@@ -19,7 +19,7 @@ exactly antisymmetric: swapping baseline and target negates ``g`` and nothing el
   Tukey's bisquare of the standardised residual so isolated spikes (preemption) do not decide the verdict.
   ``localized``/``other`` is claimed only if the free shape also wins without the weights.
 * **Magnitude** = mean of ``g`` over the observed x (both versions' points) divided by the mean baseline
-  amount (the fitted baseline curve loses precision when the target is 10^17 times larger, as in Perun's
+  amount (bisquare-weighted, i.e. without spikes) (the fitted baseline curve loses precision when the target is 10^17 times larger, as in Perun's
   ``const4``).
 
 This is what Perun's FAST/LREG/PREG aim at (classifying the error profile between two models), done with the
@@ -90,6 +90,32 @@ def _family_columns(u: Arr, x: Arr) -> dict[str, Callable[[float], Arr] | Arr]:
 
 _ORDER = ("constant", "logarithmic", "sqrt", "linear", "quadratic", "cubic", "exponential", "spline")
 _NPAR = {"constant": 1, "logarithmic": 2, "sqrt": 2, "linear": 2, "quadratic": 3, "cubic": 4, "exponential": 3}
+
+
+def _noise_scale(B: Arr, y: Arr, Bs: Arr, robust: bool, iterations: int = 4) -> tuple[Arr, Arr]:
+    """σ̂(x) of one version and its Tukey bisquare weights (all ones if not ``robust``).
+
+    The version's flexible curve is refitted by iteratively reweighted least squares with bisquare weights
+    (c = 4.685 MADs), so that spikes neither bend the curve nor inflate σ̂; σ̂(x) is then a smooth of the
+    |residuals| of the kept points. If the bisquare would drop more than 10 % of the points the residuals
+    are misfit rather than spikes, and no point is dropped.
+    """
+    t = np.ones(y.size)
+    for _ in range(iterations if robust else 1):
+        st = np.sqrt(t)
+        beta, *_ = np.linalg.lstsq(B * st[:, None], y * st, rcond=None)
+        r = y - B @ beta
+        mad = 1.4826 * float(np.median(np.abs(r - np.median(r))))
+        if not robust or mad <= 0:
+            break
+        t = np.clip(1 - (r / (4.685 * mad)) ** 2, 0, None) ** 2
+    if robust and (t == 0).mean() > 0.10:
+        t = np.ones(y.size)
+    a = np.abs(r)
+    st = np.sqrt(t)
+    sig, *_ = np.linalg.lstsq(Bs * st[:, None], a * st, rcond=None)
+    floor = max(0.1 * float(np.median(a)), 1e-12 * max(float(np.abs(y).max()), 1e-300))
+    return np.maximum(Bs @ sig, floor), t
 
 
 def _wald_hc3(X: Arr, ys: Arr, w: Arr, beta: Arr, k: int) -> float:
@@ -199,6 +225,7 @@ def _fit(
     scale = float(np.abs(y).max()) or 1.0
     ys = y / scale
     w = np.ones(n)
+    tk = np.ones(n)
 
     def rss(X: Arr, w: Arr) -> tuple[float, Arr]:
         sw = np.sqrt(w)
@@ -208,27 +235,11 @@ def _fit(
 
     if weighted and np.ptp(u) > 0:
         # noise scale from each version's own flexible fit, so a change cannot inflate it (and hide itself)
-        r0 = np.empty(n)
         sd = np.empty(n)
         Bs = _bspline(u, 6)
-        sides = (s < 0, s > 0)
-        for side in sides:
-            bs, *_ = np.linalg.lstsq(B[side], ys[side], rcond=None)
-            r0[side] = np.abs(ys[side] - B[side] @ bs)
-            sig, *_ = np.linalg.lstsq(Bs[side], r0[side], rcond=None)
-            sd[side] = Bs[side] @ sig
-        sd = np.maximum(sd, max(0.1 * float(np.median(r0)), 1e-12))
-        w = 1.0 / sd**2
-        if robust:
-            # Tukey bisquare on robustly standardised residuals (per version): timing spikes (preemption,
-            # page faults) get weight 0 instead of dragging the fit; Gaussian noise keeps weights near 1
-            # (skipped for a version where it would drop > 5 % of the points: that is misfit, not spikes)
-            for side in sides:
-                z = r0[side] / sd[side]
-                zs = z / (1.4826 * max(float(np.median(z)), 1e-12))
-                tukey = np.clip(1 - (zs / 4.685) ** 2, 0, None) ** 2
-                if (tukey == 0).mean() <= 0.05:
-                    w[side] *= tukey
+        for side in (s < 0, s > 0):
+            sd[side], tk[side] = _noise_scale(B[side], ys[side], Bs[side], robust)
+        w = tk / np.maximum(sd, 1e-12) ** 2
         w /= w.mean()
     distinct = np.ptp(u) > 0
     cols = _family_columns(u, x) if distinct else {"constant": np.ones((n, 1))}
@@ -277,13 +288,16 @@ def _fit(
     if kind == "spline" and weighted:
         # claim "no parametric shape" only if it also holds without the variance weights: a version spanning
         # many orders of magnitude (Perun's const4) makes the weights follow misfit, not noise
-        kind_u, fits_u, bics_u, rss0_u, tiny_u = select(np.ones(n))
+        # (the spike-rejecting bisquare weights stay)
+        wu = tk / tk.mean()
+        kind_u, fits_u, bics_u, rss0_u, tiny_u = select(wu)
         if kind_u != "spline":
-            kind, fits, bics, rss0, tiny, w = kind_u, fits_u, bics_u, rss0_u, tiny_u, np.ones(n)
+            kind, fits, bics, rss0, tiny, w = kind_u, fits_u, bics_u, rss0_u, tiny_u, wu
     r1, beta1, G1, k1 = fits[kind]
     g = G1 @ beta1[kb:] * scale
     mean_change = float(g.mean())
-    base_mean = float(yb.mean())
+    tb = tk[: xb.size]
+    base_mean = float((tb * yb).sum() / tb.sum()) if tb.sum() > 0 else float(yb.mean())
     dfe = max(int((w > 0).sum()) - kb - k1, 1)
     X1 = np.column_stack([B, s[:, None] * G1])
     if rss0 <= tiny:
@@ -299,12 +313,25 @@ def _fit(
 
 
 class _ChangeModelDetector(PerFunctionDetector):
+    """Shared driver of joint/preg/lreg.
+
+    Parameters
+    ----------
+    alpha : float, default 0.01
+        Level of the (Bonferroni-corrected) test for degradation/optimization.
+    maybe_alpha : float, default 0.05
+        Below this p-value the verdict is at least ``maybe``.
+    min_effect : float, default 0.03
+        Smallest relative magnitude reported as degradation/optimization; a significant smaller change is
+        ``maybe`` (statistically real, practically negligible). Raise it for noisy single-run comparisons.
+    """
+
     families: ClassVar[tuple[str, ...]] = ()
     free_shape: ClassVar[bool] = False
     linear_baseline: ClassVar[bool] = False
     min_points = 5
 
-    def __init__(self, alpha: float = 0.01, maybe_alpha: float = 0.05, min_effect: float = 0.02) -> None:
+    def __init__(self, alpha: float = 0.01, maybe_alpha: float = 0.05, min_effect: float = 0.03) -> None:
         self.alpha = alpha
         self.maybe_alpha = maybe_alpha
         self.min_effect = min_effect
