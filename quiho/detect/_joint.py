@@ -19,8 +19,8 @@ exactly antisymmetric: swapping baseline and target negates ``g`` and nothing el
   Tukey's bisquare of the standardised residual so isolated spikes (preemption) do not decide the verdict.
   ``localized``/``other`` is claimed only if the free shape also wins without the weights.
 * **Magnitude** = mean of ``g`` over the observed x (both versions' points) divided by the mean baseline
-  amount (bisquare-weighted, i.e. without spikes) (the fitted baseline curve loses precision when the target is 10^17 times larger, as in Perun's
-  ``const4``).
+  amount, bisquare-weighted, i.e. without spikes (the fitted baseline curve itself loses precision when the
+  target is 10^17 times larger, as in Perun's ``const4``).
 
 This is what Perun's FAST/LREG/PREG aim at (classifying the error profile between two models), done with the
 noise model the data provide instead of absolute thresholds (1e8 residual, ±5 % coefficients).
