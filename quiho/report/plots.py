@@ -8,16 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+# No backend is forced: without a display matplotlib picks Agg by itself, and a notebook keeps its inline one.
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
-
-from quiho.irup.engine import Irup  # noqa: E402
+from quiho.irup.engine import Irup
 
 __all__ = ["irup_bars", "irup_pair", "fingerprint_correlation", "pca_variance", "save"]
 
