@@ -8,6 +8,7 @@ history over revision order (Brownian kernel by default);
 :func:`sample_git_history` / :func:`bisect_git_history` do it on a git repository.
 """
 
+from quiho.history import _auto, _cusum, _segment, _talos, _window  # noqa: F401  (register the detectors)
 from quiho.history._base import DETECTORS, Detector, as_history, detect, make_detector, register_detector
 from quiho.history._git import (
     GitBisectReport,

@@ -69,6 +69,10 @@ class HistoryGP:
     noise : bool, default True
         Fit a white-noise term (measurement noise); False interpolates.
     n_restarts_optimizer : int, default 1
+    fixed_kernel : sklearn kernel, optional
+        Use these hyperparameters as they are (e.g. ``gp.gpr_.kernel_`` of an
+        earlier fit) instead of maximising the marginal likelihood: a fit is
+        then one Cholesky factorisation. ``kernel`` still names the family.
     random_state : int or None, default 0
 
     References
@@ -86,10 +90,11 @@ class HistoryGP:
     """
 
     def __init__(self, kernel: str = "brownian", *, noise: bool = True, n_restarts_optimizer: int = 1,
-                 random_state: int | None = 0) -> None:
+                 fixed_kernel: Kernel | None = None, random_state: int | None = 0) -> None:
         self.kernel = kernel
         self.noise = noise
         self.n_restarts_optimizer = n_restarts_optimizer
+        self.fixed_kernel = fixed_kernel
         self.random_state = random_state
 
     def _x(self, orders: Any) -> np.ndarray:
@@ -128,7 +133,9 @@ class HistoryGP:
             nv = np.broadcast_to(np.asarray(noise_var, dtype=float), y.shape)
             alpha = np.maximum(nv, 0.0) / max(float(y.std()), 1e-300) ** 2 + 1e-10
             noise = False
-        gpr = GaussianProcessRegressor(KERNELS[self.kernel](noise), normalize_y=True, alpha=alpha,
+        base = self.fixed_kernel if self.fixed_kernel is not None else KERNELS[self.kernel](noise)
+        gpr = GaussianProcessRegressor(base, normalize_y=True, alpha=alpha,
+                                       optimizer=None if self.fixed_kernel is not None else "fmin_l_bfgs_b",
                                        n_restarts_optimizer=self.n_restarts_optimizer,
                                        random_state=self.random_state)
         with warnings.catch_warnings():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -55,16 +56,37 @@ def noise_of_means(samples: Sequence[np.ndarray]) -> np.ndarray | None:
     return np.maximum(v, float(np.median(v)))
 
 
+class _Refitter:
+    """Fits the GP after each measurement; re-optimises hyperparameters only as the data grow by 50 %.
+
+    Between optimisations the last hyperparameters are reused (one Cholesky
+    per step), which keeps active sampling of long histories fast.
+    """
+
+    def __init__(self, n: int, kernel: str, random_state: int | None) -> None:
+        self.n, self.kernel, self.random_state = n, kernel, random_state
+        self.fixed: Any = None
+        self.optimised_at = 0
+
+    def __call__(self, samples: Mapping[int, np.ndarray], at: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        where = np.arange(self.n) if at is None else at
+        if len(samples) < 2:
+            return np.full(where.size, np.nan), np.full(where.size, np.inf)
+        pos = np.array(sorted(samples))
+        reopt = self.fixed is None or len(pos) < 8 or len(pos) >= 1.5 * self.optimised_at
+        gp = HistoryGP(self.kernel, n_restarts_optimizer=0, random_state=self.random_state,
+                       fixed_kernel=None if reopt else self.fixed)
+        gp.fit(pos, [float(samples[p].mean()) for p in pos], noise_var=noise_of_means([samples[p] for p in pos]),
+               span=max(self.n - 1, 1), origin=0)
+        if reopt and gp.constant_ is None:
+            self.fixed, self.optimised_at = gp.gpr_.kernel_, len(pos)
+        return gp.predict(where)
+
+
 def _fit_predict(n: int, samples: Mapping[int, np.ndarray], kernel: str, random_state: int | None,
                  at: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    where = np.arange(n) if at is None else at
-    if len(samples) < 2:
-        return np.full(where.size, np.nan), np.full(where.size, np.inf)
-    pos = np.array(sorted(samples))
-    gp = HistoryGP(kernel, n_restarts_optimizer=0, random_state=random_state)
-    gp.fit(pos, [float(samples[p].mean()) for p in pos], noise_var=noise_of_means([samples[p] for p in pos]),
-           span=max(n - 1, 1), origin=0)
-    return gp.predict(where)
+    return _Refitter(n, kernel, random_state)(samples, at)
 
 
 def sample_revisions(measure: Measure, n: int, budget: int, *, strategy: str = "active", kernel: str = "brownian",
@@ -99,7 +121,8 @@ def sample_revisions(measure: Measure, n: int, budget: int, *, strategy: str = "
     pending = [p for p in dict.fromkeys((0, n - 1, (n - 1) // 2)) if p not in measured and p not in bad]
     random_order = [int(p) for p in rng.permutation(n)]
     stop_reason = "exhausted"
-    mean, sigma = _fit_predict(n, measured, kernel, random_state)
+    refit = _Refitter(n, kernel, random_state)
+    mean, sigma = refit(measured)
     while True:
         if len(measured) + len(bad) >= min(budget, n):
             stop_reason = "budget" if len(measured) + len(bad) < n else "exhausted"
@@ -124,7 +147,10 @@ def sample_revisions(measure: Measure, n: int, budget: int, *, strategy: str = "
         except BuildFailed as exc:
             bad[nxt] = str(exc)
             continue
-        mean, sigma = _fit_predict(n, measured, kernel, random_state)
+        if strategy == "active":  # random needs the posterior only at the end
+            mean, sigma = refit(measured)
+    if strategy == "random":
+        mean, sigma = refit(measured)
     free = [p for p in range(n) if p not in measured and p not in bad]
     max_sigma = float(np.max(sigma[free])) if free and len(measured) >= 2 else 0.0
     means = {p: float(v.mean()) for p, v in sorted(measured.items())}

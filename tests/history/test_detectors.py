@@ -13,7 +13,7 @@ from quiho.errors import HistoryError, UsageError
 from quiho.history import DETECTORS, ChangePoint, History, detect, make_detector
 from quiho.history._auto import pettitt, step_vs_trend_p
 
-ALL = sorted(make_detector("auto") and DETECTORS)
+ALL = sorted(DETECTORS)
 # detectors that look at a local window or test against a trend: they must not split slow drift
 DRIFT_SAFE = ["auto", "ttest", "mannwhitney", "gmm"]
 # detectors with a bimodal-aware or rank-based noise model: no false alarm on banding
