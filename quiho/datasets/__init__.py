@@ -4,7 +4,7 @@ Submodules: ``irup`` (fleets with a planted bottleneck), ``perun`` (Perun-style
 model pairs), ``history`` (performance histories with change points).
 """
 
-from quiho.datasets import perun
+from quiho.datasets import history, perun
 from quiho.datasets.irup import planted_bottleneck
 
-__all__ = ["perun", "planted_bottleneck"]
+__all__ = ["history", "perun", "planted_bottleneck"]
