@@ -21,6 +21,8 @@ __all__ = [
     "InventoryError",
     "FingerprintParseError",
     "RunFailed",
+    "FleetTimeout",
+    "AppSpecError",
     "TraceParseError",
     "ModelError",
     "HistoryError",
@@ -75,6 +77,14 @@ class FingerprintParseError(QuihoError):
 
 class RunFailed(QuihoError):
     """A playbook or application run failed as a whole."""
+
+
+class FleetTimeout(RunFailed):
+    """A playbook run exceeded its outer timeout and was killed (with its whole process tree)."""
+
+
+class AppSpecError(QuihoError):
+    """An application spec (YAML) is malformed or names an unknown version."""
 
 
 class TraceParseError(QuihoError):

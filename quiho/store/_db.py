@@ -160,6 +160,7 @@ COMPONENT_MODULES = (
     "quiho.store._schema",
     "quiho.history._schema",
     "quiho.trace._schema",
+    "quiho.fleet._schema",
 )
 
 

@@ -1,0 +1,168 @@
+"""Load any Ansible inventory (file or directory) into validated, typed data."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from quiho.errors import InventoryError
+
+__all__ = ["FleetHost", "Inventory", "load_inventory", "local_inventory_path", "repo_root"]
+
+_HOSTNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+
+
+def repo_root() -> Path:
+    """The checkout quiho runs from (``playbooks/`` and ``inventories/`` live there)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def local_inventory_path() -> Path:
+    """``inventories/local.yml``: the embedded local fleet."""
+    return repo_root() / "inventories" / "local.yml"
+
+
+class FleetHost(BaseModel):
+    """One inventory host and the quiho variables it may set."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    groups: tuple[str, ...] = ()
+    connection: str = "ssh"
+    address: str | None = None
+    cpu_quota_pct: int = Field(100, ge=1, le=100)
+    corunner: Literal["none", "stream", "vm"] = "none"
+
+    @property
+    def emulated(self) -> bool:
+        """True when the host is this machine under an emulated condition (local fleet)."""
+        return self.cpu_quota_pct < 100 or self.corunner != "none"
+
+
+class Inventory(BaseModel):
+    """A parsed inventory: hosts in inventory order, with their groups."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    hosts: tuple[FleetHost, ...]
+
+    @property
+    def names(self) -> list[str]:
+        """Host names in inventory order."""
+        return [h.name for h in self.hosts]
+
+    def host(self, name: str) -> FleetHost:
+        """The host called ``name``."""
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise InventoryError(f"inventory {self.path} has no host {name!r}")
+
+    @property
+    def shares_machine(self) -> bool:
+        """True when hosts are emulated on the controller: they must be measured one invocation at a time."""
+        return any(h.emulated for h in self.hosts)
+
+
+def load_inventory(path: str | os.PathLike[str] | None = None) -> Inventory:
+    """Parse an inventory with ``ansible-inventory --list`` and validate quiho's host variables.
+
+    Parameters
+    ----------
+    path : path-like, optional
+        Inventory file or directory (any format Ansible reads); default ``inventories/local.yml``.
+
+    Raises
+    ------
+    InventoryError
+        Missing path, unparseable inventory, no hosts, unsafe host names or bad quiho variables.
+    """
+    p = Path(path) if path is not None else local_inventory_path()
+    if not p.exists():
+        raise InventoryError(f"inventory {p} does not exist")
+    env = dict(os.environ, ANSIBLE_INVENTORY_UNPARSED_FAILED="True", ANSIBLE_NOCOLOR="1",
+               ANSIBLE_DEPRECATION_WARNINGS="False", ANSIBLE_LOCALHOST_WARNING="False")
+    try:
+        proc = subprocess.run(
+            ["ansible-inventory", "-i", str(p), "--list"], capture_output=True, text=True, timeout=120, env=env
+        )
+    except FileNotFoundError as exc:
+        raise InventoryError("ansible-inventory not found: pip install ansible-core") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise InventoryError(f"ansible-inventory took more than 120 s on {p}") from exc
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip() and "WARNING" not in ln[:12]]
+        detail = " ".join(lines[-4:]) if lines else f"rc {proc.returncode}"
+        raise InventoryError(f"inventory {p} cannot be parsed: {detail}")
+    try:
+        data = json.loads(proc.stdout)
+    except json.JSONDecodeError as exc:
+        raise InventoryError(f"inventory {p}: ansible-inventory printed no JSON ({exc})") from exc
+    return _from_listing(str(p), data)
+
+
+def _from_listing(path: str, data: dict[str, Any]) -> Inventory:
+    hostvars = (data.get("_meta") or {}).get("hostvars") or {}
+    groups: dict[str, list[str]] = {}
+    order: list[str] = []
+
+    def walk(group: str, seen: set[str]) -> None:
+        if group in seen:
+            return
+        seen.add(group)
+        body = data.get(group) or {}
+        for h in body.get("hosts") or []:
+            if h not in order:
+                order.append(h)
+            if group not in ("all", "ungrouped"):
+                groups.setdefault(h, []).append(group)
+        for child in body.get("children") or []:
+            walk(child, seen)
+
+    walk("all", set())
+    for h in hostvars:
+        if h not in order:
+            order.append(h)
+    if not order:
+        raise InventoryError(f"inventory {path} defines no hosts")
+    hosts = []
+    problems = []
+    for name in order:
+        hv = hostvars.get(name) or {}
+        if not _HOSTNAME.match(name):
+            problems.append(f"host {name!r}: use letters, digits, '.', '_' or '-' (the name becomes a path)")
+            continue
+        try:
+            hosts.append(
+                FleetHost(
+                    name=name,
+                    groups=tuple(groups.get(name, [])),
+                    connection=str(hv.get("ansible_connection", "ssh")),
+                    address=str(hv["ansible_host"]) if "ansible_host" in hv else None,
+                    cpu_quota_pct=hv.get("quiho_cpu_quota_pct", 100),
+                    corunner=hv.get("quiho_corunner", "none"),
+                )
+            )
+        except ValidationError as exc:
+            for e in exc.errors():
+                field = {"cpu_quota_pct": "quiho_cpu_quota_pct", "corunner": "quiho_corunner"}.get(
+                    str(e["loc"][0]), str(e["loc"][0])
+                )
+                problems.append(f"host {name}: {field}: {e['msg']} (got {e.get('input')!r})")
+    if problems:
+        raise InventoryError(f"inventory {path}: " + "; ".join(problems))
+    for h in hosts:
+        if h.emulated and h.connection != "local":
+            raise InventoryError(
+                f"inventory {path}: host {h.name} sets quiho_cpu_quota_pct/quiho_corunner but is not "
+                "ansible_connection: local (emulated hosts run on the controller, one at a time)"
+            )
+    return Inventory(path=path, hosts=tuple(hosts))

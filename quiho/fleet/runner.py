@@ -1,0 +1,264 @@
+"""Run one playbook through ansible-runner, robust to dead hosts, and summarise it per host.
+
+What makes a dead or cut-off host unable to hang the run (fleet-feasibility §3.3-3.4):
+the playbooks use ``strategy: free`` and task-level ``timeout:``; ssh gets
+``ServerAliveInterval``/``ServerAliveCountMax``/``ConnectTimeout``; every
+invocation gets a fresh ``ANSIBLE_SSH_CONTROL_PATH_DIR`` (a reused ControlPersist
+master keeps its old options); an outer deadline cancels the run, and afterwards
+every process still referring to this invocation's private directory
+(ansible-playbook, its workers, ssh mux masters) is killed by PID.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from quiho.fleet.inventory import repo_root
+
+__all__ = ["HostOutcome", "PlaybookResult", "FleetEvent", "run_playbook", "playbooks_dir", "reap_processes"]
+
+#: ssh options for every invocation (replace Ansible's defaults, so ControlMaster/Persist are restated).
+SSH_ARGS = (
+    "-o ControlMaster=auto -o ControlPersist=30s -o ServerAliveInterval=2 -o ServerAliveCountMax=3 "
+    "-o ConnectTimeout=10"
+)
+
+
+def playbooks_dir() -> Path:
+    """``playbooks/`` of this checkout."""
+    return repo_root() / "playbooks"
+
+
+@dataclass(frozen=True)
+class FleetEvent:
+    """A progress event for displays: ``kind`` is task, ok, failed, unreachable, done or item."""
+
+    kind: str
+    host: str | None = None
+    task: str | None = None
+    message: str | None = None
+
+
+@dataclass
+class HostOutcome:
+    """How one host's part of a playbook ended: ok, failed, unreachable or timeout."""
+
+    name: str
+    status: str = "running"
+    reason: str | None = None
+    done: bool = False
+
+
+@dataclass
+class PlaybookResult:
+    """Outcome of one ansible-runner invocation."""
+
+    status: str
+    rc: int | None
+    hosts: dict[str, HostOutcome]
+    events: list[dict[str, Any]] = field(default_factory=list)
+    timed_out: bool = False
+    elapsed_s: float = 0.0
+    reaped: int = 0
+
+    def items(self, task: str) -> list[dict[str, Any]]:
+        """``event_data`` of every loop item (or plain result) of the task named ``task``, in order."""
+        out = []
+        for ev in self.events:
+            data = ev.get("event_data") or {}
+            if data.get("task") != task:
+                continue
+            if ev.get("event") in ("runner_item_on_ok", "runner_item_on_failed"):
+                out.append(data)
+            elif ev.get("event") in ("runner_on_ok", "runner_on_failed") and "results" not in (data.get("res") or {}):
+                out.append(data)
+        return out
+
+
+def _msg(res: dict[str, Any] | None) -> str:
+    if not res:
+        return ""
+    for key in ("stderr", "module_stderr", "msg", "stdout"):
+        v = res.get(key)
+        if v:
+            return str(v).strip().splitlines()[-1][:300] if str(v).strip() else ""
+    return ""
+
+
+def reap_processes(marker: str) -> int:
+    """Kill (SIGKILL, by PID) every process whose command line contains ``marker``; return how many.
+
+    ``marker`` is a unique per-invocation directory, so only processes this
+    invocation started can match. Zombies are skipped (they are already dead).
+    """
+    me = os.getpid()
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{entry}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmd and state != "Z":
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                pass
+    return killed
+
+
+def run_playbook(
+    playbook: str,
+    inventory: str | os.PathLike[str],
+    extravars: dict[str, Any],
+    *,
+    limit: list[str] | None = None,
+    forks: int = 1,
+    timeout_s: float = 3600.0,
+    host_key_checking: bool = True,
+    on_event: Callable[[FleetEvent], None] | None = None,
+    keep_dir: Path | None = None,
+) -> PlaybookResult:
+    """Run ``playbooks/<playbook>`` on ``inventory`` and return per-host outcomes and all events.
+
+    Parameters
+    ----------
+    playbook : str
+        File name under ``playbooks/``.
+    inventory : path-like
+        Inventory file or directory.
+    extravars : dict
+        Passed as ``--extra-vars``.
+    limit : list of str, optional
+        Only these hosts.
+    forks : int, default 1
+        Parallel hosts. Keep 1 when hosts share hardware (netns, local fleet): parallel forks on
+        2 vCPUs cut the cpu stressor from ~1850 to 1050-1350 ops/s (fleet-feasibility §3.2).
+    timeout_s : float
+        Outer deadline; past it the run is cancelled and its process tree killed.
+    host_key_checking : bool, default True
+        SSH host-key checking. False only through an explicitly named opt-in of the caller.
+    on_event : callable, optional
+        Receives :class:`FleetEvent` s for progress displays.
+    keep_dir : Path, optional
+        Where to copy the artifacts (job events) for later inspection.
+    """
+    import ansible_runner
+
+    work = Path(tempfile.mkdtemp(prefix="qh-run-"))
+    cp_dir = work / "cp"
+    cp_dir.mkdir()
+    hosts: dict[str, HostOutcome] = {}
+    events: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout_s
+
+    def host(name: str) -> HostOutcome:
+        if name not in hosts:
+            hosts[name] = HostOutcome(name)
+        return hosts[name]
+
+    def emit(ev: FleetEvent) -> None:
+        if on_event is not None:
+            on_event(ev)
+
+    def handler(ev: dict[str, Any]) -> bool:
+        events.append(ev)
+        kind = ev.get("event")
+        data = ev.get("event_data") or {}
+        name = data.get("host")
+        task = data.get("task")
+        if kind == "runner_on_start" and name:
+            host(name)
+            emit(FleetEvent("task", name, task))
+        elif kind == "runner_on_unreachable" and name:
+            h = host(name)
+            h.status, h.reason = "unreachable", f"{task}: {_msg(data.get('res'))}"
+            emit(FleetEvent("unreachable", name, task, h.reason))
+        elif kind == "runner_on_failed" and name and not data.get("ignore_errors"):
+            h = host(name)
+            if h.status != "unreachable":
+                h.status, h.reason = "failed", f"{task}: {_msg(data.get('res'))}"
+            emit(FleetEvent("failed", name, task, h.reason))
+        elif kind == "runner_on_ok" and name and task == "quiho done":
+            h = host(name)
+            h.done = True
+            if h.status == "running":
+                h.status = "ok"
+            emit(FleetEvent("done", name, task))
+        elif kind == "runner_item_on_ok" and name:
+            emit(FleetEvent("item", name, task))
+        return True
+
+    envvars = {
+        "ANSIBLE_SSH_CONTROL_PATH_DIR": str(cp_dir),
+        "ANSIBLE_SSH_ARGS": SSH_ARGS,
+        "ANSIBLE_TIMEOUT": "10",
+        "ANSIBLE_HOST_KEY_CHECKING": "True" if host_key_checking else "False",
+        "ANSIBLE_RETRY_FILES_ENABLED": "False",
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_DEPRECATION_WARNINGS": "False",
+        "ANSIBLE_LOCALHOST_WARNING": "False",
+        "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False",
+        "ANSIBLE_SYSTEM_WARNINGS": "False",
+        "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",
+    }
+    t0 = time.monotonic()
+    cancelled = False
+
+    def cancel() -> bool:
+        nonlocal cancelled
+        if time.monotonic() > deadline:
+            cancelled = True
+        return cancelled
+
+    try:
+        r = ansible_runner.run(
+            private_data_dir=str(work),
+            project_dir=str(playbooks_dir()),
+            playbook=playbook,
+            inventory=str(Path(inventory).resolve()),
+            extravars=extravars,
+            limit=",".join(limit) if limit else None,
+            forks=forks,
+            quiet=True,
+            envvars=envvars,
+            event_handler=handler,
+            cancel_callback=cancel,
+            ident="run",
+        )
+        status, rc = str(r.status), r.rc
+    finally:
+        # ansible-runner kills the ansible-playbook process group on cancel, but ssh mux
+        # masters daemonise into their own session: find everything that names our dir.
+        reaped = reap_processes(str(work))
+        if keep_dir is not None:
+            shutil.copytree(work / "artifacts", keep_dir, dirs_exist_ok=True)
+        shutil.rmtree(work, ignore_errors=True)
+    for h in hosts.values():
+        if h.status == "running":
+            if cancelled:
+                h.status, h.reason = "timeout", f"outer timeout of {timeout_s:g} s: run cancelled"
+            elif not h.done:
+                h.status, h.reason = "failed", h.reason or "did not reach the end of the play"
+    return PlaybookResult(
+        status=status if not cancelled else "timeout",
+        rc=rc,
+        hosts=hosts,
+        events=events,
+        timed_out=cancelled,
+        elapsed_s=time.monotonic() - t0,
+        reaped=reaped,
+    )
