@@ -30,7 +30,8 @@ BenchOpt = Annotated[str, typer.Option("--bench", help="Benchmark command; its w
                                                        "the value.")]
 RangeOpt = Annotated[str, typer.Option("--range", help="git revision range, oldest first (e.g. v1.0..main).")]
 RepsOpt = Annotated[int, typer.Option("--repetitions", "-r", help="Benchmark runs per revision.")]
-MetricOpt = Annotated[str, typer.Option("--metric", help="wall (seconds per run) or stdout (last number printed).")]
+MetricOpt = Annotated[str, typer.Option("--metric", help="wall (seconds per run), cpu (user+sys seconds, robust "
+                                                         "to other load) or stdout (last number printed).")]
 KernelOpt = Annotated[str, typer.Option("--kernel", help="GP kernel: brownian, rbf, rq, matern32, matern52.")]
 TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds allowed per build or benchmark run.")]
 

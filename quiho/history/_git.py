@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -20,7 +21,7 @@ from quiho.store import Store
 __all__ = ["list_revisions", "WorktreeBench", "GitSampleReport", "GitBisectReport", "sample_git_history",
            "bisect_git_history", "METRICS"]
 
-METRICS = ("wall", "stdout")
+METRICS = ("wall", "cpu", "stdout")
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -56,8 +57,10 @@ class WorktreeBench:
     Each call adds a detached ``git worktree`` under a temporary directory,
     runs ``build`` there, then ``bench`` ``repetitions`` times, and removes the
     worktree whatever happens. The metric is the wall-clock seconds of each
-    bench run (``metric="wall"``) or the number on the last line of its
-    stdout (``metric="stdout"``). A non-zero exit, a timeout or an unparsable
+    bench run (``metric="wall"``), its CPU seconds, user + system, of the
+    process and its children (``metric="cpu"``: much less disturbed by other
+    load on a shared machine, blind to time spent waiting), or the number on
+    the last line of its stdout (``metric="stdout"``). A non-zero exit, a timeout or an unparsable
     number raises :class:`~quiho.errors.BuildFailed` (with ``stderr_tail``).
 
     Parameters
@@ -66,7 +69,7 @@ class WorktreeBench:
     build, bench : sequence of str
         argv, run with the worktree as working directory (no shell).
     repetitions : int, default 3
-    metric : {"wall", "stdout"}
+    metric : {"wall", "cpu", "stdout"}
     timeout : float, default 600
         Seconds per build or bench run.
     """
@@ -96,7 +99,8 @@ class WorktreeBench:
             err.stderr_tail = _tail(exc.stderr)  # type: ignore[attr-defined]
             raise err from None
         if out.returncode != 0:
-            last = (_tail(out.stderr, 1) or _tail(out.stdout, 1) or "no output")
+            errs = [ln.strip() for ln in (out.stderr or "").splitlines() if "error" in ln.lower()]
+            last = errs[0] if errs else (_tail(out.stderr, 1) or _tail(out.stdout, 1) or "no output")
             err = BuildFailed(f"{what} at {commit[:12]} exited {out.returncode}: {last}")
             err.stderr_tail = _tail(out.stderr)  # type: ignore[attr-defined]
             raise err
@@ -112,11 +116,16 @@ class WorktreeBench:
                 self._run(self.build, wt, "build", commit)
             values = []
             for _ in range(self.repetitions):
+                r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t0 = time.perf_counter()
                 out = self._run(self.bench, wt, "benchmark", commit)
                 elapsed = time.perf_counter() - t0
+                r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 if self.metric == "wall":
                     values.append(elapsed)
+                    continue
+                if self.metric == "cpu":
+                    values.append((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime))
                     continue
                 last = (out.stdout.strip().splitlines() or [""])[-1].strip()
                 try:

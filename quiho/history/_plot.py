@@ -65,7 +65,14 @@ def plot_history(history: History, path: str | Path, *, detection: Detection | N
                 label="build failed")
     ax.set_xlabel("revision (order)")
     ax.set_ylabel(f"{history.name} ({history.unit})" if history.unit else f"{history.name} (unit not given)")
-    ax.set_title(title or history.name + (f" — {detection.method}" if detection else ""))
+    if title is None:
+        title = history.name
+        if detection is not None:
+            n_cp = len(detection.change_points)
+            verdict = detection.reason if not detection.meaningful else (
+                f"{n_cp} change point{'s' if n_cp != 1 else ''}" if n_cp else "no change point passes the test")
+            title += f" — {detection.method}: {verdict}"
+    ax.set_title(title, fontsize=10)
     ax.legend(loc="best", fontsize=8, frameon=False)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
