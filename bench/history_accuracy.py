@@ -27,32 +27,9 @@ import ruptures as rpt
 
 from quiho.datasets.history import HistoryCase, history_suite, step_history
 from quiho.history import DETECTORS, KERNELS, detect, mape, sample_revisions
+from quiho.history._metrics import covering, f1_margin
 
 MARGIN = 5
-
-
-def f1_score(truth: tuple[int, ...], pred: list[int], n: int, margin: int = MARGIN) -> float:
-    t = [0, *truth]
-    p = [0, *(x for x in pred if 0 < x < n)]
-    matched: set[int] = set()
-    tp = 0
-    for x in p:
-        cands = [c for c in t if abs(c - x) <= margin and c not in matched]
-        if cands:
-            matched.add(min(cands, key=lambda c: abs(c - x)))
-            tp += 1
-    prec = tp / len(p)
-    rec = len(matched) / len(t)
-    return 0.0 if prec + rec == 0 else 2 * prec * rec / (prec + rec)
-
-
-def covering(truth: tuple[int, ...], pred: list[int], n: int) -> float:
-    def segs(b: list[int]) -> list[set[int]]:
-        bb = [0, *sorted(set(x for x in b if 0 < x < n)), n]
-        return [set(range(bb[i], bb[i + 1])) for i in range(len(bb) - 1)]
-
-    g, s = segs(list(truth)), segs(pred)
-    return sum(len(a) * max(len(a & b) / len(a | b) for b in s) for a in g) / n
 
 
 def ruptures_default(name: str):
@@ -83,7 +60,7 @@ def part1(n_each: int) -> None:
         fa = 0
         for c in suite:
             pred = fn(c.values)  # type: ignore[operator]
-            per[c.name].append((f1_score(c.truth, pred, c.values.size), covering(c.truth, pred, c.values.size)))
+            per[c.name].append((f1_margin(c.truth, pred, MARGIN), covering(c.truth, pred, c.values.size)))
             if not c.truth:
                 fa += len(pred)
         el = time.perf_counter() - t0

@@ -193,3 +193,19 @@ def test_step_vs_trend_closed_forms():
     t = np.arange(60, dtype=float)
     assert step_vs_trend_p(t, 30) == 1.0
     assert step_vs_trend_p(np.r_[np.zeros(30), np.ones(30)], 30) == 0.0
+
+
+def test_tcpdbench_metrics():
+    from quiho.history._metrics import covering, f1_margin, true_positives
+
+    # TCPDBench's own doctest cases for the matching
+    assert true_positives({1, 10, 20, 23}, {3, 8, 20}) == {1, 10, 20}
+    assert true_positives({1, 10, 20, 23}, {1, 3, 5, 8, 20}) == {1, 10, 20}
+    assert true_positives(set(), {1, 2, 3}) == set()
+    assert f1_margin([], []) == 1.0
+    assert f1_margin([50], [52]) == 1.0
+    assert f1_margin([50], [60]) == pytest.approx(2 * 0.5 * 0.5 / 1.0)  # {0} of {0, 60}; {0} of {0, 50}
+    assert f1_margin([], [10]) == pytest.approx(2 / 3)
+    assert covering([50], [50], 100) == 1.0
+    assert covering([], [50], 100) == pytest.approx(0.5)
+    assert covering([50], [], 100) == pytest.approx(0.5)
