@@ -26,6 +26,7 @@ _COMMAND_MODULES = (
     "quiho.cli._irup",
     "quiho.cli._history",
     "quiho.cli._trace",
+    "quiho.cli._fleet",
 )
 
 

@@ -57,22 +57,20 @@ def set_host_status(
     )
 
 
-def facts_from_setup(ansible_facts: dict[str, Any]) -> dict[str, Any]:
-    """The machine metadata quiho keeps from Ansible's setup facts."""
-    proc = ansible_facts.get("ansible_processor") or []
-    model = next((p for p in proc if isinstance(p, str) and not p.isdigit() and p not in ("GenuineIntel",
-                                                                                        "AuthenticAMD")), None)
-    return {
-        "cpu_model": model,
-        "cores": ansible_facts.get("ansible_processor_cores"),
-        "vcpus": ansible_facts.get("ansible_processor_vcpus"),
-        "memtotal_mb": ansible_facts.get("ansible_memtotal_mb"),
-        "kernel": ansible_facts.get("ansible_kernel"),
-        "arch": ansible_facts.get("ansible_architecture"),
-        "distribution": " ".join(
-            str(x)
-            for x in (ansible_facts.get("ansible_distribution"), ansible_facts.get("ansible_distribution_version"))
-            if x
-        ),
-        "virtualization": ansible_facts.get("ansible_virtualization_type"),
+def parse_facts(stdout: str) -> dict[str, Any]:
+    """The machine metadata printed by the playbooks' ``quiho facts`` task (``key=value`` lines)."""
+    raw = dict(line.split("=", 1) for line in stdout.splitlines() if "=" in line)
+    facts: dict[str, Any] = {
+        "stress_ng_version": raw.get("stress_ng") or None,
+        "cpu_model": raw.get("cpu_model") or None,
+        "kernel": raw.get("kernel") or None,
+        "arch": raw.get("arch") or None,
+        "os": raw.get("os") or None,
+        "l3_cache": raw.get("l3") or None,
     }
+    for key, src, scale in (("vcpus", "vcpus", 1), ("memtotal_mb", "mem_kb", 1024)):
+        try:
+            facts[key] = int(raw.get(src, "")) // scale
+        except ValueError:
+            facts[key] = None
+    return facts

@@ -8,14 +8,14 @@ recorded failed (it ran and failed, or hung) is not missing and is not rerun.
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import math
 import os
 import secrets
-import shutil
 import statistics
 import tarfile
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,7 +26,7 @@ from quiho._version import __version__
 from quiho.errors import FingerprintParseError, UsageError
 from quiho.fingerprint.battery import load_battery, render_job
 from quiho.fingerprint.parse import StressorResult, parse_stressng_yaml, running_stressor
-from quiho.fleet._store import facts_from_setup, host_id, remember_hosts, set_host_status
+from quiho.fleet._store import host_id, parse_facts, remember_hosts, set_host_status
 from quiho.fleet.emulate import cleanup_cgroups
 from quiho.fleet.inventory import Inventory, load_inventory
 from quiho.fleet.runner import FleetEvent, PlaybookResult, run_playbook
@@ -287,7 +287,6 @@ def _invoke(
 ) -> tuple[PlaybookResult, Path]:
     secs = int(params["seconds"])
     options = params.get("options") or {}
-    results_dir = Path(tempfile.mkdtemp(prefix="qh-fp-"))
     host_plan: dict[str, list[dict[str, Any]]] = {}
     budget = 0.0
     max_outer = 0
@@ -311,7 +310,6 @@ def _invoke(
     extravars = {
         "quiho_batch": batch,
         "quiho_remote_root": f"/tmp/quiho-remote/{batch}",
-        "quiho_results_dir": str(results_dir),
         "quiho_plan": host_plan,
         "quiho_task_timeout": max_outer + 30,
         "quiho_cgroup_prefix": cgroup_prefix,
@@ -331,18 +329,20 @@ def _invoke(
     finally:
         if any(inv.host(h).emulated for h in group):
             cleanup_cgroups(f"{cgroup_prefix}-{batch}-")
-    for h in group:
-        tgz = results_dir / f"{h}.tgz"
-        dest = artifacts / h
-        if tgz.exists():
-            dest.mkdir(parents=True, exist_ok=True)
-            try:
-                with tarfile.open(tgz) as tf:
-                    tf.extractall(dest, filter="data")
-            except (tarfile.TarError, OSError) as exc:
-                # A truncated archive: whatever was unpacked is parsed (and named in errors) below.
-                (dest / "unpack-error.txt").write_text(str(exc))
-    shutil.rmtree(results_dir, ignore_errors=True)
+    for ev in res.events:
+        data = ev.get("event_data") or {}
+        name = str(data.get("host"))
+        if ev.get("event") != "runner_on_ok" or data.get("task") != "quiho collect" or name not in group:
+            continue
+        dest = artifacts / name
+        dest.mkdir(parents=True, exist_ok=True)
+        try:
+            blob = base64.b64decode(str((data.get("res") or {}).get("stdout", "")), validate=True)
+            with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tf:
+                tf.extractall(dest, filter="data")
+        except (ValueError, tarfile.TarError, OSError, EOFError) as exc:
+            # A damaged archive: whatever was unpacked is parsed (and named in errors) below.
+            (dest / "unpack-error.txt").write_text(str(exc))
     return res, artifacts
 
 
@@ -384,11 +384,7 @@ def _record(
         task = data.get("task")
         r = data.get("res") or {}
         if ev.get("event") == "runner_on_ok" and task == "quiho facts":
-            facts.update(facts_from_setup(r.get("ansible_facts") or {}))
-        elif ev.get("event") == "runner_on_ok" and task and task.startswith("quiho stress-ng version") and r.get(
-            "rc"
-        ) == 0:
-            facts["stress_ng_version"] = str(r.get("stdout", "")).strip()
+            facts.update(parse_facts(str(r.get("stdout", ""))))
         elif ev.get("event") in ("runner_item_on_ok", "runner_item_on_failed") and task == "quiho measure":
             item = r.get("item") or {}
             if "rep" in item:
