@@ -104,7 +104,7 @@ def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
         Columns :data:`CALL_COLUMNS`, one row per completed call, sorted by function (in ``names`` order)
         then ``order``
         (the call's rank by start time among all calls of that function, from 0). ``depth`` is the nesting
-        level among traced functions, 0 = outermost seen in that thread.
+        level among traced functions, 0 = the outermost entry seen in that thread (closed or not).
     stats : CallStats
 
     Examples
@@ -177,7 +177,8 @@ def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
     excl = incl - np.rint(child_sum).astype(np.int64)
 
     thread_min = np.full(int(thread_idx.max()) + 1, np.iinfo(np.int64).max)
-    np.minimum.at(thread_min, thread_idx[ent], lev[ent])
+    is_entry = k == 0  # depth 0 = the outermost entry seen in the thread, even if it never returned
+    np.minimum.at(thread_min, thread_idx[is_entry], lev[is_entry])
     depth = (lev[ent] - thread_min[thread_idx[ent]]).astype(np.int32)
 
     names = np.asarray(ev.names + ("?",), dtype=object)
