@@ -32,7 +32,8 @@ def test_every_formula_gives_a_scaled_profile(all_irups):
         assert imps[0] == pytest.approx(100.0), (target, formula)
         assert all(0 <= v <= 100.0 + 1e-9 for v in imps)
         assert imps == sorted(imps, reverse=True)
-        assert {"oom-pipe", "stack"} <= {d.stressor for d in irup.dropped}  # 0 everywhere in the paper data
+        assert "oom-pipe" in {d.stressor for d in irup.dropped}  # 0 on every host and run of the paper data
+        assert all("zero variance" in d.reason for d in irup.dropped)
         assert irup.versions["scikit-learn"]
 
 
@@ -89,7 +90,8 @@ def test_mariadb_versions_differ_on_innodb_load(ten_seed):
 def test_target_against_itself_with_other_seeds_is_equivalent(ten_seed):
     c = compare_irups(ten_seed("hpccg", 0), ten_seed("hpccg", 99))
     assert c.verdict == "equivalent"
-    assert c.spearman > 0.8
+    # Over all ~41 stressors (most of them near zero importance) the ranks still agree strongly.
+    assert c.spearman > 0.6 and c.spearman_p < 1e-4
 
 
 def test_innodb_vs_memory_load_differ(ten_seed):
