@@ -119,6 +119,8 @@ def _robust_residuals(B: Arr, y: Arr, Bs: Arr, robust: bool, iterations: int = 5
             sig, *_ = np.linalg.lstsq(Bs * st[:, None], a * st, rcond=None)
             z = r / np.maximum(Bs @ sig, max(0.1 * float(np.median(a)), 1e-300))
         mad = 1.4826 * float(np.median(np.abs(z - np.median(z))))
+        if it == 0 and mad <= 1e-9 * max(float(np.abs(y).max()), 1e-300):
+            return r, np.ones(y.size)  # noise-free: nothing is a spike
         if mad <= 0:
             return r, np.ones(y.size)
         t = np.clip(1 - (z / (4.685 * mad)) ** 2, 0, None) ** 2
