@@ -22,6 +22,8 @@ from scipy.stats import kendalltau, spearmanr
 from quiho.fingerprint.catalog import ANALYSIS_CLASSES
 from quiho.irup.engine import Irup
 
+COMPARISON_SCHEMA_VERSION = 1
+
 __all__ = ["RankStep", "Comparison", "compare_irups", "class_shares"]
 
 
@@ -61,6 +63,7 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract of ``quiho compare --json``."""
         return {
+            "schema_version": COMPARISON_SCHEMA_VERSION,
             "target_a": self.target_a, "target_b": self.target_b, "verdict": self.verdict,
             "first_divergent_rank": self.first_divergent_rank, "reason": self.reason,
             "spearman": _r(self.spearman), "spearman_p": _r(self.spearman_p),

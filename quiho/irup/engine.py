@@ -26,6 +26,8 @@ __all__ = [
     "NOISY_COV", "MIN_ROWS", "MIN_GROUPS",
 ]
 
+#: Version of the IRUP JSON document (``quiho irup --json``, the ``irups`` table).
+IRUP_SCHEMA_VERSION = 1
 #: Median per-host coefficient of variation across repetitions above which a stressor is flagged noisy.
 NOISY_COV = 0.2
 MIN_ROWS = 10
@@ -92,6 +94,8 @@ class Irup:
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract of ``quiho irup --json`` (plus extra evidence keys)."""
         return {
+            "schema_version": IRUP_SCHEMA_VERSION,
+            "quiho_version": self.versions.get("quiho", __version__),
             "target": self.target,
             "importance": self.importance,
             "seeds": self.seeds,
@@ -268,6 +272,7 @@ def compute_irup(
         r2_cv, hw.n_groups, len(set(data.meta["host"])), len(ya), top1_freq, float(top3[top1]), cols[top1]
     )
     notes = list(data.notes)
+    notes.extend(metric_stability(data))
     batch_warnings = batch_consistency(data, groups)
     if batch_warnings:
         validity = dataclasses.replace(validity, reason=validity.reason + "; " + "; ".join(batch_warnings))
@@ -328,6 +333,31 @@ def batch_consistency(data: TargetData, groups: np.ndarray) -> list[str]:
                     f"batches {a} and {b} disagree: on the {len(both)} hardware groups both ran on, the metric of "
                     f"{b} is {ratio:.2f}x that of {a}; the batches are not comparable (use --batch)"
                 )
+    return out
+
+
+def metric_stability(data: TargetData, *, spread: float = 0.10, outlier: float = 0.5) -> list[str]:
+    """pyperf-style check of the application metric across repetitions of each host.
+
+    Flags hosts whose repetitions spread (std / mean) by at least ``spread``,
+    and repetitions at least ``outlier`` (50 %) away from their host's median.
+    """
+    df = pd.DataFrame({"unit": _units(data), "y": data.y.to_numpy()})
+    noisy, outliers = [], 0
+    for unit, sub in df.groupby("unit"):
+        if len(sub) < 2 or sub["y"].mean() == 0:
+            continue
+        if sub["y"].std(ddof=0) / abs(sub["y"].mean()) >= spread:
+            noisy.append(str(unit).split("|")[-1])
+        med = sub["y"].median()
+        if med:
+            outliers += int((abs(sub["y"] - med) / abs(med) >= outlier).sum())
+    out = []
+    if noisy:
+        out.append(f"metric unstable on {len(noisy)} host(s) (repetitions spread ≥ {spread:.0%} of the mean): "
+                   f"{', '.join(sorted(noisy)[:6])}{' ...' if len(noisy) > 6 else ''}")
+    if outliers:
+        out.append(f"{outliers} repetition(s) ≥ {outlier:.0%} away from their host's median")
     return out
 
 
