@@ -1,0 +1,110 @@
+"""``quiho detect`` / ``quiho models`` / ``quiho trace`` end to end, and the real bpftrace trace of the example."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from quiho.cli.main import main
+from quiho.store import open_store
+from quiho.trace import CallStats, load_trace, save_trace
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO.parent / "shared" / "data" / "perun" / "degradation_profiles"
+
+
+def _calls(n: int, scale: float, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for f, base in (("steady", 1000.0), ("slower", 5000.0)):
+        y = base * (scale if f == "slower" else 1.0) + rng.normal(0, 20, n)
+        rows.append(pd.DataFrame({"function": f, "tid": 1, "order": np.arange(n), "start_ns": np.arange(n) * 10_000,
+                                  "inclusive_ns": y.astype(np.int64), "exclusive_ns": y.astype(np.int64),
+                                  "depth": 0, "arg": 0}))
+    df = pd.concat(rows, ignore_index=True)
+    df["function"] = df["function"].astype("category")
+    return df
+
+
+def test_detect_json_on_stored_runs(tmp_path, capsys):
+    db = tmp_path / "q.db"
+    with open_store(db) as st:
+        stats = CallStats(4 * 300, 600, 0, 0, 0, 0, 0)
+        save_trace(st, "app", "1", _calls(300, 1.0, 1), stats, command="app", engine="bpftrace",
+                   functions=("steady", "slower"))
+        r2 = save_trace(st, "app", "2", _calls(300, 1.3, 2), stats, command="app", engine="bpftrace",
+                        functions=("steady", "slower"))
+        run, calls = load_trace(st, "app@2")
+    assert run.id == r2.id and len(calls) == 600
+    meta = pq.read_schema(run.calls_path).metadata
+    assert meta[b"quiho.calls_schema"] == b"1" and meta[b"quiho.unit"] == b"ns"
+    capsys.readouterr()
+    assert main(["detect", "app@1", "app@2", "--store", str(db), "--json", "-m", "joint", "-m", "mwu"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    flagged = {(c["function"], c["method"], c["state"]) for c in doc["changes"] if c["state"] != "no-change"}
+    assert flagged == {("slower", "joint", "degradation"), ("slower", "mwu", "degradation")}
+    for c in doc["changes"]:
+        assert {"function", "method", "state", "kind", "magnitude", "confidence"} <= set(c)
+    slower = next(c for c in doc["changes"] if c["function"] == "slower" and c["method"] == "joint")
+    assert slower["magnitude"] == pytest.approx(0.3, abs=0.01) and slower["kind"] == "constant"
+    assert main(["detect", "app@1", "app@2", "--store", str(db), "--fail-on-change"]) == 3
+    assert main(["detect", "app@1", "app@9", "--store", str(db)]) == 1
+    assert "no stored trace run" in capsys.readouterr().err
+
+
+def test_detect_and_models_on_perun_files(tmp_path, capsys):
+    assert main(["detect", str(DATA / "lin1.perf"), str(DATA / "lin4.perf"), "--json", "-m", "all"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    joint = next(c for c in doc["changes"] if c["method"] == "joint")
+    assert joint["state"] == "degradation" and joint["kind"] == "quadratic"
+    png = tmp_path / "m.png"
+    assert main(["models", str(DATA / "lin1.perf"), "-f", "skiplistSearch(skiplist*, int)", "--plot", str(png),
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert png.stat().st_size > 10_000
+    best = [m for m in doc["models"] if m["best"]]
+    assert len(best) == 1 and best[0]["model"] in ("linear", "quadratic", "power")
+    assert {m["model"] for m in doc["models"]} >= {"regressogram", "sma", "kernel", "exponential"}
+    # bad input: clear messages, exit 1 / 2, no traceback
+    bad = tmp_path / "bad.perf"
+    bad.write_text("{not json")
+    assert main(["detect", str(bad), str(DATA / "lin1.perf")]) == 1
+    assert "not JSON" in capsys.readouterr().err
+    assert main(["models", str(DATA / "lin1.perf"), "-f", "nope"]) == 2
+    assert "no function 'nope'" in capsys.readouterr().err
+    assert main(["detect", str(DATA / "lin1.perf"), str(DATA / "lin4.perf"), "-m", "bogus"]) == 2
+
+
+@pytest.mark.root
+@pytest.mark.bpftrace
+def test_real_trace_of_the_example_flags_only_the_changed_function(tmp_path, capsys):
+    """The bundled C example: v1 looks tags up by linear search, v2 by hash; nothing else differs."""
+    if shutil.which("gcc") is None:
+        pytest.fail("gcc is needed to build examples/trace (apt-get install gcc)")
+    db = tmp_path / "q.db"
+    fns = "^(find_tag|make_key|score_tag)$"
+    for v in ("v1", "v2"):
+        exe = tmp_path / f"tags_{v}"
+        subprocess.run(["gcc", "-O2", "-g", "-fno-inline", "-o", str(exe), str(REPO / "examples/trace" / v / "tags.c")],
+                       check=True)
+        assert main(["trace", f"tags@{v}", "--functions-matching", fns, "--store", str(db), "--json", "--",
+                     str(exe), "100000", "200"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["calls"] == 600 and doc["unmatched_entries"] == doc["unmatched_exits"] == 0
+        assert doc["bad_lines"] == 0
+    with open_store(db) as st:
+        _, calls = load_trace(st, "tags@v1")
+    assert (calls.inclusive_ns > 0).all() and (calls.exclusive_ns <= calls.inclusive_ns).all()
+    # a noisy shared VM and single runs: changes below 10 % are not attributed to the code
+    assert main(["detect", "tags@v1", "tags@v2", "--store", str(db), "--json", "--set", "joint.min_effect=0.10"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    flagged = {c["function"]: c for c in doc["changes"] if c["state"] in ("degradation", "optimization")}
+    assert set(flagged) == {"find_tag"}, doc["changes"]
+    assert flagged["find_tag"]["state"] == "optimization" and flagged["find_tag"]["magnitude"] < -0.5
