@@ -8,6 +8,7 @@ from typing import Any, Self
 import numpy as np
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Kernel, Matern, RationalQuadratic, WhiteKernel
+from threadpoolctl import threadpool_limits
 
 from quiho.errors import ModelError, UsageError
 from quiho.history._kernels import BrownianKernel
@@ -138,7 +139,9 @@ class HistoryGP:
                                        optimizer=None if self.fixed_kernel is not None else "fmin_l_bfgs_b",
                                        n_restarts_optimizer=self.n_restarts_optimizer,
                                        random_state=self.random_state)
-        with warnings.catch_warnings():
+        # the matrices are at most a few hundred wide: BLAS threads only spin, and on a shared 2-core
+        # machine they made each fit about 4x slower
+        with warnings.catch_warnings(), threadpool_limits(1):
             warnings.simplefilter("ignore", ConvergenceWarning)
             if np.ptp(y) == 0:  # constant: sklearn's normalisation divides by 0; predict the constant
                 self.constant_: float | None = float(y[0])
@@ -153,5 +156,6 @@ class HistoryGP:
         x = self._x(orders)
         if self.constant_ is not None:
             return np.full(x.shape[0], self.constant_), np.zeros(x.shape[0])
-        mean, std = self.gpr_.predict(x, return_std=True)
+        with threadpool_limits(1):
+            mean, std = self.gpr_.predict(x, return_std=True)
         return np.asarray(mean), np.asarray(std)

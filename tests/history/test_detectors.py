@@ -209,3 +209,12 @@ def test_tcpdbench_metrics():
     assert covering([50], [50], 100) == 1.0
     assert covering([], [50], 100) == pytest.approx(0.5)
     assert covering([50], [], 100) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("module", ["_base", "_kernels", "_gp", "_metrics"])
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+
+    res = doctest.testmod(importlib.import_module(f"quiho.history.{module}"))
+    assert res.attempted > 0 and res.failed == 0
