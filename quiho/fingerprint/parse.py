@@ -17,7 +17,7 @@ import yaml
 
 from quiho.errors import FingerprintParseError
 
-__all__ = ["StressorResult", "parse_stressng_yaml", "running_stressor"]
+__all__ = ["StressorResult", "parse_stressng_yaml", "running_stressor", "last_started"]
 
 #: A run shorter than this share of ``-t`` ended early (e.g. stream in a small memory cgroup: 0.07 s of 1 s).
 EARLY_FRACTION = 0.5
@@ -164,3 +164,18 @@ def running_stressor(log_text: str) -> str | None:
         if pid not in exited:
             return name
     return None
+
+
+def last_started(log_text: str) -> str | None:
+    """From a ``-v`` stress-ng log, the stressor that started last.
+
+    In a sequential job killed by an outer timeout this is the one that was
+    running when the timeout hit, even if stress-ng, on SIGTERM, still managed to
+    reap it and log its exit.
+    """
+    last = None
+    for line in log_text.splitlines():
+        m = _STARTED.search(line)
+        if m:
+            last = m.group(1)
+    return last

@@ -22,6 +22,7 @@ import json
 import os
 import re
 import secrets
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -277,7 +278,9 @@ def run_app(
         try:
             res = run_playbook("run.yml", inv.path, extravars, limit=group, forks=forks,
                                timeout_s=per_host * len(group), host_key_checking=host_key_checking,
-                               on_event=on_event)
+                               on_event=on_event,
+                               python_interpreter=sys.executable
+                               if all(inv.host(h).connection == "local" for h in group) else "auto_silent")
         finally:
             if any(inv.host(h).emulated for h in group):
                 cleanup_cgroups(f"{cgroup_prefix}-{batch}-")

@@ -15,6 +15,7 @@ import math
 import os
 import secrets
 import statistics
+import sys
 import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from typing import Any
 from quiho._version import __version__
 from quiho.errors import FingerprintParseError, UsageError
 from quiho.fingerprint.battery import load_battery, render_job
-from quiho.fingerprint.parse import StressorResult, parse_stressng_yaml, running_stressor
+from quiho.fingerprint.parse import StressorResult, last_started, parse_stressng_yaml, running_stressor
 from quiho.fleet._store import host_id, parse_facts, remember_hosts, set_host_status
 from quiho.fleet.emulate import cleanup_cgroups
 from quiho.fleet.inventory import Inventory, load_inventory
@@ -325,6 +326,8 @@ def _invoke(
             timeout_s=run_timeout_s or budget,
             host_key_checking=host_key_checking,
             on_event=on_event,
+            python_interpreter=sys.executable if all(inv.host(h).connection == "local" for h in group)
+            else "auto_silent",
         )
     finally:
         if any(inv.host(h).emulated for h in group):
@@ -398,20 +401,26 @@ def _record(
         rc = r.get("rc") if r else None
         busy = _stat_busy(hostdir / f"rep{rep}.stat0", hostdir / f"rep{rep}.stat1")
         rep_extra = {"job_rc": rc, "machine_busy_share": busy[0] if busy else None}
+        keep = list(requested)
         if rc in _TIMEOUT_RCS:
-            log = (hostdir / f"rep{rep}.log").read_text() if (hostdir / f"rep{rep}.log").exists() else ""
-            hung = running_stressor(log)
-            if hung in requested:
-                why = f"hung: still running when the outer timeout ({_outer(r)} s) killed the job"
-                rows.append((rep, StressorResult(hung, "failed", None, why), rep_extra))
-            else:
+            log_path = hostdir / f"rep{rep}.log"
+            log = log_path.read_text(errors="replace") if log_path.exists() else ""
+            hung = running_stressor(log) or last_started(log)
+            if hung not in requested:
                 errors.append(f"host {host} rep {rep}: job killed by the outer timeout; no stressor to blame in "
-                              f"{hostdir / f'rep{rep}.log'}")
-            continue
+                              f"{log_path}")
+                continue
+            why = f"hung: still running when the outer timeout ({_outer(r)} s) killed the job"
+            rows.append((rep, StressorResult(hung, "failed", None, why), rep_extra))
+            # stressors before it keep their results (if stress-ng still wrote them); later ones stay
+            # missing and run again in the next pass
+            keep = requested[: requested.index(hung)]
+            if not keep:
+                continue
         if yaml_path.exists():
             try:
                 results, _info = parse_stressng_yaml(
-                    yaml_path.read_text(errors="replace"), requested, secs, host=host, path=str(yaml_path)
+                    yaml_path.read_text(errors="replace"), keep, secs, host=host, path=str(yaml_path)
                 )
             except FingerprintParseError as exc:
                 errors.append(str(exc))
@@ -419,6 +428,8 @@ def _record(
                 continue
             for sr in results:
                 rows.append((rep, sr, rep_extra))
+        elif rc in _TIMEOUT_RCS:
+            continue  # no YAML after a timeout: the stressors before the hung one stay missing
         elif r is not None and status == "ok":
             tail = str(r.get("stderr", "")).strip()[-300:]
             for s in requested:

@@ -131,6 +131,7 @@ def run_playbook(
     host_key_checking: bool = True,
     on_event: Callable[[FleetEvent], None] | None = None,
     keep_dir: Path | None = None,
+    python_interpreter: str = "auto_silent",
 ) -> PlaybookResult:
     """Run ``playbooks/<playbook>`` on ``inventory`` and return per-host outcomes and all events.
 
@@ -155,6 +156,10 @@ def run_playbook(
         Receives :class:`FleetEvent` s for progress displays.
     keep_dir : Path, optional
         Where to copy the artifacts (job events) for later inspection.
+    python_interpreter : str, default "auto_silent"
+        Ansible's ``interpreter_python`` (a host's ``ansible_python_interpreter`` still wins). Callers pass
+        the controller's own Python when every host is ``ansible_connection: local``: discovery would pick
+        /usr/bin/python3, which may lack what the controller's Ansible needs.
     """
     import ansible_runner
 
@@ -213,7 +218,7 @@ def run_playbook(
         "ANSIBLE_LOCALHOST_WARNING": "False",
         "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False",
         "ANSIBLE_SYSTEM_WARNINGS": "False",
-        "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",
+        "ANSIBLE_PYTHON_INTERPRETER": python_interpreter,
     }
     t0 = time.monotonic()
     cancelled = False

@@ -62,7 +62,7 @@ def test_local_inventory_has_six_distinct_emulated_hosts() -> None:
     [
         ("all:\n  hosts:\n    a: {ansible_connection: local, quiho_cpu_quota_pct: 150}\n", "quiho_cpu_quota_pct"),
         ("all:\n  hosts:\n    a: {ansible_connection: local, quiho_corunner: disk}\n", "quiho_corunner"),
-        ("all:\n  hosts:\n    a: {ansible_host: 10.200.9.2, quiho_cpu_quota_pct: 50}\n", "not ansible_connection: local"),
+        ("all:\n  hosts:\n    a: {ansible_host: 10.200.9.2, quiho_cpu_quota_pct: 50}\n", "not ansible_connection"),
         ("all:\n  hosts: [unclosed\n", "cannot be parsed"),
     ],
 )

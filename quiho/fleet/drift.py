@@ -1,0 +1,231 @@
+"""Fingerprint history per host × stressor, and drift alerts on it.
+
+Every stored fingerprint run contributes, per host and stressor, the median
+over its repetitions. Each (host, stressor) series, ordered by run start
+time, goes through a history detector (default ``auto``: rank-based binary
+segmentation with Pettitt's test, see :mod:`quiho.history`). A change is an
+alert when it is large (``|after/before - 1| ≥ min_change``) and significant
+after a Bonferroni correction over all the series tested (a fleet of 6 hosts ×
+40 stressors is 240 tests; without the correction noise alone would alert).
+
+It also reports hosts whose hardware group changed between the first and the
+latest run (look-alikes that appeared, or hosts that split from their group),
+and stale hosts without a fingerprint newer than ``max_age``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from quiho.errors import NotEnoughData
+from quiho.store._db import Store
+
+__all__ = ["StressorDrift", "GroupChange", "StaleHost", "DriftReport", "fingerprint_history", "detect_drift"]
+
+
+@dataclass(frozen=True)
+class StressorDrift:
+    """One stressor of one host changed level at one run."""
+
+    host: str
+    stressor: str
+    primary: str
+    index: int
+    batch: str
+    when: str
+    before: float
+    after: float
+    magnitude: float
+    p_value: float
+    p_adjusted: float
+
+
+@dataclass(frozen=True)
+class GroupChange:
+    """A host's hardware group changed between the first and the latest run."""
+
+    host: str
+    kind: str  # "look-alike" (joined others) or "split" (left its group)
+    others: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StaleHost:
+    """A host without a fingerprint newer than the maximum age."""
+
+    host: str
+    last_fingerprint: str | None
+
+
+@dataclass(frozen=True)
+class DriftReport:
+    """Drift of a fleet's fingerprints over its stored history."""
+
+    runs: int
+    hosts: int
+    series_tested: int
+    method: str
+    alpha: float
+    min_change: float
+    drifts: tuple[StressorDrift, ...]
+    group_changes: tuple[GroupChange, ...]
+    stale: tuple[StaleHost, ...]
+    not_meaningful: tuple[str, ...]
+
+    def drifted_hosts(self) -> dict[str, list[StressorDrift]]:
+        """Drifts grouped by host."""
+        out: dict[str, list[StressorDrift]] = {}
+        for d in self.drifts:
+            out.setdefault(d.host, []).append(d)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready mapping (``quiho fleet drift --json``)."""
+        return {
+            "schema_version": 1, "runs": self.runs, "hosts": self.hosts, "series_tested": self.series_tested,
+            "method": self.method, "alpha": self.alpha, "min_change": self.min_change,
+            "drifted_hosts": {
+                h: [{k: (round(v, 6) if isinstance(v, float) else v) for k, v in d.__dict__.items()} for d in ds]
+                for h, ds in self.drifted_hosts().items()
+            },
+            "group_changes": [g.__dict__ | {"others": list(g.others)} for g in self.group_changes],
+            "stale": [s.__dict__ for s in self.stale],
+            "not_meaningful": list(self.not_meaningful),
+        }
+
+
+def fingerprint_history(store: Store, *, source: str = "fleet") -> pd.DataFrame:
+    """Long table: one row per (run, host, stressor) with the median over repetitions.
+
+    Columns: ``run_id, batch, started_at, host, stressor, value``; ordered by start time.
+    """
+    q = (
+        "SELECT r.id AS run_id, r.batch, r.started_at, h.name AS host, m.stressor, m.value "
+        "FROM measurements m JOIN fingerprint_runs r ON r.id = m.run_id JOIN hosts h ON h.id = m.host_id "
+        "WHERE m.status = 'ok' AND r.source = ? AND r.duplicate_of IS NULL"
+    )
+    df = pd.read_sql_query(q, store.conn, params=[source])
+    if df.empty:
+        return df.assign(value=pd.Series(dtype=float))
+    med = df.groupby(["run_id", "batch", "started_at", "host", "stressor"], as_index=False)["value"].median()
+    return med.sort_values(["started_at", "run_id", "host", "stressor"]).reset_index(drop=True)
+
+
+def _group_changes(hist: pd.DataFrame) -> list[GroupChange]:
+    from quiho.irup.groups import hardware_groups
+
+    runs = hist.drop_duplicates("run_id")[["run_id", "started_at"]].sort_values(["started_at", "run_id"])
+    if len(runs) < 2:
+        return []
+
+    def mates(run_id: int) -> dict[str, set[str]]:
+        w = hist[hist["run_id"] == run_id].pivot_table(index="host", columns="stressor", values="value").dropna(axis=1)
+        if len(w) < 2 or w.shape[1] == 0:
+            return {}
+        hw = hardware_groups(w.reset_index(drop=True), w.index.to_numpy())
+        members = hw.members()
+        return {h: set(members[g]) - {h} for h, g in hw.unit_groups.items()}
+
+    first, last = mates(int(runs["run_id"].iloc[0])), mates(int(runs["run_id"].iloc[-1]))
+    out = []
+    for h in sorted(set(first) & set(last)):
+        joined = (last[h] - first[h]) & set(first)
+        left = (first[h] - last[h]) & set(last)
+        if joined:
+            out.append(GroupChange(h, "look-alike", tuple(sorted(joined))))
+        if left:
+            out.append(GroupChange(h, "split", tuple(sorted(left))))
+    return out
+
+
+def detect_drift(
+    store: Store,
+    *,
+    method: str = "auto",
+    alpha: float = 0.05,
+    min_change: float = 0.05,
+    min_runs: int = 8,
+    max_age: timedelta | None = None,
+    now: datetime | None = None,
+    source: str = "fleet",
+) -> DriftReport:
+    """Find hosts whose fingerprints changed over the stored history.
+
+    Parameters
+    ----------
+    store : Store
+    method : str, default "auto"
+        History detector (see :data:`quiho.history.DETECTORS`).
+    alpha : float, default 0.05
+        Family-wise error rate over all (host, stressor) series (Bonferroni): the chance that a steady
+        fleet raises any alert at all is at most ``alpha``.
+    min_change : float, default 0.05
+        Smallest relative level change reported (5 %).
+    min_runs : int, default 8
+        Series shorter than this are listed as not meaningful, not tested.
+    max_age : timedelta, optional
+        Hosts whose newest fingerprint is older are reported stale.
+    now : datetime, optional
+        Reference time for staleness (default: current UTC time).
+    source : str, default "fleet"
+
+    Returns
+    -------
+    DriftReport
+
+    Raises
+    ------
+    NotEnoughData
+        No fingerprint history at all.
+    """
+    from quiho.fingerprint.catalog import load_catalog
+    from quiho.history import detect
+
+    hist = fingerprint_history(store, source=source)
+    if hist.empty:
+        raise NotEnoughData(f"no '{source}' fingerprints in the store: run quiho fingerprint first")
+    catalog = load_catalog()
+    runs = hist.drop_duplicates("run_id")
+    cands: list[tuple[str, str, Any, pd.DataFrame]] = []
+    short: list[str] = []
+    tested = 0
+    for (host, stressor), s in hist.groupby(["host", "stressor"], sort=True):
+        s = s.sort_values(["started_at", "run_id"])
+        if len(s) < min_runs:
+            short.append(f"{host}/{stressor}: {len(s)} runs (< {min_runs})")
+            continue
+        values = pd.Series(s["value"].to_numpy(dtype=float), index=s["batch"].astype(str).to_numpy())
+        tested += 1
+        det = detect(values, method)
+        for cp in det.change_points:
+            cands.append((str(host), str(stressor), cp, s))
+    drifts = []
+    for host, stressor, cp, s in cands:
+        p_adj = min(1.0, float(cp.p_value) * max(tested, 1))
+        if p_adj < alpha and np.isfinite(cp.magnitude) and abs(cp.magnitude) >= min_change:
+            row = s.iloc[cp.index]
+            drifts.append(StressorDrift(
+                host=host, stressor=stressor, primary=catalog.primary(stressor), index=int(cp.index),
+                batch=str(row["batch"]), when=str(row["started_at"]), before=float(cp.before), after=float(cp.after),
+                magnitude=float(cp.magnitude), p_value=float(cp.p_value), p_adjusted=p_adj,
+            ))
+    stale: list[StaleHost] = []
+    if max_age is not None:
+        now = now or datetime.now(timezone.utc)
+        last = hist.groupby("host")["started_at"].max()
+        for host, ts in last.items():
+            t = datetime.fromisoformat(str(ts))
+            if t.tzinfo is None:
+                t = t.replace(tzinfo=timezone.utc)
+            if now - t > max_age:
+                stale.append(StaleHost(str(host), str(ts)))
+    return DriftReport(
+        runs=len(runs), hosts=hist["host"].nunique(), series_tested=tested, method=method, alpha=alpha,
+        min_change=min_change, drifts=tuple(sorted(drifts, key=lambda d: (d.host, d.index, d.stressor))),
+        group_changes=tuple(_group_changes(hist)), stale=tuple(stale), not_meaningful=tuple(short),
+    )
