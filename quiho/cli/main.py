@@ -27,6 +27,7 @@ _COMMAND_MODULES = (
     "quiho.cli._history",
     "quiho.cli._trace",
     "quiho.cli._fleet",
+    "quiho.cli._profile",
 )
 
 

@@ -1,10 +1,11 @@
 """Seeded generators with known truth for testing and benchmarking quiho's methods.
 
-Submodules: ``irup`` (fleets with a planted bottleneck), ``perun`` (Perun-style
+Submodules: ``irup`` (fleets with a planted bottleneck), ``profile`` (a planted version pair), ``perun`` (Perun-style
 model pairs), ``history`` (performance histories with change points).
 """
 
 from quiho.datasets import history, perun
 from quiho.datasets.irup import planted_bottleneck
+from quiho.datasets.profile import planted_profile
 
-__all__ = ["history", "perun", "planted_bottleneck"]
+__all__ = ["history", "perun", "planted_bottleneck", "planted_profile"]

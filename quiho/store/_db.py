@@ -161,6 +161,7 @@ COMPONENT_MODULES = (
     "quiho.history._schema",
     "quiho.trace._schema",
     "quiho.fleet._schema",
+    "quiho.profile._schema",
 )
 
 

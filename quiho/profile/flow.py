@@ -1,0 +1,517 @@
+"""``quiho profile APP@V1 APP@V2``: the end-to-end comparison of two versions on a fleet.
+
+Steps (each kept, and marked, when a later one is partial):
+
+1. **Fingerprints**: reuse the newest fleet fingerprint run younger than ``max_age``
+   that covers the inventory's hosts; otherwise fingerprint first.
+2. **Runs**: both versions on every host, interleaved (:mod:`quiho.profile.interleave`).
+3. **Metric change** per host and across hosts (:mod:`quiho.profile.stats`).
+4. **IRUP per version** (seeds, validity) and their comparison (:mod:`quiho.irup`).
+5. **Hints** from the stressor catalog (:mod:`quiho.profile.hints`), fleet-size advice
+   when a profile is not meaningful, and per-function trace verdicts when given.
+
+:func:`analyse_profile` does 3-5 on runs already in the store, so a profile can be
+recomputed (other seeds, another floor) without running anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from quiho._version import __version__
+from quiho.errors import AppSpecError, NotEnoughData, QuihoError, UsageError
+from quiho.fingerprint.catalog import Catalog, load_catalog
+from quiho.fleet import AppSpec, FleetEvent, fingerprint, load_inventory
+from quiho.irup import (
+    Advice,
+    Comparison,
+    Irup,
+    ModelParams,
+    TargetData,
+    advise_fleet_size,
+    compare_irups,
+    compute_irup,
+    load_fingerprints,
+    load_target,
+)
+from quiho.profile.hints import Hint, root_cause_hints, trace_hints
+from quiho.profile.interleave import InterleavedRun, run_interleaved, store_label
+from quiho.profile.stats import MetricChange, metric_change
+from quiho.store._db import Store, dumps, utcnow
+
+__all__ = ["ProfileResult", "HostStatus", "analyse_profile", "analyse_data", "run_profile", "find_fingerprint_run",
+           "save_profile",
+           "parse_age", "load_profile", "REPORT_SCHEMA", "REPORT_SCHEMA_VERSION"]
+
+REPORT_SCHEMA = "quiho.profile"
+REPORT_SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class HostStatus:
+    """What one host contributed: fingerprint present, runs ok per version, and why not."""
+
+    host: str
+    fingerprinted: bool
+    ok_a: int
+    ok_b: int
+    failed_a: int
+    failed_b: int
+    reasons: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready mapping."""
+        return {**self.__dict__, "reasons": list(self.reasons)}
+
+
+@dataclass(frozen=True)
+class ProfileResult:
+    """Everything ``quiho profile`` found, with the evidence (see :meth:`to_dict` for the JSON contract)."""
+
+    application: str
+    version_a: str
+    version_b: str
+    label_b: str
+    batch: str
+    verdict: str
+    metric: MetricChange
+    irup_a: Irup | None
+    irup_b: Irup | None
+    comparison: Comparison | None
+    hints: tuple[Hint, ...]
+    advice: dict[str, Advice]
+    hosts: tuple[HostStatus, ...]
+    partial: tuple[str, ...]
+    irup_errors: dict[str, str]
+    runs: pd.DataFrame = field(repr=False)
+    fingerprints: pd.DataFrame = field(repr=False)
+    fingerprint_run_id: int | None = None
+    fingerprint_batch: str | None = None
+    fingerprint_age_s: float | None = None
+    fingerprinted_now: bool = False
+    params: dict[str, Any] = field(default_factory=dict)
+    created_at: str = ""
+
+    @property
+    def status(self) -> str:
+        """``complete``, ``partial`` (some hosts, runs or fingerprints missing) or ``failed`` (no usable runs)."""
+        if self.metric.hosts_used == 0:
+            return "failed"
+        return "partial" if self.partial else "complete"
+
+    @property
+    def irup_verdict(self) -> str:
+        """Verdict of the IRUP comparison (``different``/``equivalent``/``inconclusive``), or ``unavailable``."""
+        return self.comparison.verdict if self.comparison else "unavailable"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The schema-versioned JSON document (``report.json`` and ``--json``)."""
+        return {
+            "schema": REPORT_SCHEMA, "schema_version": REPORT_SCHEMA_VERSION, "quiho_version": __version__,
+            "created_at": self.created_at, "application": self.application,
+            "version_a": self.version_a, "version_b": self.version_b, "label_b": self.label_b, "batch": self.batch,
+            "verdict": self.verdict, "status": self.status, "partial": list(self.partial),
+            "metric": self.metric.to_dict(),
+            "irup": {
+                "verdict": self.irup_verdict,
+                "a": self.irup_a.to_dict() if self.irup_a else None,
+                "b": self.irup_b.to_dict() if self.irup_b else None,
+                "comparison": self.comparison.to_dict() if self.comparison else None,
+                "errors": dict(self.irup_errors),
+            },
+            "hints": [h.to_dict() for h in self.hints],
+            "advice": {k: v.to_dict() for k, v in self.advice.items()},
+            "hosts": [h.to_dict() for h in self.hosts],
+            "fingerprint": {"run_id": self.fingerprint_run_id, "batch": self.fingerprint_batch,
+                            "age_s": None if self.fingerprint_age_s is None else round(self.fingerprint_age_s, 1),
+                            "fresh": self.fingerprinted_now},
+            "runs": _records(self.runs),
+            "params": self.params,
+        }
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    out = []
+    for rec in df.to_dict(orient="records"):
+        out.append({k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in rec.items()})
+    return out
+
+
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_age(text: str | float | int) -> float:
+    """Seconds from ``"90"``, ``"30m"``, ``"6h"`` or ``"2d"``.
+
+    Raises
+    ------
+    UsageError
+        Not a non-negative number with an optional s/m/h/d suffix.
+    """
+    if isinstance(text, int | float):
+        return float(text)
+    t = str(text).strip().lower()
+    mult = _AGE_UNITS.get(t[-1:], None)
+    num = t[:-1] if mult else t
+    try:
+        val = float(num) * (mult or 1)
+    except ValueError:
+        raise UsageError(f"--max-age {text!r}: use seconds or a number with s/m/h/d (e.g. 6h)") from None
+    if val < 0:
+        raise UsageError("--max-age must not be negative")
+    return val
+
+
+def find_fingerprint_run(store: Store, hosts: Sequence[str], max_age_s: float) -> tuple[int, str, float] | None:
+    """Newest complete/partial fleet fingerprint run younger than ``max_age_s`` with data for any of ``hosts``.
+
+    Returns (run id, batch, age in seconds), or None. Among equally new runs the one
+    covering more of ``hosts`` wins.
+    """
+    if not hosts or max_age_s <= 0:
+        return None
+    marks = ",".join("?" * len(hosts))
+    rows = store.conn.execute(
+        "SELECT r.id, r.batch, COALESCE(r.finished_at, r.started_at) AS t, COUNT(DISTINCT m.host_id) AS n "
+        "FROM fingerprint_runs r JOIN measurements m ON m.run_id = r.id AND m.status = 'ok' "
+        f"JOIN hosts h ON h.id = m.host_id AND h.name IN ({marks}) "
+        "WHERE r.source = 'fleet' AND r.status IN ('complete','partial') GROUP BY r.id "
+        "ORDER BY t DESC, n DESC, r.id DESC",
+        list(hosts),
+    ).fetchall()
+    now = datetime.now(UTC)
+    for r in rows:
+        age = (now - datetime.fromisoformat(r["t"])).total_seconds()
+        if age <= max_age_s:
+            return int(r["id"]), str(r["batch"]), age
+    return None
+
+
+def _runs_frame(store: Store, application: str, labels: tuple[str, str], batch: str) -> pd.DataFrame:
+    q = (
+        "SELECT h.name AS host, a.version, a.repetition, a.status, a.value, a.unit, a.higher_is_better, a.reason, "
+        "a.fingerprint_run_id, a.extra_json FROM app_runs a JOIN hosts h ON h.id = a.host_id "
+        "WHERE a.batch = ? AND a.application = ? AND a.version IN (?, ?) ORDER BY h.name, a.id"
+    )
+    df = pd.read_sql_query(q, store.conn, params=[batch, application, *labels])
+    df["order"] = [json.loads(x or "{}").get("order") for x in df.pop("extra_json")]
+    return df
+
+
+def analyse_data(
+    runs: pd.DataFrame,
+    data_a: TargetData | None,
+    data_b: TargetData | None,
+    *,
+    application: str,
+    version_a: str,
+    version_b: str,
+    label_b: str | None = None,
+    batch: str = "",
+    unit: str = "",
+    higher_is_better: bool = False,
+    fingerprints: pd.DataFrame | None = None,
+    fingerprinted_hosts: Sequence[str] | None = None,
+    min_change: float = 0.05,
+    alpha: float = 0.05,
+    seeds: int = 10,
+    random_state: int = 0,
+    importance: str = "classic",
+    model_params: ModelParams | None = None,
+    advise: bool = True,
+    n_jobs: int = -1,
+    trace_changes: Sequence[Any] | None = None,
+    catalog: Catalog | None = None,
+    partial: Sequence[str] = (),
+) -> ProfileResult:
+    """Analyse runs and training data already assembled (the store-free core of a profile).
+
+    Parameters
+    ----------
+    runs : DataFrame
+        One row per run: ``host``, ``version`` (``version_a`` or ``label_b``), ``status`` (ok/failed),
+        ``value``, optional ``reason``, ``repetition``, ``order``.
+    data_a, data_b : TargetData or None
+        IRUP training rows of each version (None: no IRUP, e.g. no fingerprints).
+    application, version_a, version_b : str
+        Names for the report.
+    label_b : str, optional
+        Version label of the candidate's rows in ``runs`` (default ``version_b``).
+    min_change, alpha : float
+        Magnitude floor and significance level of the metric test.
+    seeds, random_state, importance, model_params :
+        IRUP settings (:func:`quiho.irup.compute_irup`).
+    advise : bool, default True
+        Run the fleet-size advisor for a profile that is not meaningful.
+    trace_changes : sequence of quiho.detect.Change, optional
+        Per-function verdicts to join into the hints.
+    partial : sequence of str
+        Reasons already known why the profile is partial.
+
+    Returns
+    -------
+    ProfileResult
+    """
+    label_b = label_b or version_b
+    catalog = catalog or load_catalog()
+    notes = list(partial)
+    ok = runs[runs["status"] == "ok"]
+    mc = metric_change(
+        ok.assign(version=ok["version"]), version_a=version_a, version_b=label_b, higher_is_better=higher_is_better,
+        unit=unit, min_change=min_change, alpha=alpha, random_state=random_state,
+    )
+    irups: dict[str, Irup | None] = {}
+    errors: dict[str, str] = {}
+    for key, data in (("a", data_a), ("b", data_b)):
+        if data is None:
+            irups[key] = None
+            errors[key] = "no training rows (no fingerprints paired with this version's runs)"
+            continue
+        try:
+            irups[key] = compute_irup(data, importance=importance, seeds=seeds, random_state=random_state,
+                                      params=model_params, n_jobs=n_jobs, catalog=catalog)
+        except NotEnoughData as exc:  # includes NotEnoughMachines
+            irups[key] = None
+            errors[key] = str(exc)
+    ia, ib = irups["a"], irups["b"]
+    for key, why in errors.items():
+        notes.append(f"IRUP of {version_a if key == 'a' else version_b} unavailable: {why}")
+    comparison = compare_irups(ia, ib) if ia is not None and ib is not None else None
+    advice: dict[str, Advice] = {}
+    if advise:
+        for irup, data in ((ia, data_a), (ib, data_b)):
+            if irup is not None and data is not None and irup.validity.verdict == "not-meaningful":
+                try:
+                    advice[irup.target] = advise_fleet_size(data, full=irup, draws=4, params=model_params,
+                                                           random_state=random_state, n_jobs=n_jobs)
+                except QuihoError as exc:
+                    notes.append(f"fleet-size advice for {irup.target} unavailable: {exc}")
+    columns: dict[str, Sequence[str]] = {
+        k: [str(c) for c in d.X.columns] for k, d in (("a", data_a), ("b", data_b)) if d is not None
+    }
+    hints = root_cause_hints(ia, ib, comparison, catalog=catalog, advice=advice, metric_verdict=mc.verdict,
+                             columns=columns)
+    if ia is None or ib is None:
+        hints = (Hint("validity", "No resource-profile comparison: " + "; ".join(
+            f"{version_a if k == 'a' else version_b}: {v}" for k, v in errors.items())
+            + ". The metric verdict stands on its own; fingerprint the hosts (or add hosts) to get IRUPs.",
+            subject="irup"),) + hints
+    if trace_changes:
+        hints = hints + trace_hints(trace_changes)
+    fp_hosts = set(fingerprinted_hosts or [])
+    statuses = []
+    for host, sub in runs.groupby("host", sort=True):
+        a = sub[sub["version"] == version_a]
+        b = sub[sub["version"] == label_b]
+        reasons = tuple(sorted({str(r) for r in sub.loc[sub["status"] != "ok", "reason"].dropna()}))
+        statuses.append(HostStatus(
+            str(host), str(host) in fp_hosts, int((a["status"] == "ok").sum()), int((b["status"] == "ok").sum()),
+            int((a["status"] != "ok").sum()), int((b["status"] != "ok").sum()), reasons,
+        ))
+    for hs in statuses:
+        if hs.failed_a or hs.failed_b:
+            notes.append(f"host {hs.host}: {hs.failed_a + hs.failed_b} failed run(s): {'; '.join(hs.reasons)}")
+        if fingerprinted_hosts is not None and not hs.fingerprinted:
+            notes.append(f"host {hs.host} has no fingerprint: its runs count in the metric test, not in the IRUPs")
+    for host, why in mc.excluded_hosts.items():
+        notes.append(f"host {host} left out of the metric test: {why}")
+    return ProfileResult(
+        application=application, version_a=version_a, version_b=version_b, label_b=label_b, batch=batch,
+        verdict=mc.verdict, metric=mc, irup_a=ia, irup_b=ib, comparison=comparison, hints=hints, advice=advice,
+        hosts=tuple(statuses), partial=tuple(dict.fromkeys(notes)), irup_errors=errors, runs=runs.reset_index(
+            drop=True), fingerprints=fingerprints if fingerprints is not None else pd.DataFrame(),
+        params={"min_change": min_change, "alpha": alpha, "seeds": seeds, "random_state": random_state,
+                "importance": importance, "model": (model_params or ModelParams()).__dict__},
+        created_at=utcnow(),
+    )
+
+
+def analyse_profile(
+    store: Store,
+    application: str,
+    version_a: str,
+    version_b: str,
+    batch: str,
+    *,
+    fingerprint_run_id: int | None = None,
+    partial: Sequence[str] = (),
+    **kwargs: Any,
+) -> ProfileResult:
+    """Analyse the interleaved runs of ``batch`` already in the store (steps 3-5; nothing is run).
+
+    Keyword arguments are passed to :func:`analyse_data`.
+
+    Raises
+    ------
+    UsageError
+        ``batch`` has no runs of these versions.
+    """
+    label_b = store_label(version_a, version_b)
+    runs = _runs_frame(store, application, (version_a, label_b), batch)
+    if runs.empty:
+        raise UsageError(f"profile batch {batch!r} has no runs of {application}@{version_a} / @{version_b}")
+    ok = runs[runs["status"] == "ok"]
+    unit = str(ok["unit"].iloc[0]) if len(ok) else str(runs["unit"].iloc[0])
+    hib = bool(runs["higher_is_better"].iloc[0])
+    fp_ids = sorted({int(x) for x in runs["fingerprint_run_id"].dropna()})
+    if fingerprint_run_id is None and fp_ids:
+        fingerprint_run_id = fp_ids[0]
+    fps = load_fingerprints(store, fp_ids)
+    fp_hosts = sorted(set(fps["host"])) if len(fps) else []
+    wide = (fps.pivot_table(index="host", columns="stressor", values="value", aggfunc="median")
+            if len(fps) else pd.DataFrame())
+    data: dict[str, TargetData | None] = {}
+    notes = list(partial)
+    for key, label in (("a", version_a), ("b", label_b)):
+        try:
+            data[key] = load_target(store, f"{application}@{label}", batch=batch)
+            notes.extend(f"{application}@{label}: {n}" for n in data[key].notes)  # type: ignore[union-attr]
+        except (NotEnoughData, QuihoError):
+            data[key] = None
+    res = analyse_data(
+        runs.drop(columns=["unit", "higher_is_better", "fingerprint_run_id"]), data["a"], data["b"],
+        application=application, version_a=version_a, version_b=version_b, label_b=label_b, batch=batch, unit=unit,
+        higher_is_better=hib, fingerprints=wide, fingerprinted_hosts=fp_hosts, partial=notes, **kwargs,
+    )
+    fp = store.conn.execute("SELECT batch, COALESCE(finished_at, started_at) AS t FROM fingerprint_runs WHERE id=?",
+                            (fingerprint_run_id,)).fetchone() if fingerprint_run_id else None
+    age = (datetime.now(UTC) - datetime.fromisoformat(fp["t"])).total_seconds() if fp and fp["t"] else None
+    import dataclasses
+
+    return dataclasses.replace(res, fingerprint_run_id=fingerprint_run_id,
+                               fingerprint_batch=str(fp["batch"]) if fp else None, fingerprint_age_s=age)
+
+
+def save_profile(store: Store, result: ProfileResult) -> int:
+    """Record a profile (verdict, status, partial reasons, full result) in the store; returns its id."""
+    with store.transaction() as c:
+        cur = c.execute(
+            "INSERT INTO profiles(batch, application, version_a, version_b, status, verdict, irup_verdict, "
+            "partial_json, fingerprint_run_id, result_json, schema_version, created_at, quiho_version) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(batch) DO UPDATE SET status=excluded.status, "
+            "verdict=excluded.verdict, irup_verdict=excluded.irup_verdict, partial_json=excluded.partial_json, "
+            "result_json=excluded.result_json, created_at=excluded.created_at",
+            (result.batch, result.application, result.version_a, result.version_b, result.status, result.verdict,
+             result.irup_verdict, dumps(list(result.partial)), result.fingerprint_run_id, dumps(result.to_dict()),
+             REPORT_SCHEMA_VERSION, utcnow(), __version__),
+        )
+    return int(cur.lastrowid or 0)
+
+
+def load_profile(store: Store, batch: str) -> dict[str, Any]:
+    """The stored JSON document of profile ``batch``.
+
+    Raises
+    ------
+    UsageError
+        Unknown batch, or a document of a schema version this quiho does not read.
+    """
+    row = store.conn.execute("SELECT result_json, schema_version FROM profiles WHERE batch = ?", (batch,)).fetchone()
+    if row is None:
+        raise UsageError(f"no profile {batch!r} in {store.path}")
+    if int(row["schema_version"]) != REPORT_SCHEMA_VERSION:
+        raise UsageError(f"profile {batch!r} has schema v{row['schema_version']}; this quiho reads "
+                         f"v{REPORT_SCHEMA_VERSION}: rerun 'quiho profile'")
+    doc: dict[str, Any] = json.loads(row["result_json"])
+    return doc
+
+
+def run_profile(
+    spec: AppSpec,
+    version_a: str,
+    version_b: str,
+    *,
+    store: Store,
+    inventory: str | os.PathLike[str] | None = None,
+    max_age_s: float = 86400.0,
+    battery: str = "quick",
+    fingerprint_seconds: int | None = None,
+    fingerprint_repetitions: int | None = None,
+    repetitions: int | None = None,
+    on_event: Callable[[FleetEvent], None] | None = None,
+    on_step: Callable[[str], None] | None = None,
+    **kwargs: Any,
+) -> ProfileResult:
+    """Profile ``version_b`` against ``version_a`` of ``spec`` on a fleet (steps 1-5) and save the result.
+
+    Parameters
+    ----------
+    spec : AppSpec
+        The application; both versions must be in it.
+    version_a, version_b : str
+        Baseline and candidate (the same version twice is a false-positive check).
+    store : Store
+        Where fingerprints, runs and the profile go.
+    inventory : path-like, optional
+        Default the local fleet.
+    max_age_s : float, default 1 day
+        Reuse a fingerprint run at most this old; 0 forces a new fingerprint.
+    battery : str, default "quick"
+        Battery of a new fingerprint.
+    fingerprint_seconds, fingerprint_repetitions : int, optional
+        Override the battery's seconds / repetitions for a new fingerprint.
+    repetitions : int, optional
+        Runs per version per host (default ``spec.repetitions``).
+    on_event, on_step : callable, optional
+        Fleet progress events and one line per step (for a CLI's stderr).
+    **kwargs
+        Passed to :func:`analyse_data` (``min_change``, ``alpha``, ``seeds`` ...).
+
+    Raises
+    ------
+    AppSpecError
+        A version is not in the spec (nothing is run).
+    InventoryError, UsageError, StoreError
+        Bad input; nothing is run.
+    """
+    for v in (version_a, version_b):
+        if v not in spec.versions:
+            raise AppSpecError(f"application {spec.name!r} has no version {v!r}; known versions: "
+                               f"{', '.join(spec.versions)}")
+    step = on_step or (lambda _msg: None)
+    inv = load_inventory(inventory)
+    notes: list[str] = []
+    found = find_fingerprint_run(store, inv.names, max_age_s)
+    fresh = False
+    if found is None:
+        step(f"fingerprinting {len(inv.names)} host(s) with the {battery} battery (no fingerprint younger than "
+             f"{max_age_s:g} s)")
+        fp = fingerprint(inv.path, store=store, battery=battery, seconds=fingerprint_seconds,
+                         repetitions=fingerprint_repetitions, on_event=on_event)
+        if fp.status == "failed":
+            notes.append(f"fingerprint run {fp.batch} failed: {'; '.join(fp.errors) or 'no stressor succeeded'}")
+            run_id: int | None = None
+        else:
+            run_id, fresh = fp.run_id, True
+            for h in fp.hosts:
+                if h.status != "ok" or h.missing:
+                    notes.append(f"fingerprint of host {h.name}: {h.status}"
+                                 + (f" ({h.reason})" if h.reason else "") + (f", {h.missing} missing" if h.missing
+                                                                               else ""))
+    else:
+        run_id = found[0]
+        step(f"reusing fingerprint run {found[1]} ({found[2] / 60:.0f} min old)")
+    batch = f"profile-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+    step(f"running {spec.name}@{version_a} and @{version_b} interleaved on {len(inv.names)} host(s)")
+    run: InterleavedRun = run_interleaved(spec, version_a, version_b, inv.path, store=store, batch=batch,
+                                          fingerprint_run_id=run_id, repetitions=repetitions, on_event=on_event)
+    for name, (st, why) in run.hosts.items():
+        if st != "ok":
+            notes.append(f"host {name}: {st}" + (f" ({why})" if why else ""))
+    step("computing the metric change, both IRUPs and their comparison")
+    res = analyse_profile(store, spec.name, version_a, version_b, batch, fingerprint_run_id=run_id,
+                          partial=notes, **kwargs)
+    import dataclasses
+
+    res = dataclasses.replace(res, fingerprinted_now=fresh)
+    save_profile(store, res)
+    return res

@@ -1,0 +1,257 @@
+"""Run two versions of an application on every host, interleaved (v1, v2, v1, v2 ...).
+
+Built on the fleet's public pieces (``playbooks/run.yml`` through
+:func:`quiho.fleet.run_playbook`, the application spec and its metric extraction)
+because ``quiho.fleet.run_app`` runs one version at a time: two separate runs would
+put minutes of drift (other tenants, thermal state) between the versions, and a
+paired comparison per host is only as good as the pairing.
+
+How: ``run.yml`` runs the app command ``2 × R`` times per host inside one emulation
+session (same cgroup quota and co-runner). The command is a fixed ``sh`` script whose
+arguments are the two versions' argv lists (user data only ever arrives as positional
+arguments, never as shell text); a counter file in the host's remote directory makes
+call *i* run version ``(i + first) mod 2``. The script prints ``quiho-version: 1|2``
+before it execs the version, and quiho checks that marker, so a misordered run can
+never be attributed to the wrong version. On a fleet whose hosts share one machine
+(the local fleet) hosts are run one invocation at a time and alternate which version
+goes first, so a first-run effect (cold page cache, co-runner warm-up) cancels in the
+paired test across hosts; on real fleets all hosts start with v1.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from quiho.errors import UsageError
+from quiho.fleet import AppSpec, FleetEvent, load_inventory, run_playbook
+from quiho.fleet._store import host_id, remember_hosts
+from quiho.fleet.app import extract_metric
+from quiho.fleet.emulate import cleanup_cgroups
+from quiho.store._db import Store, dumps
+
+__all__ = ["InterleavedRun", "RunRecord", "run_interleaved", "store_label", "INTERLEAVE_SH", "SETUP_SH"]
+
+STDERR_TAIL = 2000
+
+#: $1 first (0|1), $2 n1 = argc of version 1, $3 workdir 1, $4 workdir 2, then argv1..., argv2...
+INTERLEAVE_SH = (
+    'f=$PWD/.quiho-interleave; first=$1; n1=$2; d1=$3; d2=$4; shift 4; '
+    'i=$(cat "$f" 2>/dev/null || echo 0); echo $((i + 1)) > "$f"; '
+    'if [ $(( (i + first) % 2 )) -eq 1 ]; then shift "$n1"; echo "quiho-version: 2"; '
+    '[ -z "$d2" ] || cd "$d2" || exit 125; exec "$@"; fi; '
+    'total=$#; k=0; for a do k=$((k + 1)); if [ "$k" -le "$n1" ]; then set -- "$@" "$a"; fi; done; '
+    'shift "$total"; echo "quiho-version: 1"; [ -z "$d1" ] || cd "$d1" || exit 125; exec "$@"'
+)
+#: $1 n1 = argc of setup 1 (0 = none), $2 workdir 1, $3 workdir 2, then setup1..., setup2...
+SETUP_SH = (
+    'n1=$1; d1=$2; d2=$3; shift 3; total=$#; '
+    '( k=0; for a do k=$((k + 1)); if [ "$k" -le "$n1" ]; then set -- "$@" "$a"; fi; done; shift "$total"; '
+    'if [ $# -gt 0 ]; then [ -z "$d1" ] || cd "$d1" || exit 125; "$@"; fi ) || exit $?; '
+    'shift "$n1"; if [ $# -gt 0 ]; then [ -z "$d2" ] || cd "$d2" || exit 125; exec "$@"; fi'
+)
+_MARK = re.compile(r"^quiho-version: ([12])$", re.M)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run of one version on one host (``order`` = position in the host's interleaved sequence)."""
+
+    host: str
+    version: str
+    repetition: int
+    order: int
+    status: str
+    value: float | None
+    wall_s: float | None
+    reason: str | None
+    stderr_tail: str | None
+
+
+@dataclass(frozen=True)
+class InterleavedRun:
+    """Result of :func:`run_interleaved`."""
+
+    batch: str
+    application: str
+    versions: tuple[str, str]
+    status: str
+    records: tuple[RunRecord, ...]
+    hosts: dict[str, tuple[str, str | None]]
+    elapsed_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready mapping."""
+        return {"batch": self.batch, "application": self.application, "versions": list(self.versions),
+                "status": self.status, "elapsed_s": round(self.elapsed_s, 2),
+                "hosts": {h: {"status": s, "reason": r} for h, (s, r) in self.hosts.items()},
+                "records": [r.__dict__ for r in self.records]}
+
+
+def store_label(version_a: str, version_b: str) -> str:
+    """The version label the candidate's runs are stored under (``V#2`` when a version is compared with itself)."""
+    return version_b if version_b != version_a else f"{version_b}#2"
+
+
+def _parse_delta(delta: str | None) -> float | None:
+    if not delta:
+        return None
+    try:
+        h, m, s = delta.split(":")
+        return int(h) * 3600 + int(m) * 60 + float(s)
+    except ValueError:
+        return None
+
+
+def _command(spec: AppSpec, v1: str, v2: str, first: int) -> list[str]:
+    a, b = spec.versions[v1], spec.versions[v2]
+    return ["sh", "-c", INTERLEAVE_SH, "sh", str(first), str(len(a.command)), a.workdir or "", b.workdir or "",
+            *a.command, *b.command]
+
+
+def _setup(spec: AppSpec, v1: str, v2: str) -> list[str]:
+    a, b = spec.versions[v1], spec.versions[v2]
+    if not a.setup and not b.setup:
+        return []
+    return ["sh", "-c", SETUP_SH, "sh", str(len(a.setup)), a.workdir or "", b.workdir or "", *a.setup, *b.setup]
+
+
+def run_interleaved(
+    spec: AppSpec,
+    version_a: str,
+    version_b: str,
+    inventory: str | os.PathLike[str] | None = None,
+    *,
+    store: Store,
+    batch: str,
+    fingerprint_run_id: int | None,
+    repetitions: int | None = None,
+    hosts: list[str] | None = None,
+    host_key_checking: bool = True,
+    cgroup_prefix: str = "quiho",
+    on_event: Callable[[FleetEvent], None] | None = None,
+) -> InterleavedRun:
+    """Run ``version_a`` and ``version_b`` alternately on every host and store each run in ``app_runs``.
+
+    Parameters
+    ----------
+    spec : AppSpec
+        The application (both versions must be in it).
+    version_a, version_b : str
+        Baseline and candidate (may be the same version: a false-positive check).
+    inventory : path-like, optional
+        Default: the local fleet.
+    store : Store
+        Runs go to ``app_runs`` with ``source='profile'`` and this ``batch``.
+    batch : str
+        Label of this profile's runs.
+    fingerprint_run_id : int or None
+        Fingerprint run the application runs are paired with.
+    repetitions : int, optional
+        Runs per version per host (default ``spec.repetitions``).
+    hosts : list of str, optional
+        Only these inventory hosts.
+
+    Returns
+    -------
+    InterleavedRun
+        ``status`` complete / partial / failed; a failed run is recorded with its reason and stderr tail.
+    """
+    for v in (version_a, version_b):
+        if v not in spec.versions:
+            raise UsageError(f"application {spec.name!r} has no version {v!r}; known: {', '.join(spec.versions)}")
+    reps = int(repetitions or spec.repetitions)
+    labels = {"1": version_a, "2": store_label(version_a, version_b)}
+    inv = load_inventory(inventory)
+    names = [h for h in inv.names if hosts is None or h in hosts]
+    remember_hosts(store, inv)
+    t0 = datetime.now(UTC)
+    n_runs = 2 * reps
+    per_host = spec.timeout * (n_runs + 1) + 30 * (n_runs + 2) + 120
+    groups = [[h] for h in names] if inv.shares_machine else [names]
+    records: list[RunRecord] = []
+    statuses: dict[str, tuple[str, str | None]] = {}
+    for gi, group in enumerate(groups):
+        first = gi % 2 if inv.shares_machine else 0
+        extravars = {
+            "quiho_batch": batch,
+            "quiho_remote_root": f"/tmp/quiho-remote/{batch}",
+            "quiho_app": {"command": _command(spec, version_a, version_b, first),
+                          "setup": _setup(spec, version_a, version_b), "workdir": ""},
+            "quiho_reps": list(range(1, n_runs + 1)),
+            "quiho_app_timeout": spec.timeout,
+            "quiho_cgroup_prefix": cgroup_prefix,
+            "quiho_emulate_seconds": int(spec.timeout * (n_runs + 1) + 60),
+        }
+        try:
+            res = run_playbook("run.yml", inv.path, extravars, limit=group, forks=1 if inv.shares_machine else 5,
+                               timeout_s=per_host * len(group), host_key_checking=host_key_checking,
+                               on_event=on_event)
+        finally:
+            if any(inv.host(h).emulated for h in group):
+                cleanup_cgroups(f"{cgroup_prefix}-{batch}-")
+        seen: dict[str, set[int]] = {h: set() for h in group}
+        counters: dict[tuple[str, str], int] = {}  # (host, side) -> repetitions so far
+        for data in res.items("quiho app run"):
+            h = str(data.get("host"))
+            r = data.get("res") or {}
+            order = int(r.get("item", 0))
+            seen.setdefault(h, set()).add(order)
+            stdout = str(r.get("stdout", ""))
+            m = _MARK.search(stdout)
+            side = m.group(1) if m else ("1" if (order - 1 + first) % 2 == 0 else "2")
+            version = labels[side]
+            counters[(h, side)] = counters.get((h, side), 0) + 1
+            rep = counters[(h, side)]
+            rc = r.get("rc")
+            wall = _parse_delta(r.get("delta"))
+            tail = str(r.get("stderr", ""))[-STDERR_TAIL:] or None
+            value: float | None = None
+            why: str | None
+            if rc in (124, 137):
+                status, why = "failed", f"timed out after {spec.timeout} s"
+            elif rc != 0:
+                status, why = "failed", f"exit code {rc}" + (f": {tail.strip().splitlines()[-1]}" if tail else "")
+            elif m is None:
+                status, why = "failed", "the interleaving wrapper printed no version marker"
+            elif wall is None:
+                status, why = "failed", "no wall time reported"
+            else:
+                value, why = extract_metric(spec.metric, _MARK.sub("", stdout), wall)
+                status = "ok" if why is None else "failed"
+            records.append(RunRecord(h, version, rep, order, status, value, wall, why, tail))
+        for h in group:
+            out = res.hosts.get(h)
+            st, host_why = (out.status, out.reason) if out else ("unreachable", "no events for this host")
+            statuses[h] = (st, host_why)
+            # Runs that never happened (setup failed, host unreachable, timeout) are recorded as failed,
+            # so the report can show the host and why it has no data.
+            for order in range(1, n_runs + 1):
+                if order in seen.get(h, set()):
+                    continue
+                side = "1" if (order - 1 + first) % 2 == 0 else "2"
+                version = labels[side]
+                key = (h, side)
+                counters[key] = counters.get(key, 0) + 1
+                records.append(RunRecord(h, version, counters[key], order, "failed", None, None,
+                                         f"not run: host {st}" + (f" ({host_why})" if host_why else ""), None))
+    with store.transaction() as conn:
+        for rr in records:
+            hid = host_id(conn, rr.host)
+            conn.execute(
+                "INSERT INTO app_runs(source, batch, fingerprint_run_id, host_id, application, version, test, "
+                "repetition, value, unit, higher_is_better, status, reason, stderr_tail, started_at, extra_json) "
+                "VALUES ('profile',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+                (batch, fingerprint_run_id, hid, spec.name, rr.version, spec.metric.test, rr.repetition, rr.value,
+                 spec.metric.unit, int(spec.metric.higher_is_better), rr.status, rr.reason, rr.stderr_tail,
+                 t0.isoformat(), dumps({"order": rr.order, "wall_s": rr.wall_s, "interleaved_with":
+                                        [version_a, version_b], "timeout_s": spec.timeout})),
+            )
+    n_ok = sum(r.status == "ok" for r in records)
+    status = "complete" if n_ok == len(names) * n_runs else ("partial" if n_ok else "failed")
+    return InterleavedRun(batch, spec.name, (version_a, version_b), status, tuple(records), statuses,
+                          (datetime.now(UTC) - t0).total_seconds())

@@ -1,0 +1,263 @@
+"""Whether the metric changed between two versions, by how much, and how sure we are.
+
+The unit of evidence is the *host*: both versions ran on every host, interleaved,
+so the per-host ratio ``median(v2) / median(v1)`` cancels what the host is
+(quota, co-runner, hardware) and most of the drift. Across hosts:
+
+- the estimate is the median per-host ratio (as a relative change, ``+0.25`` = 25 % higher);
+- its confidence interval is a paired bootstrap over hosts (percentile, hosts resampled
+  with replacement, ``n_boot`` draws, seeded);
+- the test is Wilcoxon's signed-rank test on the per-host log ratios (exact for
+  n ≤ 50; with 6 hosts the smallest two-sided p is 2/64 = 0.031);
+- the effect size is the matched-pairs rank-biserial correlation (−1 … 1).
+
+Per host, Mann-Whitney's U test on the repetitions with Cliff's delta as the effect
+size says on which hosts the change is visible on its own (with 3 repetitions per
+version the smallest two-sided p is 0.1, so per-host tests are evidence, not the verdict).
+
+The verdict, in order: fewer than ``min_hosts`` hosts with both versions →
+``inconclusive`` (not meaningful); significant (p < alpha and the CI excludes 0)
+and ``|estimate| ≥ min_change`` → ``regression`` or ``improvement`` depending on
+``higher_is_better``; significant but below the floor → ``no-change`` (detectable
+but smaller than the floor); CI inside ``±min_change`` → ``no-change`` (any change is
+smaller than the floor); otherwise ``inconclusive`` (the data cannot rule out a
+change as large as the floor).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import mannwhitneyu, wilcoxon
+
+from quiho.errors import UsageError
+
+__all__ = ["HostChange", "MetricChange", "metric_change", "VERDICTS"]
+
+VERDICTS = ("regression", "improvement", "no-change", "inconclusive")
+
+
+@dataclass(frozen=True)
+class HostChange:
+    """One host: both versions' repetitions and the per-host test."""
+
+    host: str
+    n_a: int
+    n_b: int
+    median_a: float
+    median_b: float
+    ratio: float
+    cov_a: float
+    cov_b: float
+    mannwhitney_p: float
+    cliffs_delta: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready mapping."""
+        return {k: _num(v) if isinstance(v, float) else v for k, v in self.__dict__.items()}
+
+
+@dataclass(frozen=True)
+class MetricChange:
+    """The metric verdict with its magnitude, CI, p-value and the per-host data."""
+
+    verdict: str
+    reason: str
+    change: float
+    ci_low: float
+    ci_high: float
+    confidence: float
+    wilcoxon_p: float
+    rank_biserial: float
+    hosts_used: int
+    hosts_worse: int
+    hosts_better: int
+    hosts_significant: int
+    min_change: float
+    alpha: float
+    unit: str
+    higher_is_better: bool
+    per_host: tuple[HostChange, ...]
+    excluded_hosts: dict[str, str] = field(default_factory=dict)
+    n_boot: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready mapping (relative changes as fractions: 0.25 = +25 %)."""
+        return {
+            "verdict": self.verdict, "reason": self.reason, "change": _num(self.change),
+            "ci": [_num(self.ci_low), _num(self.ci_high)], "confidence": self.confidence,
+            "wilcoxon_p": _num(self.wilcoxon_p), "rank_biserial": _num(self.rank_biserial),
+            "hosts_used": self.hosts_used, "hosts_worse": self.hosts_worse, "hosts_better": self.hosts_better,
+            "hosts_significant": self.hosts_significant, "min_change": self.min_change, "alpha": self.alpha,
+            "unit": self.unit, "higher_is_better": self.higher_is_better, "n_boot": self.n_boot,
+            "per_host": [h.to_dict() for h in self.per_host], "excluded_hosts": dict(self.excluded_hosts),
+        }
+
+
+def _num(x: float) -> float | None:
+    return None if x is None or not np.isfinite(x) else round(float(x), 6)
+
+
+def _cov(v: np.ndarray) -> float:
+    return float(np.std(v) / np.mean(v)) if len(v) > 1 and np.mean(v) else float("nan")
+
+
+def cliffs_delta(a: np.ndarray, b: np.ndarray) -> float:
+    """Cliff's delta: P(b > a) − P(b < a) over all pairs (−1 … 1; 0 = no shift)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if not len(a) or not len(b):
+        return float("nan")
+    d = np.sign(b[:, None] - a[None, :])
+    return float(d.mean())
+
+
+def metric_change(
+    runs: pd.DataFrame,
+    *,
+    version_a: str,
+    version_b: str,
+    higher_is_better: bool = False,
+    unit: str = "",
+    min_change: float = 0.05,
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+    n_boot: int = 4000,
+    min_hosts: int = 3,
+    random_state: int = 0,
+) -> MetricChange:
+    """Test whether the metric of ``version_b`` differs from ``version_a``.
+
+    Parameters
+    ----------
+    runs : DataFrame
+        Successful runs, columns ``host``, ``version``, ``value`` (one row per repetition).
+    version_a, version_b : str
+        The baseline and the candidate.
+    higher_is_better : bool, default False
+        Direction of the metric (False for run times).
+    unit : str
+        Unit of ``value`` (reported only).
+    min_change : float, default 0.05
+        Magnitude floor as a fraction: smaller changes are ``no-change``.
+    alpha : float, default 0.05
+        Significance level of the paired test.
+    confidence : float, default 0.95
+        Level of the bootstrap interval.
+    n_boot : int, default 4000
+        Bootstrap draws over hosts.
+    min_hosts : int, default 3
+        Fewer hosts with both versions make the verdict ``inconclusive``.
+    random_state : int, default 0
+        Seed of the bootstrap.
+
+    Returns
+    -------
+    MetricChange
+
+    Raises
+    ------
+    UsageError
+        Missing columns or nonsensical thresholds.
+
+    References
+    ----------
+    Wilcoxon, F. (1945). Individual comparisons by ranking methods. Biometrics Bulletin 1(6).
+    Mann, H. B., Whitney, D. R. (1947). Ann. Math. Statist. 18(1).
+    Kerby, D. S. (2014). The simple difference formula: an approach to teaching nonparametric
+    correlation. Comprehensive Psychology 3 (matched-pairs rank-biserial correlation).
+    Efron, B., Tibshirani, R. (1993). An Introduction to the Bootstrap, ch. 13 (percentile interval).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> rows = [(f"h{i}", v, t * (1.3 if v == "new" else 1.0)) for i, t in enumerate([1, 2, 3, 4, 5, 6])
+    ...         for v in ("old", "new") for _ in range(3)]
+    >>> mc = metric_change(pd.DataFrame(rows, columns=["host", "version", "value"]),
+    ...                    version_a="old", version_b="new")
+    >>> mc.verdict, round(mc.change, 2)
+    ('regression', 0.3)
+    """
+    missing = {"host", "version", "value"} - set(runs.columns)
+    if missing:
+        raise UsageError(f"runs lack column(s) {', '.join(sorted(missing))}")
+    if not 0 <= min_change < 1 or not 0 < alpha < 1 or not 0 < confidence < 1:
+        raise UsageError("min_change must be in [0, 1), alpha and confidence in (0, 1)")
+    df = runs[runs["version"].isin([version_a, version_b])].copy()
+    df["value"] = df["value"].astype(float)
+    per_host: list[HostChange] = []
+    excluded: dict[str, str] = {}
+    for host, sub in df.groupby("host", sort=True):
+        a = sub.loc[sub["version"] == version_a, "value"].to_numpy()
+        b = sub.loc[sub["version"] == version_b, "value"].to_numpy()
+        if not len(a) or not len(b):
+            excluded[str(host)] = f"no successful run of {version_a if not len(a) else version_b}"
+            continue
+        if np.median(a) <= 0 or np.median(b) <= 0:
+            excluded[str(host)] = "non-positive metric: a ratio is undefined"
+            continue
+        p = float(mannwhitneyu(b, a, alternative="two-sided").pvalue) if len(a) > 1 and len(b) > 1 else float("nan")
+        per_host.append(HostChange(
+            host=str(host), n_a=len(a), n_b=len(b), median_a=float(np.median(a)), median_b=float(np.median(b)),
+            ratio=float(np.median(b) / np.median(a)), cov_a=_cov(a), cov_b=_cov(b), mannwhitney_p=p,
+            cliffs_delta=cliffs_delta(a, b),
+        ))
+    n = len(per_host)
+    common = dict(
+        min_change=min_change, alpha=alpha, confidence=confidence, unit=unit, higher_is_better=higher_is_better,
+        per_host=tuple(per_host), excluded_hosts=excluded, n_boot=n_boot,
+    )
+    if n == 0:
+        return MetricChange("inconclusive", "not meaningful: no host ran both versions successfully",
+                            float("nan"), float("nan"), float("nan"), wilcoxon_p=float("nan"),
+                            rank_biserial=float("nan"), hosts_used=0, hosts_worse=0, hosts_better=0,
+                            hosts_significant=0, **common)  # type: ignore[arg-type]
+    logr = np.log([h.ratio for h in per_host])
+    est = float(np.expm1(np.median(logr)))
+    rng = np.random.default_rng(random_state)
+    idx = rng.integers(0, n, size=(n_boot, n))
+    boot = np.median(logr[idx], axis=1)
+    q = (1 - confidence) / 2
+    lo, hi = (float(np.expm1(x)) for x in np.quantile(boot, [q, 1 - q]))
+    nz = logr[logr != 0]
+    if len(nz) >= 1:
+        res = wilcoxon(logr, zero_method="wilcox", alternative="two-sided")
+        p_w = float(res.pvalue)
+        ranks = pd.Series(np.abs(nz)).rank().to_numpy()
+        rb = float((ranks[nz > 0].sum() - ranks[nz < 0].sum()) / ranks.sum())
+    else:
+        p_w, rb = 1.0, 0.0
+    worse_sign = 1 if not higher_is_better else -1
+    hosts_worse = int(np.sum(np.sign(logr) == worse_sign))
+    hosts_better = int(np.sum(np.sign(logr) == -worse_sign))
+    sig_hosts = int(sum(1 for h in per_host if np.isfinite(h.mannwhitney_p) and h.mannwhitney_p < alpha))
+    direction = "higher" if est > 0 else "lower"
+    facts = (
+        f"median per-host change {est:+.1%} ({confidence:.0%} bootstrap CI {lo:+.1%} … {hi:+.1%}) over {n} hosts; "
+        f"Wilcoxon signed-rank p = {p_w:.3g}, rank-biserial r = {rb:+.2f}; "
+        f"{direction if est else 'changed'} on {max(hosts_worse, hosts_better) if est else 0} of {n} hosts"
+    )
+    significant = p_w < alpha and (lo > 0 or hi < 0)
+    floor = f"±{min_change:.0%}"
+    if n < min_hosts:
+        verdict, why = "inconclusive", f"not meaningful: only {n} host(s) ran both versions (need {min_hosts})"
+    elif significant and abs(est) >= min_change:
+        worse = (est > 0) != higher_is_better
+        verdict = "regression" if worse else "improvement"
+        why = f"the metric is {abs(est):.1%} {'worse' if worse else 'better'} ({'higher' if est > 0 else 'lower'} " \
+              f"{'is better' if higher_is_better else 'is worse'}), beyond the {min_change:.0%} floor"
+    elif significant:
+        verdict = "no-change"
+        why = f"a change of {est:+.1%} is statistically detectable but smaller than the {min_change:.0%} floor"
+    elif -min_change < lo and hi < min_change:
+        verdict, why = "no-change", f"the whole confidence interval lies within the {floor} floor"
+    else:
+        verdict = "inconclusive"
+        why = (f"no significant change, but the confidence interval reaches beyond the {floor} floor: "
+               f"a change of that size cannot be ruled out (more hosts or repetitions would narrow it)")
+    return MetricChange(
+        verdict, f"{why} ({facts})", est, lo, hi, wilcoxon_p=p_w, rank_biserial=rb, hosts_used=n,
+        hosts_worse=hosts_worse, hosts_better=hosts_better, hosts_significant=sig_hosts, **common,  # type: ignore[arg-type]
+    )

@@ -1,0 +1,102 @@
+"""Hints and the report on a planted version pair (known truth, no fleet)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+
+import pytest
+
+from quiho.profile import Hint, root_cause_hints
+from quiho.profile.hints import trace_hints
+from quiho.report.html import render_html, write_report
+
+from .conftest import HTML_NAME  # noqa: TID252
+
+
+def test_hints_name_the_planted_shift(planted_result):
+    r = planted_result
+    assert r.irup_a.features[0].stressor == "stream"
+    assert r.irup_b.features[0].stressor == "cpu"
+    assert r.comparison.verdict == "different"
+    by = {(h.kind, h.subject): h for h in r.hints}
+    assert by[("class", "memory")].direction == "lost"
+    assert by[("class", "cpu")].direction == "gained"
+    assert "raw compute" in by[("class", "cpu")].message  # the catalog's hint for the new top stressor
+    ev = by[("stressor", "stream")].evidence
+    assert ev["rank_a"] == 1 and ev["rank_b"] > 1 and ev["importance_a"] == pytest.approx(100)
+    # class hints come before stressor hints, largest shift first
+    kinds = [h.kind for h in r.hints if h.kind in ("class", "stressor")]
+    assert kinds == sorted(kinds, key=["class", "stressor"].index)
+
+
+def test_same_irup_gives_no_shift_hint(planted_result):
+    from quiho.irup import compare_irups
+
+    a = planted_result.irup_a
+    hints = root_cause_hints(a, a, compare_irups(a, a), metric_verdict="regression")
+    assert [h.kind for h in hints if h.kind != "validity"] == ["profile"]
+    assert "did not shift" in hints[-1].message and "same resources" in hints[-1].message
+
+
+def test_not_meaningful_irup_is_said_with_advice():
+    import dataclasses
+
+    from quiho.datasets import planted_profile
+    from quiho.profile import analyse_data
+
+    from .conftest import FAST  # noqa: TID252
+
+    # 3 groups and pure noise in the metric: nothing to explain.
+    runs, a, b = planted_profile(n_groups=4, reps=3, app_noise=0.5, spread=0.01, change=1.0,
+                                 stressors=("cpu", "stream", "zero"))
+    r = analyse_data(runs, a, b, application="noise", version_a="v1", version_b="v2", seeds=2, model_params=FAST,
+                     n_jobs=2)
+    texts = " ".join(h.message for h in r.hints)
+    if r.irup_a is not None:
+        assert r.irup_a.validity.verdict != "meaningful"
+        assert "NOT meaningful" in texts or "weakly valid" in texts or "No resource-profile" in texts
+    assert r.irup_verdict in ("inconclusive", "unavailable", "equivalent", "different")
+    assert dataclasses.asdict(r.metric)["verdict"] in ("no-change", "inconclusive")
+
+
+def test_trace_verdicts_are_joined():
+    from quiho.detect import Change
+    from quiho.detect._base import State
+
+    ch = [Change("parse_row", "joint", State.DEGRADATION, "linear", 0.4, 0.99, "1-p", 0.001),
+          Change("idle", "joint", State.NO_CHANGE, "", 0.0, 0.5, "1-p", 0.5)]
+    hints = trace_hints(ch)
+    assert len(hints) == 1 and isinstance(hints[0], Hint)
+    assert "parse_row" in hints[0].message and "+40.0%" in hints[0].message
+
+
+def test_report_files_json_and_escaping(planted_result, tmp_path):
+    files = write_report(planted_result, tmp_path)
+    assert set(files.images) == {"irups", "metric", "fingerprints"}
+    for p in files.images.values():
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    doc = json.loads(files.json.read_text())
+    assert doc["schema"] == "quiho.profile" and doc["schema_version"] == 1
+    assert doc["application"] == HTML_NAME
+    assert doc["metric"]["per_host"] and doc["irup"]["a"]["features"][0]["stressor"] == "stream"
+    page = files.html.read_text()
+    assert HTML_NAME not in page and html.escape(HTML_NAME) in page
+    assert "<script" not in page.lower()  # the version name carried one: escaped
+    assert "&lt;b&gt;boom&lt;/b&gt;" in page  # a failed run's reason, escaped
+    assert re.search(r"""(src|href)=['"](?!data:)""", page) is None  # nothing external
+    imgs = re.findall(r"src='data:image/png;base64,([^']+)'", page)
+    assert len(imgs) == 3 and all(base64.b64decode(x)[:4] == b"\x89PNG" for x in imgs)
+    assert "Partial result" in page  # the failed run marks the profile partial
+    assert planted_result.status == "partial"
+
+
+def test_render_without_irups_or_images(planted_result):
+    import dataclasses
+
+    r = dataclasses.replace(planted_result, irup_a=None, irup_b=None, comparison=None,
+                            irup_errors={"a": "target ran on 2 hardware groups", "b": "x"})
+    page = render_html(r, {})
+    assert "no IRUP" in page and "target ran on 2 hardware groups" in page
