@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# One command from a fresh clone: install and run quiho's main job on the embedded default.
-# Today: import the quiho paper's CloudLab data and print the IRUP of hpccg with its validity verdict.
+# One command from a fresh clone: install, then run quiho's main job on the embedded default.
+# Main job: `quiho profile stream@nadds1 stream@nadds30` on the local fleet (6 emulated hosts: cgroup CPU
+# quota x memory-bandwidth co-runner), i.e. fingerprint the fleet (quick battery), run both versions of the
+# STREAM-like example interleaved on every host, and print the verdict (regression/improvement/no-change/
+# inconclusive) with its size, CI and p-value, both IRUPs and the root-cause hints. Quick mode (default)
+# takes about 5-8 minutes on 2 cores; QUIHO_DEMO_MODE=default uses the 43-stressor battery (much longer).
+# Needs root (cgroups); the report lands in .quiho/profile-report/report.html.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-DATA=${QUIHO_POPPER_CSV:-../shared/data/quiho-popper/pipelines/single-node/datapackage/quiho/results.csv}
 export QUIHO_STORE=${QUIHO_STORE:-.quiho/quiho.db}
-quiho import quiho-popper "$DATA"
-quiho irup hpccg --plot .quiho/hpccg-irup.png
+if [ "$(id -u)" != 0 ]; then
+  echo "demo: the local fleet emulates hosts with cgroups and needs root; rerun as root" >&2
+  exit 1
+fi
+BATTERY=quick
+[ "${QUIHO_DEMO_MODE:-quick}" = default ] && BATTERY=default
+quiho profile stream@nadds1 stream@nadds30 --battery "$BATTERY" --max-age 6h --report .quiho/profile-report

@@ -115,3 +115,26 @@ def test_seeded_bootstrap_is_reproducible():
     x = metric_change(runs, version_a="a", version_b="b", random_state=7)
     y = metric_change(runs, version_a="a", version_b="b", random_state=7)
     assert (x.ci_low, x.ci_high) == (y.ci_low, y.ci_high)
+
+
+def test_van_elteren_one_stratum_is_exact_mann_whitney():
+    from scipy.stats import mannwhitneyu
+
+    from quiho.profile.stats import van_elteren
+
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=5), rng.normal(1.0, size=4)
+    _, p = van_elteren([(a, b)])
+    assert p == pytest.approx(mannwhitneyu(b, a, method="exact").pvalue)
+    _, p_same = van_elteren([(np.ones(3), np.ones(3))])
+    assert p_same == 1.0
+
+
+def test_three_hosts_use_the_stratified_test():
+    runs = _runs([1.5, 1.6, 1.4], reps=2, noise=0.01, seed=6)
+    mc = metric_change(runs, version_a="a", version_b="b")
+    assert mc.test == "van-elteren" and mc.wilcoxon_p == pytest.approx(0.25)  # signed ranks cannot go lower
+    assert mc.stratified_p == pytest.approx(2 / 216)  # all 3 hosts at the extreme of C(4,2) = 6 splits
+    assert mc.verdict == "regression"
+    six = metric_change(_runs([1.5] * 6, reps=2), version_a="a", version_b="b")
+    assert six.test == "wilcoxon"

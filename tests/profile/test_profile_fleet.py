@@ -1,0 +1,121 @@
+"""quiho profile on a real (small) local fleet: stress-ng, ansible-runner, cgroups, the example C apps.
+
+Kept short for CI: 3 emulated hosts, quick battery with 1 repetition, 2 runs per version per host,
+3 seeds. The ≥6-host figures (and ≥5 self-comparisons) are in bench/profile_false_positives.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from quiho.cli.main import main
+
+pytestmark = [pytest.mark.root, pytest.mark.stressng, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+HOSTS = """all:
+  vars:
+    ansible_connection: local
+    ansible_python_interpreter: "{{ ansible_playbook_python }}"
+  hosts:
+    pf-plain: {}
+    pf-q40-stream: {quiho_cpu_quota_pct: 40, quiho_corunner: stream}
+    pf-q100-vm: {quiho_cpu_quota_pct: 100, quiho_corunner: vm}
+"""
+# v2 fails on the host whose cgroup names it (the local fleet puts each emulated host in its own cgroup).
+FLAKY = f"""schema_version: 1
+name: flaky
+versions:
+  v1:
+    setup: [gcc, -O2, -o, cpuloop, cpuloop.c]
+    command: [./cpuloop, "3000000"]
+    workdir: {REPO / "examples" / "cpuloop"}
+  v2:
+    command: [sh, -c, 'grep -q pf-q40 /proc/self/cgroup && {{ echo "flaky: <boom> on $(hostname)" >&2; exit 7; }};
+              exec ./cpuloop 3000000']
+    workdir: {REPO / "examples" / "cpuloop"}
+metric: {{kind: regex, name: loop-time, pattern: 'time_s: ([0-9.]+)', unit: s}}
+repetitions: 2
+timeout: 30
+"""
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pf")
+    (d / "hosts.yml").write_text(HOSTS)
+    (d / "more.yml").write_text(HOSTS + "    pf-new: {}\n")
+    (d / "flaky.yml").write_text(FLAKY)
+    return d
+
+
+def _run(capsys, *args):
+    rc = main(list(args))
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+def test_nadds1_vs_nadds30_is_a_regression_with_its_size(fleet, capsys):
+    rc, out, err = _run(
+        capsys, "profile", "stream@nadds1", "stream@nadds30", "--spec", str(REPO / "examples/stream/stream.yml"),
+        "-i", str(fleet / "hosts.yml"), "--max-age", "0", "--repetitions", "2", "--seeds", "3",
+        "--store", str(fleet / "q.db"), "--report", str(fleet / "report"), "--json", "--fail-on-change",
+    )
+    assert rc == 3, err  # --fail-on-change and a regression
+    doc = json.loads(out)
+    assert doc["schema"] == "quiho.profile" and doc["verdict"] == "regression"
+    m = doc["metric"]
+    assert m["hosts_used"] == 3 and m["hosts_worse"] == 3
+    assert m["change"] > 1.0  # nadds30 does 30 dependent adds per element: several times slower
+    assert m["ci"][0] > 0.5
+    assert doc["fingerprint"]["fresh"] is True
+    assert "fingerprinting 3 host(s)" in err
+    irup = doc["irup"]
+    # 3 emulated hosts may collapse into fewer hardware groups on a loaded box: then the IRUP says why
+    for key in ("a", "b"):
+        assert irup[key] is not None or "hardware group" in irup["errors"][key] or "rows" in irup["errors"][key]
+    for name in ("report.html", "report.json", "metric.png", "fingerprints.png"):
+        assert (fleet / "report" / name).exists()
+    assert json.loads((fleet / "report" / "report.json").read_text())["batch"] == doc["batch"]
+
+
+def test_bad_input_unknown_version_runs_nothing(fleet, capsys):
+    rc, out, err = _run(capsys, "profile", "stream@nadds1", "stream@nadds99", "--spec",
+                        str(REPO / "examples/stream/stream.yml"), "-i", str(fleet / "hosts.yml"),
+                        "--store", str(fleet / "bad.db"))
+    assert rc == 1 and out == ""
+    assert "has no version 'nadds99'" in err and "nadds1, nadds30" in err
+    rc, _, err = _run(capsys, "profile", "stream@nadds1", "pchase@short", "--store", str(fleet / "bad.db"))
+    assert rc == 2 and "one application" in err
+    rc, _, err = _run(capsys, "profile", "stream", "stream@nadds1", "--store", str(fleet / "bad.db"))
+    assert rc == 2 and "APP@VERSION" in err
+
+
+def test_failing_host_and_missing_fingerprint_are_kept_and_marked(fleet, capsys):
+    # Reuses the fingerprint of the first test (3 hosts); pf-new has none.
+    rc, out, err = _run(
+        capsys, "profile", "flaky@v1", "flaky@v2", "--spec", str(fleet / "flaky.yml"), "-i", str(fleet / "more.yml"),
+        "--max-age", "1h", "--seeds", "2", "--store", str(fleet / "q.db"), "--report", str(fleet / "flaky"),
+        "--json", "--fail-on-change",
+    )
+    assert rc in (0, 3), err
+    doc = json.loads(out)
+    assert doc["status"] == "partial"
+    assert doc["fingerprint"]["fresh"] is False and "reusing fingerprint run" in err
+    hosts = {h["host"]: h for h in doc["hosts"]}
+    assert hosts["pf-q40-stream"]["ok_b"] == 0 and hosts["pf-q40-stream"]["failed_b"] == 2
+    assert any("exit code 7" in r and "<boom>" in r for r in hosts["pf-q40-stream"]["reasons"])
+    assert hosts["pf-q40-stream"]["ok_a"] == 2  # the host's other version is kept
+    assert hosts["pf-new"]["fingerprinted"] is False and hosts["pf-new"]["ok_a"] == 2
+    notes = " ".join(doc["partial"])
+    assert "pf-new has no fingerprint" in notes and "pf-q40-stream" in notes
+    assert doc["metric"]["hosts_used"] == 3  # pf-q40-stream has no run of v2 to pair with
+    assert doc["metric"]["excluded_hosts"] == {"pf-q40-stream": "no successful run of v2"}
+    page = (fleet / "flaky" / "report.html").read_text()
+    assert "Partial result" in page and "MISSING" in page and "&lt;boom&gt;" in page and "<boom>" not in page
+    row = __import__("sqlite3").connect(fleet / "q.db").execute(
+        "SELECT status FROM profiles WHERE batch = ?", (doc["batch"],)).fetchone()
+    assert row == ("partial",)
