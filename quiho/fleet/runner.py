@@ -11,6 +11,7 @@ every process still referring to this invocation's private directory
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -30,6 +31,12 @@ SSH_ARGS = (
     "-o ControlMaster=auto -o ControlPersist=30s -o ServerAliveInterval=2 -o ServerAliveCountMax=3 "
     "-o ConnectTimeout=10"
 )
+
+
+def control_prefix() -> str:
+    """Name prefix of the per-run ssh control-path directories (tagged by ``$QUIHO_RUN_DIR`` when set)."""
+    root = os.environ.get("QUIHO_RUN_DIR")
+    return "qhcp-" + (hashlib.sha1(root.encode()).hexdigest()[:8] if root else "x")
 
 
 def playbooks_dir() -> Path:
@@ -163,9 +170,13 @@ def run_playbook(
     """
     import ansible_runner
 
-    work = Path(tempfile.mkdtemp(prefix="qh-run-"))
-    cp_dir = work / "cp"
-    cp_dir.mkdir()
+    # $QUIHO_RUN_DIR lets a caller (tests) find every process of its own runs by path.
+    run_root = os.environ.get("QUIHO_RUN_DIR")
+    if run_root:
+        Path(run_root).mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="qh-run-", dir=run_root or None))
+    # ssh's ControlPath is <dir>/<40 hex> and must fit a Unix socket path (108 bytes): keep it short.
+    cp_dir = Path(tempfile.mkdtemp(prefix=f"{control_prefix()}-", dir="/tmp"))
     hosts: dict[str, HostOutcome] = {}
     events: list[dict[str, Any]] = []
     deadline = time.monotonic() + timeout_s
@@ -248,10 +259,11 @@ def run_playbook(
     finally:
         # ansible-runner kills the ansible-playbook process group on cancel, but ssh mux
         # masters daemonise into their own session: find everything that names our dir.
-        reaped = reap_processes(str(work))
+        reaped = reap_processes(str(work)) + reap_processes(str(cp_dir))
         if keep_dir is not None:
             shutil.copytree(work / "artifacts", keep_dir, dirs_exist_ok=True)
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(cp_dir, ignore_errors=True)
     for h in hosts.values():
         if h.status == "running":
             if cancelled:

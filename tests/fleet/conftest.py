@@ -88,4 +88,20 @@ def qtest_cgroups() -> list[str]:
 @pytest.fixture
 def ptools() -> SimpleNamespace:
     """``live``, ``start_watcher``, ``qtest_cgroups`` and ``procs`` for tests."""
-    return SimpleNamespace(live=live, start_watcher=start_watcher, qtest_cgroups=qtest_cgroups, procs=procs)
+    return SimpleNamespace(live=live, start_watcher=start_watcher, qtest_cgroups=qtest_cgroups, procs=procs, ours=ours)
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private $QUIHO_RUN_DIR: every ansible/ssh process of this test's runs names it in its command line."""
+    d = tmp_path / "runs"
+    monkeypatch.setenv("QUIHO_RUN_DIR", str(d))
+    return d
+
+
+def ours(run_dir: Path) -> Callable[[Proc], bool]:
+    """Matches ansible-playbook/worker processes (private dir) and ssh mux masters (control dir) of our runs."""
+    import hashlib
+
+    tag = "qhcp-" + hashlib.sha1(str(run_dir).encode()).hexdigest()[:8]
+    return lambda p: str(run_dir) in p.cmdline or tag in p.cmdline
