@@ -28,6 +28,7 @@ _COMMAND_MODULES = (
     "quiho.cli._trace",
     "quiho.cli._fleet",
     "quiho.cli._profile",
+    "quiho.cli._schedule",
 )
 
 

@@ -8,6 +8,12 @@ alert when it is large (``|after/before - 1| ≥ min_change``) and significant
 after a Bonferroni correction over all the series tested (a fleet of 6 hosts ×
 40 stressors is 240 tests; without the correction noise alone would alert).
 
+The default test (``method="maxt"``) suits fingerprints, whose noise is
+multiplicative and close to Gaussian on the log scale: the largest two-sample
+t statistic over every split of the log series, calibrated by permuting the
+series (so the p-value accounts for searching over the split). Any detector of
+:data:`quiho.history.DETECTORS` can be chosen instead.
+
 It also reports hosts whose hardware group changed between the first and the
 latest run (look-alikes that appeared, or hosts that split from their group),
 and stale hosts without a fingerprint newer than ``max_age``.
@@ -116,6 +122,55 @@ def fingerprint_history(store: Store, *, source: str = "fleet") -> pd.DataFrame:
     return med.sort_values(["started_at", "run_id", "host", "stressor"]).reset_index(drop=True)
 
 
+@dataclass(frozen=True)
+class _Split:
+    index: int
+    before: float
+    after: float
+    magnitude: float
+    p_value: float
+
+
+def max_t_split(values: np.ndarray, *, min_segment: int = 3, n_perm: int = 9999, random_state: int = 0) -> _Split:
+    """Most likely single level shift of ``log(values)`` and its permutation p-value.
+
+    The statistic is ``max_k |mean(x[:k]) - mean(x[k:])| / (s_pooled * sqrt(1/k + 1/(n-k)))``
+    over ``min_segment ≤ k ≤ n - min_segment``; its p-value is the share of
+    ``n_perm`` random permutations (plus the data) reaching it, so it is valid
+    whatever the split chosen (smallest possible p: ``1 / (n_perm + 1)``).
+
+    References
+    ----------
+    Hawkins, D. M. (1977). Testing a sequence of observations for a shift in location. JASA 72, 180-186.
+    Antoch, J., Hušková, M. (2001). Permutation tests in change point analysis. Stat. Prob. Letters 53, 37-46.
+    """
+    x = np.log(np.asarray(values, dtype=float))
+    n = len(x)
+    ks = np.arange(min_segment, n - min_segment + 1)
+    if len(ks) == 0:
+        return _Split(-1, float("nan"), float("nan"), float("nan"), 1.0)
+
+    def stat(m: np.ndarray) -> np.ndarray:  # m: (b, n) -> (b, len(ks)) t statistics
+        c1 = np.cumsum(m, axis=1)[:, ks - 1]
+        c2 = np.cumsum(m**2, axis=1)[:, ks - 1]
+        tot, tot2 = m.sum(axis=1, keepdims=True), (m**2).sum(axis=1, keepdims=True)
+        m1, m2 = c1 / ks, (tot - c1) / (n - ks)
+        ss = (c2 - ks * m1**2) + ((tot2 - c2) - (n - ks) * m2**2)
+        sp = np.sqrt(np.maximum(ss, 1e-300) / (n - 2))
+        return np.abs(m1 - m2) / (sp * np.sqrt(1 / ks + 1 / (n - ks)))
+
+    obs = stat(x[None, :])[0]
+    k_best = int(np.argmax(obs))
+    rng = np.random.default_rng(random_state)
+    perms = rng.permuted(np.broadcast_to(x, (n_perm, n)).copy(), axis=1)
+    null = stat(perms).max(axis=1)
+    p = (1 + int((null >= obs[k_best] - 1e-12).sum())) / (n_perm + 1)
+    k = int(ks[k_best])
+    raw = np.asarray(values, dtype=float)
+    before, after = float(raw[:k].mean()), float(raw[k:].mean())
+    return _Split(k, before, after, after / before - 1 if before else float("nan"), p)
+
+
 def _group_changes(hist: pd.DataFrame) -> list[GroupChange]:
     from quiho.irup.groups import hardware_groups
 
@@ -146,7 +201,7 @@ def _group_changes(hist: pd.DataFrame) -> list[GroupChange]:
 def detect_drift(
     store: Store,
     *,
-    method: str = "auto",
+    method: str = "maxt",
     alpha: float = 0.05,
     min_change: float = 0.05,
     min_runs: int = 8,
@@ -159,8 +214,9 @@ def detect_drift(
     Parameters
     ----------
     store : Store
-    method : str, default "auto"
-        History detector (see :data:`quiho.history.DETECTORS`).
+    method : str, default "maxt"
+        ``maxt`` (permutation-calibrated max-t split of the log series, see :func:`max_t_split`) or a
+        history detector from :data:`quiho.history.DETECTORS`.
     alpha : float, default 0.05
         Family-wise error rate over all (host, stressor) series (Bonferroni): the chance that a steady
         fleet raises any alert at all is at most ``alpha``.
@@ -199,15 +255,18 @@ def detect_drift(
         if len(s) < min_runs:
             short.append(f"{host}/{stressor}: {len(s)} runs (< {min_runs})")
             continue
-        values = pd.Series(s["value"].to_numpy(dtype=float), index=s["batch"].astype(str).to_numpy())
         tested += 1
-        det = detect(values, method)
-        for cp in det.change_points:
+        if method == "maxt":
+            seed = int.from_bytes(f"{host}/{stressor}".encode()[:8].ljust(8, b"\0"), "little") % (2**32)
+            cands.append((str(host), str(stressor), max_t_split(s["value"].to_numpy(), random_state=seed), s))
+            continue
+        values = pd.Series(s["value"].to_numpy(dtype=float), index=s["batch"].astype(str).to_numpy())
+        for cp in detect(values, method).change_points:
             cands.append((str(host), str(stressor), cp, s))
     drifts = []
     for host, stressor, cp, s in cands:
         p_adj = min(1.0, float(cp.p_value) * max(tested, 1))
-        if p_adj < alpha and np.isfinite(cp.magnitude) and abs(cp.magnitude) >= min_change:
+        if cp.index >= 0 and p_adj < alpha and np.isfinite(cp.magnitude) and abs(cp.magnitude) >= min_change:
             row = s.iloc[cp.index]
             drifts.append(StressorDrift(
                 host=host, stressor=stressor, primary=catalog.primary(stressor), index=int(cp.index),

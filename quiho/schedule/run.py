@@ -1,0 +1,63 @@
+"""What the installed timer runs: one locked, logged fingerprint of the fleet."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from quiho.schedule.lock import Busy, mark_interrupted_runs, measurement_lock
+from quiho.store._db import open_store, utcnow
+
+__all__ = ["ScheduledOutcome", "scheduled_fingerprint"]
+
+
+@dataclass(frozen=True)
+class ScheduledOutcome:
+    """What one scheduled firing did."""
+
+    status: str  # the run's status, or "skipped"
+    run_id: int | None
+    batch: str | None
+    message: str
+    interrupted_marked: tuple[int, ...] = ()
+
+
+def _log(log: Path | None, line: str) -> None:
+    if log is None:
+        return
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a") as fh:
+        fh.write(f"{utcnow()} pid={os.getpid()} {line}\n")
+
+
+def scheduled_fingerprint(
+    store_path: Path,
+    *,
+    inventory: Path | None = None,
+    battery: str = "default",
+    wait: bool = False,
+    log: Path | None = None,
+    **fingerprint_kwargs: object,
+) -> ScheduledOutcome:
+    """Fingerprint the fleet under the measurement lock.
+
+    With ``wait=False`` a held lock makes this a no-op that says who holds it
+    (outcome ``skipped``): a scheduled fingerprint must not measure while a
+    profile does.
+    """
+    from quiho.fleet.fingerprint import fingerprint
+
+    try:
+        with measurement_lock(store_path, what="scheduled fingerprint", wait=wait):
+            with open_store(store_path) as st:
+                marked = tuple(mark_interrupted_runs(st))
+                if marked:
+                    _log(log, f"marked interrupted run(s) {list(marked)} partial")
+                run = fingerprint(inventory, store=st, battery=battery, **fingerprint_kwargs)  # type: ignore[arg-type]
+    except Busy as exc:
+        _log(log, f"skipped: {exc}")
+        return ScheduledOutcome("skipped", None, None, f"skipped: {exc}")
+    msg = f"fingerprint {run.batch} (run {run.run_id}): {run.status}"
+    _log(log, msg)
+    return ScheduledOutcome(run.status, run.run_id, run.batch, msg, marked)
