@@ -100,6 +100,7 @@ class ProfileResult:
     fingerprinted_now: bool = False
     params: dict[str, Any] = field(default_factory=dict)
     created_at: str = ""
+    notes: tuple[str, ...] = ()
 
     @property
     def status(self) -> str:
@@ -119,7 +120,7 @@ class ProfileResult:
             "schema": REPORT_SCHEMA, "schema_version": REPORT_SCHEMA_VERSION, "quiho_version": __version__,
             "created_at": self.created_at, "application": self.application,
             "version_a": self.version_a, "version_b": self.version_b, "label_b": self.label_b, "batch": self.batch,
-            "verdict": self.verdict, "status": self.status, "partial": list(self.partial),
+            "verdict": self.verdict, "status": self.status, "partial": list(self.partial), "notes": list(self.notes),
             "metric": self.metric.to_dict(),
             "irup": {
                 "verdict": self.irup_verdict,
@@ -371,12 +372,17 @@ def analyse_profile(
             if len(fps) else pd.DataFrame())
     data: dict[str, TargetData | None] = {}
     notes = list(partial)
+    info: list[str] = []
     for key, label in (("a", version_a), ("b", label_b)):
         try:
-            data[key] = load_target(store, f"{application}@{label}", batch=batch)
-            notes.extend(f"{application}@{label}: {n}" for n in data[key].notes)  # type: ignore[union-attr]
-        except (NotEnoughData, QuihoError):
+            td = load_target(store, f"{application}@{label}", batch=batch)
+        except QuihoError:
             data[key] = None
+            continue
+        data[key] = td
+        for n in td.notes:
+            # a median fingerprint for an extra app repetition loses nothing; dropped rows do
+            (info if "median fingerprint" in n else notes).append(f"{application}@{label}: {n}")
     res = analyse_data(
         runs.drop(columns=["unit", "higher_is_better", "fingerprint_run_id"]), data["a"], data["b"],
         application=application, version_a=version_a, version_b=version_b, label_b=label_b, batch=batch, unit=unit,
@@ -388,7 +394,8 @@ def analyse_profile(
     import dataclasses
 
     return dataclasses.replace(res, fingerprint_run_id=fingerprint_run_id,
-                               fingerprint_batch=str(fp["batch"]) if fp else None, fingerprint_age_s=age)
+                               fingerprint_batch=str(fp["batch"]) if fp else None, fingerprint_age_s=age,
+                               notes=tuple(info))
 
 
 def save_profile(store: Store, result: ProfileResult) -> int:

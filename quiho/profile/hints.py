@@ -151,7 +151,10 @@ def root_cause_hints(
         if v.verdict != "meaningful":
             adv = advice.get(irup.target)
             need = ""
-            if adv is not None:
+            if adv is not None and adv.recommended_groups is None and v.verdict == "not-meaningful":
+                need = (f" Fleet-size advice: no subset of these {adv.full_groups} hardware groups does better; add "
+                        f"hosts that differ in the resources the application might use.")
+            elif adv is not None:
                 need = f" Fleet-size advice: {adv.reason}."
             elif v.verdict == "not-meaningful":
                 need = " Add hosts that differ in the resources the application might use."

@@ -190,7 +190,8 @@ def van_elteren(pairs: list[tuple[np.ndarray, np.ndarray]], max_support: int = 2
         total = new
     if obs == 0 and len(total) == 1:
         return 0.0, 1.0
-    p = sum(pt for t, pt in total.items() if abs(t) >= abs(obs) - 1e-9)
+    # keys are rounded to 1e-6: compare with a tolerance above that rounding
+    p = sum(pt for t, pt in total.items() if abs(t) >= abs(obs) - 1e-5)
     return float(obs), float(min(1.0, p))
 
 

@@ -74,6 +74,16 @@ def _img(path: Path | None, alt: str) -> str:
     return f"<p><img src='data:image/png;base64,{data}' alt='{_e(alt)}'></p>"
 
 
+def _min_p_note(m: Any) -> str:
+    from math import comb
+
+    ns = [(h.n_a, h.n_b) for h in m.per_host]
+    if not ns:
+        return ""
+    lo = min(2 / comb(a + b, a) for a, b in ns)
+    return f" (with these repetitions the smallest possible per-host p is {lo:.3g})" if lo >= m.alpha else ""
+
+
 def render_html(result: ProfileResult, images: dict[str, Path] | None = None) -> str:
     """The report as one HTML string (images inlined from ``images``: name → PNG path)."""
     images = images or {}
@@ -93,6 +103,8 @@ def render_html(result: ProfileResult, images: dict[str, Path] | None = None) ->
     if r.partial:
         parts.append("<div class='partial' id='partial'><b>Partial result</b> — kept, but read with these in mind:"
                      "<ul>" + "".join(f"<li>{_e(p)}</li>" for p in r.partial) + "</ul></div>")
+    if r.notes:
+        parts.append("<p class='muted'>Notes: " + "; ".join(_e(n) for n in r.notes) + "</p>")
     parts.append("<h2>Where to look first</h2>")
     if r.hints:
         parts.append("<ol id='hints'>" + "".join(f"<li><b>[{_e(h.kind)}]</b> {_e(h.message)}</li>" for h in r.hints)
@@ -105,7 +117,9 @@ def render_html(result: ProfileResult, images: dict[str, Path] | None = None) ->
     parts.append(f"<p>Metric in {_e(m.unit or 'its unit')} ({_e(direction)}); magnitude floor ±{m.min_change:.0%}, "
                  f"α = {m.alpha:g}, {m.confidence:.0%} paired bootstrap CI over hosts ({m.n_boot} draws); "
                  f"matched-pairs rank-biserial r = {_e(_num(m.rank_biserial, '+.2f'))}; "
-                 f"hosts with a per-host Mann-Whitney p &lt; α: {m.hosts_significant} of {m.hosts_used}.</p>")
+                 f"hosts with a per-host Mann-Whitney p &lt; α: {m.hosts_significant} of {m.hosts_used}"
+                 f"{_min_p_note(m)}; test deciding the verdict: {_e(m.test)} (van Elteren stratified p = "
+                 f"{_e(_num(m.stratified_p, '.3g'))}).</p>")
     parts.append(_table(
         ["host", f"n {r.version_a}", f"n {r.version_b}", f"median {r.version_a}", f"median {r.version_b}",
          "change", "CoV A", "CoV B", "Mann-Whitney p", "Cliff's δ"],

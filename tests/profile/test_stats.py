@@ -138,3 +138,11 @@ def test_three_hosts_use_the_stratified_test():
     assert mc.verdict == "regression"
     six = metric_change(_runs([1.5] * 6, reps=2), version_a="a", version_b="b")
     assert six.test == "wilcoxon"
+
+
+def test_van_elteren_extreme_with_unequal_weights_is_not_zero():
+    from quiho.profile.stats import van_elteren
+
+    pairs = [(np.array([1.0, 1.1, 1.2]), np.array([2.0, 2.1, 2.2]))] * 6
+    _, p = van_elteren(pairs)
+    assert p == pytest.approx(2 / 20**6)
