@@ -1,0 +1,112 @@
+"""Local-fleet diversity: do the emulated hosts differ, and do memory- and cpu-class stressors vary independently?
+
+Fingerprints the embedded local fleet (inventories/local.yml, 6 hosts: CPU quota x co-runner) with the
+``diversity`` battery, then prints (markdown):
+  1. per-host medians relative to the unconstrained host, real-time rate and usr+sys-time rate;
+  2. per-class variation across hosts (CoV of the host medians, per stressor and class mean);
+  3. Spearman correlation across hosts between every pair of stressors, and the mean within-class
+     and cross-class correlation (memory-class vs cpu-class).
+Needs root, cgroup v1 and stress-ng. Takes ~6-10 min. Usage:
+    python bench/local_fleet_diversity.py [--store PATH] [--seconds S] [--repetitions R] [--run BATCH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from quiho.fingerprint.catalog import load_catalog
+from quiho.fleet import fingerprint
+from quiho.store import open_store
+
+CPU = ["cpu", "vecmath", "hash", "crypt", "fp"]
+MEM = ["stream", "memcpy", "cache", "l1cache", "vm"]
+
+
+def md(df: pd.DataFrame) -> str:
+    """A DataFrame as a markdown table (no tabulate dependency)."""
+    cols = [str(c) for c in df.columns]
+    lines = ["| " + " | ".join([""] + cols) + " |", "|" + "---|" * (len(cols) + 1)]
+    for idx, row in df.iterrows():
+        lines.append("| " + " | ".join([str(idx)] + [f"{v:g}" if isinstance(v, float) else str(v) for v in row]) + " |")
+    return "\n".join(lines)
+
+
+def mean_off(corr: pd.DataFrame, a_: list[str], b_: list[str]) -> float:
+    vals = [corr.loc[x, y] for x in a_ for y in b_ if x != y]
+    return float(sum(vals) / len(vals)) if vals else float("nan")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--store", default="/tmp/quiho-bench/diversity.db")
+    ap.add_argument("--inventory", default=None)
+    ap.add_argument("--seconds", type=int, default=None)
+    ap.add_argument("--repetitions", type=int, default=None)
+    ap.add_argument("--run", default=None, help="analyse an existing run (batch) instead of measuring")
+    ap.add_argument("--out", default=None, help="also write the report here (markdown)")
+    a = ap.parse_args()
+    Path(a.store).parent.mkdir(parents=True, exist_ok=True)
+    store = open_store(a.store)
+    t0 = time.monotonic()
+    if a.run is None:
+        run = fingerprint(a.inventory, store=store, battery="diversity", seconds=a.seconds,
+                          repetitions=a.repetitions,
+                          on_event=lambda e: e.kind in ("done", "failed", "unreachable")
+                          and print(f"  {e.host}: {e.kind} {e.message or ''}", file=sys.stderr))
+        batch, run_id = run.batch, run.run_id
+        print(f"fingerprint {batch}: {run.status}, {time.monotonic() - t0:.0f} s wall", file=sys.stderr)
+    else:
+        row = store.conn.execute("SELECT id, batch FROM fingerprint_runs WHERE batch=?", (a.run,)).fetchone()
+        batch, run_id = row["batch"], row["id"]
+    rows = store.conn.execute(
+        "SELECT h.name AS host, m.repetition, m.stressor, m.value, m.status, m.extra_json FROM measurements m "
+        "JOIN hosts h ON h.id=m.host_id WHERE m.run_id=?",
+        (run_id,),
+    ).fetchall()
+    df = pd.DataFrame([dict(r) for r in rows])
+    df["usr_sys"] = [json.loads(x).get("rate_usr_sys") for x in df["extra_json"]]
+    df["busy"] = [json.loads(x).get("machine_busy_share") for x in df["extra_json"]]
+    ok = df[df.status == "ok"]
+    failed = df[df.status == "failed"]
+    report = [f"# Local-fleet diversity ({batch})", ""]
+    report.append(f"{len(ok)} ok values, {len(failed)} failed; machine busy share during jobs: "
+                  f"median {ok.busy.median():.2f} (1.0 = both vCPUs busy)")
+    if len(failed):
+        report.append("failed: " + "; ".join(f"{r.host}/{r.stressor}" for r in failed.itertuples()))
+    med = ok.pivot_table(index="host", columns="stressor", values="value", aggfunc="median")
+    med_us = ok.pivot_table(index="host", columns="stressor", values="usr_sys", aggfunc="median")
+    order = [c for c in CPU + MEM if c in med.columns]
+    base = "local-q100-none" if "local-q100-none" in med.index else med.index[0]
+    for title, m in (("real-time rate (the fingerprint value)", med), ("usr+sys-time rate", med_us)):
+        report += ["", f"## Host medians relative to {base}: {title}", ""]
+        rel = (m[order] / m.loc[base, order]).round(2)
+        report.append(md(rel))
+    cat = load_catalog()
+    report += ["", "## Variation across hosts (CoV of host medians, real-time rate)", ""]
+    cov = (med[order].std(ddof=0) / med[order].mean()).round(3)
+    report.append(md(pd.DataFrame({"class": [cat.primary(s) for s in order], "cov": cov[order]})))
+    report.append("")
+    report.append(f"mean CoV: cpu-class {cov[[c for c in CPU if c in cov]].mean():.3f}, "
+                  f"memory/cache-class {cov[[c for c in MEM if c in cov]].mean():.3f}")
+    for title, m in (("real-time rate", med), ("usr+sys-time rate (CPU share removed)", med_us)):
+        corr = m[order].corr(method="spearman").round(2)
+        report += ["", f"## Spearman correlation across {len(m)} hosts: {title}", "", md(corr), ""]
+        cpu = [c for c in CPU if c in corr]
+        mem = [c for c in MEM if c in corr]
+        report.append(f"mean correlation: within cpu {mean_off(corr, cpu, cpu):.2f}, "
+                      f"within memory {mean_off(corr, mem, mem):.2f}, cpu x memory {mean_off(corr, cpu, mem):.2f}")
+    text = "\n".join(report)
+    print(text)
+    if a.out:
+        Path(a.out).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
