@@ -24,6 +24,7 @@ import re
 import secrets
 import sys
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from quiho.errors import AppSpecError, UsageError
 from quiho.fleet._store import host_id, remember_hosts, set_host_status
-from quiho.fleet.emulate import cleanup_cgroups
+from quiho.fleet.emulate import cleanup_cgroups, local_fleet_lock
 from quiho.fleet.inventory import load_inventory
 from quiho.fleet.runner import FleetEvent, run_playbook
 from quiho.store._db import Store, dumps
@@ -275,12 +276,22 @@ def run_app(
     results: list[AppRepResult] = []
     statuses: dict[str, tuple[str, str | None]] = {}
     for group in groups:
+        local = any(inv.host(h).connection == "local" for h in group)
         try:
-            res = run_playbook("run.yml", inv.path, extravars, limit=group, forks=forks,
-                               timeout_s=per_host * len(group), host_key_checking=host_key_checking,
-                               on_event=on_event,
-                               python_interpreter=sys.executable
-                               if all(inv.host(h).connection == "local" for h in group) else "auto_silent")
+            with local_fleet_lock() if local else nullcontext():
+                res = run_playbook(
+                    "run.yml",
+                    inv.path,
+                    extravars,
+                    limit=group,
+                    forks=forks,
+                    timeout_s=per_host * len(group),
+                    host_key_checking=host_key_checking,
+                    on_event=on_event,
+                    python_interpreter=sys.executable
+                    if all(inv.host(h).connection == "local" for h in group)
+                    else "auto_silent",
+                )
         finally:
             if any(inv.host(h).emulated for h in group):
                 cleanup_cgroups(f"{cgroup_prefix}-{batch}-")

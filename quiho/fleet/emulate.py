@@ -2,14 +2,34 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["cleanup_cgroups", "CGROUP_CPU"]
+__all__ = ["cleanup_cgroups", "local_fleet_lock", "CGROUP_CPU", "LOCK_PATH"]
 
 CGROUP_CPU = Path("/sys/fs/cgroup/cpu")
+#: One machine-wide lock: two quiho processes measuring local hosts at once would interfere
+#: (co-runners, quotas and stressors all share the same 2 vCPUs), so local measurements queue here.
+LOCK_PATH = Path("/run/lock/quiho-local-fleet.lock") if Path("/run/lock").is_dir() else Path(
+    "/tmp/quiho-local-fleet.lock"
+)
+
+
+@contextmanager
+def local_fleet_lock(path: Path = LOCK_PATH) -> Iterator[float]:
+    """Hold the machine-wide local-fleet lock (blocking); yields the seconds spent waiting for it."""
+    t0 = time.monotonic()
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield time.monotonic() - t0
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def cleanup_cgroups(prefix: str, root: Path = CGROUP_CPU) -> list[str]:

@@ -18,6 +18,7 @@ import statistics
 import sys
 import tarfile
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +29,7 @@ from quiho.errors import FingerprintParseError, UsageError
 from quiho.fingerprint.battery import load_battery, render_job
 from quiho.fingerprint.parse import StressorResult, last_started, parse_stressng_yaml, running_stressor
 from quiho.fleet._store import host_id, parse_facts, remember_hosts, set_host_status
-from quiho.fleet.emulate import cleanup_cgroups
+from quiho.fleet.emulate import cleanup_cgroups, local_fleet_lock
 from quiho.fleet.inventory import Inventory, load_inventory
 from quiho.fleet.runner import FleetEvent, PlaybookResult, run_playbook
 from quiho.store._db import Store, dumps, utcnow
@@ -316,19 +317,22 @@ def _invoke(
         "quiho_cgroup_prefix": cgroup_prefix,
         "quiho_emulate_seconds": emulate_s,
     }
+    local = any(inv.host(h).connection == "local" for h in group)
     try:
-        res = run_playbook(
-            "fingerprint.yml",
-            inv.path,
-            extravars,
-            limit=group,
-            forks=forks,
-            timeout_s=run_timeout_s or budget,
-            host_key_checking=host_key_checking,
-            on_event=on_event,
-            python_interpreter=sys.executable if all(inv.host(h).connection == "local" for h in group)
-            else "auto_silent",
-        )
+        with local_fleet_lock() if local else nullcontext():
+            res = run_playbook(
+                "fingerprint.yml",
+                inv.path,
+                extravars,
+                limit=group,
+                forks=forks,
+                timeout_s=run_timeout_s or budget,
+                host_key_checking=host_key_checking,
+                on_event=on_event,
+                python_interpreter=sys.executable
+                if all(inv.host(h).connection == "local" for h in group)
+                else "auto_silent",
+            )
     finally:
         if any(inv.host(h).emulated for h in group):
             cleanup_cgroups(f"{cgroup_prefix}-{batch}-")
