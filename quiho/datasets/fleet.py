@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pandas as pd
+
+from quiho.store._db import Store
 
 __all__ = ["fingerprint_history", "store_fingerprint_history"]
 
@@ -27,7 +29,7 @@ def fingerprint_history(
     drift_at: int = 18,
     drift_factor: float = 0.85,
     every: timedelta = timedelta(days=1),
-    start: datetime = datetime(2026, 1, 1, tzinfo=timezone.utc),
+    start: datetime = datetime(2026, 1, 1, tzinfo=UTC),
     random_state: int = 0,
 ) -> pd.DataFrame:
     """Daily fingerprints of a fleet, optionally with one host's stressors dropping at one run.
@@ -55,7 +57,7 @@ def fingerprint_history(
     return pd.DataFrame(rows, columns=["run", "started_at", "host", "repetition", "stressor", "value"])
 
 
-def store_fingerprint_history(store, history: pd.DataFrame, *, source: str = "fleet") -> list[int]:  # type: ignore[no-untyped-def]
+def store_fingerprint_history(store: Store, history: pd.DataFrame, *, source: str = "fleet") -> list[int]:
     """Write a generated history into ``store`` as complete fingerprint runs; returns run ids."""
     from quiho._version import __version__
     from quiho.store._db import utcnow
@@ -64,8 +66,8 @@ def store_fingerprint_history(store, history: pd.DataFrame, *, source: str = "fl
     with store.transaction() as c:
         host_ids = {}
         for h in sorted(history["host"].unique()):
-            c.execute("INSERT INTO hosts(name, facts_json, created_at) VALUES (?, '{}', ?) ON CONFLICT(name) DO NOTHING",
-                      (h, utcnow()))
+            c.execute("INSERT INTO hosts(name, facts_json, created_at) VALUES (?, '{}', ?) "
+                      "ON CONFLICT(name) DO NOTHING", (h, utcnow()))
             host_ids[h] = c.execute("SELECT id FROM hosts WHERE name = ?", (h,)).fetchone()[0]
         for (run, started), sub in history.groupby(["run", "started_at"], sort=True):
             cur = c.execute(

@@ -22,7 +22,7 @@ and stale hosts without a fingerprint newer than ``max_age``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -275,12 +275,12 @@ def detect_drift(
             ))
     stale: list[StaleHost] = []
     if max_age is not None:
-        now = now or datetime.now(timezone.utc)
+        now = now or datetime.now(UTC)
         last = hist.groupby("host")["started_at"].max()
         for host, ts in last.items():
             t = datetime.fromisoformat(str(ts))
             if t.tzinfo is None:
-                t = t.replace(tzinfo=timezone.utc)
+                t = t.replace(tzinfo=UTC)
             if now - t > max_age:
                 stale.append(StaleHost(str(host), str(ts)))
     return DriftReport(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
@@ -39,7 +39,7 @@ def compact_runs(store: Store, *, older_than: timedelta, now: datetime | None = 
     """
     if older_than < timedelta(0):
         raise UsageError("--older-than must not be negative")
-    cutoff = ((now or datetime.now(timezone.utc)) - older_than).isoformat()
+    cutoff = ((now or datetime.now(UTC)) - older_than).isoformat()
     runs = store.conn.execute(
         "SELECT id, params_json FROM fingerprint_runs WHERE source = ? AND status != 'running' AND started_at < ?",
         (source, cutoff),
@@ -57,11 +57,11 @@ def compact_runs(store: Store, *, older_than: timedelta, now: datetime | None = 
             for m in rows:
                 cells.setdefault((m["host_id"], m["stressor"]), []).append(m)
             c.execute("DELETE FROM measurements WHERE run_id = ?", (r["id"],))
-            new = []
+            new: list[tuple[object, ...]] = []
             for (hid, stressor), ms in sorted(cells.items()):
                 ok = np.array([m["value"] for m in ms if m["status"] == "ok"], dtype=float)
                 failed = sum(1 for m in ms if m["status"] != "ok")
-                extra = {"compacted_from": len(ok), "failed_folded": failed}
+                extra: dict[str, float | int | None] = {"compacted_from": len(ok), "failed_folded": failed}
                 if len(ok):
                     extra |= {"min": float(ok.min()), "max": float(ok.max()),
                               "cov": float(ok.std() / ok.mean()) if ok.mean() else None}

@@ -1,7 +1,7 @@
 """Fingerprint history, drift alerts and retention on seeded histories with known truth."""
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -70,7 +70,7 @@ def test_look_alike_and_stale_hosts(tmp_path):
     keys = list(zip(hist.loc[mask, "run"], hist.loc[mask, "repetition"], hist.loc[mask, "stressor"], strict=True))
     hist.loc[mask, "value"] = h0.loc[keys].to_numpy() * 1.001
     store_fingerprint_history(st, hist)
-    rep = detect_drift(st, max_age=timedelta(days=3), now=datetime(2026, 1, 20, tzinfo=timezone.utc))
+    rep = detect_drift(st, max_age=timedelta(days=3), now=datetime(2026, 1, 20, tzinfo=UTC))
     kinds = {(g.host, g.kind) for g in rep.group_changes}
     assert ("h1", "look-alike") in kinds and ("h0", "look-alike") in kinds
     assert {s.host for s in rep.stale} == {"h0", "h1", "h2", "h3"}  # last run 2026-01-10
@@ -79,12 +79,12 @@ def test_look_alike_and_stale_hosts(tmp_path):
 def test_compaction_keeps_history_and_drift_verdict(drifted):
     before = detect_drift(drifted)
     rows0 = drifted.conn.execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
-    s = compact_runs(drifted, older_than=timedelta(days=0), now=datetime(2027, 1, 1, tzinfo=timezone.utc))
+    s = compact_runs(drifted, older_than=timedelta(days=0), now=datetime(2027, 1, 1, tzinfo=UTC))
     assert s.runs == 30 and s.rows_before == rows0 and s.rows_after == rows0 // 2  # 2 repetitions -> 1 median
     after = detect_drift(drifted)
     assert [(d.host, d.stressor, d.index) for d in after.drifts] == [(d.host, d.stressor, d.index)
                                                                     for d in before.drifts]
-    again = compact_runs(drifted, older_than=timedelta(days=0), now=datetime(2027, 1, 1, tzinfo=timezone.utc))
+    again = compact_runs(drifted, older_than=timedelta(days=0), now=datetime(2027, 1, 1, tzinfo=UTC))
     assert again.runs == 0
     extra = json.loads(drifted.conn.execute("SELECT extra_json FROM measurements LIMIT 1").fetchone()[0])
     assert extra["compacted_from"] == 2 and extra["min"] <= extra["max"]
