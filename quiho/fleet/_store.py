@@ -68,7 +68,7 @@ def parse_facts(stdout: str) -> dict[str, Any]:
         "os": raw.get("os") or None,
         "l3_cache": raw.get("l3") or None,
     }
-    for key, src, scale in (("vcpus", "vcpus", 1), ("memtotal_mb", "mem_kb", 1024)):
+    for key, src, scale in (("vcpus", "vcpus", 1), ("cores", "cores", 1), ("memtotal_mb", "mem_kb", 1024)):
         try:
             facts[key] = int(raw.get(src, "")) // scale
         except ValueError:

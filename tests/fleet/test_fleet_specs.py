@@ -103,3 +103,18 @@ def test_metric_extraction() -> None:
     assert extract_metric(js, '{"results": [{"v": 1}, {"v": 2.5}]}', 0) == (2.5, None)
     assert "not found" in (extract_metric(js, '{"results": []}', 0)[1] or "")
     assert "not JSON" in (extract_metric(js, "garbage", 0)[1] or "")
+
+
+def test_cli_errors_are_exit_codes_not_tracebacks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from quiho.cli.main import main
+
+    db = str(tmp_path / "q.db")
+    assert main(["fingerprint", "-i", str(tmp_path / "missing.yml"), "--store", db]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["fingerprint", "--battery", "nope", "-i", str(tmp_path / "x.yml"), "--store", db]) == 1
+    assert main(["fingerprint", "--resume", "fp-nope", "--store", db]) == 2
+    assert "no fleet fingerprint run" in capsys.readouterr().err
+    bad = tmp_path / "app.yml"
+    bad.write_text("name: x\nversions: {}\n")
+    assert main(["run", str(bad), "--version", "v1", "--store", db]) == 1
+    assert "versions" in capsys.readouterr().err
