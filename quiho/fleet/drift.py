@@ -31,7 +31,10 @@ import pandas as pd
 from quiho.errors import NotEnoughData
 from quiho.store._db import Store
 
-__all__ = ["StressorDrift", "GroupChange", "StaleHost", "DriftReport", "fingerprint_history", "detect_drift"]
+__all__ = [
+    "StressorDrift", "GroupChange", "StaleHost", "DriftReport", "fingerprint_history", "detect_drift", "drift_warnings",
+    "max_t_split",
+]
 
 
 @dataclass(frozen=True)
@@ -288,3 +291,28 @@ def detect_drift(
         min_change=min_change, drifts=tuple(sorted(drifts, key=lambda d: (d.host, d.index, d.stressor))),
         group_changes=tuple(_group_changes(hist)), stale=tuple(stale), not_meaningful=tuple(short),
     )
+
+
+def drift_warnings(store: Store, hosts: list[str] | None = None, **kwargs: Any) -> list[str]:
+    """One line per host (of ``hosts``, default all) whose fingerprint drifted, for other commands to show.
+
+    Returns an empty list when there is no history to judge (fewer runs than
+    the detector needs): absence of evidence is not reported as drift.
+    """
+    try:
+        rep = detect_drift(store, **kwargs)
+    except NotEnoughData:
+        return []
+    out = []
+    for host, ds in rep.drifted_hosts().items():
+        if hosts is not None and host not in hosts:
+            continue
+        latest = max(d.when for d in ds)
+        what = ", ".join(f"{d.stressor} {d.magnitude:+.0%}" for d in ds[:5])
+        out.append(f"host {host}'s fingerprint drifted ({what}; since {latest}): its older runs describe "
+                   f"another machine")
+    for g in rep.group_changes:
+        if hosts is None or g.host in hosts:
+            out.append(f"host {g.host} {'became a look-alike of' if g.kind == 'look-alike' else 'split from'} "
+                       f"{', '.join(g.others)} since its first fingerprint")
+    return out
