@@ -199,6 +199,7 @@ def register(app: typer.Typer) -> None:
             "stop_reason": r.stop_reason, "max_sigma": r.max_sigma,
             "measured": [{"revision": rev, "index": i, "mean": v} for rev, i, v in r.measured],
             "failed": [{"revision": rev, "index": i, "reason": why} for rev, i, why in r.failed],
+            "unstable": list(r.unstable),
             "posterior": [{"index": i, "mean": m if np.isfinite(m) else None, "sigma": s if np.isfinite(s) else None}
                           for i, (m, s) in enumerate(zip(r.mean, r.sigma, strict=True))],
         }

@@ -145,7 +145,12 @@ class WorktreeBench:
 
 @dataclass(frozen=True)
 class GitSampleReport:
-    """Result of :func:`sample_git_history`; ``measured``/``failed`` cover all runs of the series so far."""
+    """Result of :func:`sample_git_history`.
+
+    ``measured``/``failed`` cover all runs of the series so far; ``unstable``
+    lists revisions built in this run whose repetitions failed the
+    :func:`unstable` check.
+    """
 
     series: str
     n_revisions: int
@@ -156,10 +161,23 @@ class GitSampleReport:
     stop_reason: str
     mean: tuple[float, ...]
     sigma: tuple[float, ...]
+    unstable: tuple[str, ...] = ()
+
+
+def unstable(values: np.ndarray, spread: float = 0.10) -> bool:
+    """pyperf-style stability check: repetitions whose range is at least ``spread`` of their mean.
+
+    References
+    ----------
+    .. [1] pyperf, "pyperf check" (standard deviation or range >= 10 % of the mean is flagged),
+       https://pyperf.readthedocs.io/en/latest/cli.html#check-cmd
+    """
+    m = float(np.mean(values))
+    return values.size > 1 and m != 0 and float(np.ptp(values)) >= spread * abs(m)
 
 
 def _recording_measure(store: Store, sid: int, revs: Sequence[str], bench: Callable[[str], np.ndarray],
-                       log: Callable[[str], None]) -> Callable[[int], np.ndarray]:
+                       log: Callable[[str], None], flagged: list[str] | None = None) -> Callable[[int], np.ndarray]:
     def measure(pos: int) -> np.ndarray:
         rev = revs[pos]
         try:
@@ -170,6 +188,11 @@ def _recording_measure(store: Store, sid: int, revs: Sequence[str], bench: Calla
             raise
         record_measurement(store, sid, rev, values.tolist())
         log(f"  [{pos}] {rev[:12]} mean {values.mean():.4g} over {values.size} repetitions")
+        if unstable(values):
+            log(f"  warning: [{pos}] {rev[:12]} is unstable: repetitions span {np.ptp(values) / values.mean():.0%} "
+                "of their mean (machine busy? more --repetitions, or --metric cpu)")
+            if flagged is not None:
+                flagged.append(rev)
         return values
 
     return measure
@@ -212,7 +235,9 @@ def sample_git_history(store: Store, repo: str | Path, build: Sequence[str], ben
     runner = WorktreeBench(repo, build, bench, repetitions=repetitions, metric=metric, timeout=timeout)
     sid, revs, known, failed = _prepare(store, repo, series, rev_range, f"git:{Path(repo).resolve()}")
     log(f"{series}: {len(revs)} revisions, {len(known)} measured and {len(failed)} failed before this run")
-    res = sample_revisions(_recording_measure(store, sid, revs, runner, log), len(revs), budget, strategy=strategy,
+    flagged: list[str] = []
+    res = sample_revisions(_recording_measure(store, sid, revs, runner, log, flagged), len(revs), budget,
+                           strategy=strategy,
                            kernel=kernel, stop_sigma=stop_sigma, known=known, failed=failed,
                            random_state=random_state)
     return GitSampleReport(
@@ -220,7 +245,7 @@ def sample_git_history(store: Store, repo: str | Path, build: Sequence[str], ben
         tuple((revs[p], p, v) for p, v in sorted(res.measured.items())),
         tuple((revs[p], p, why) for p, why in sorted(res.failed.items())),
         res.new_builds, res.max_sigma, res.stop_reason,
-        tuple(float(x) for x in res.mean), tuple(float(x) for x in res.sigma))
+        tuple(float(x) for x in res.mean), tuple(float(x) for x in res.sigma), tuple(flagged))
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,8 @@ def test_sample_then_bisect_find_the_slow_commit(slowdown_repo, tmp_path, capsys
     res = json.loads(capsys.readouterr().out)
     assert res["meaningful"] and res["first_bad"] == shas[15] and res["last_good"] == shas[14]
     assert res["magnitude"] > 1.0 and res["p_value"] < 0.01
-    assert res["reused"] == 8
+    assert res["reused"] == len(doc["measured"]) == 8 - len(doc["failed"])  # commit 6 may be among the 8 tried
+    assert all(f["index"] == 6 for f in doc["failed"])
     assert res["new_builds"] < plain_bisection_builds(24) == 7
 
     # resumable: the same command with the same budget builds nothing new
@@ -82,3 +83,27 @@ def test_bad_repo_is_a_one_line_error(tmp_path, capsys):
                  "--store", str(tmp_path / "q.db")]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("quiho: error: git rev-list") and "\n" not in err
+
+
+def test_worktree_bench_metrics_and_errors(tmp_path, make_repo):
+    import numpy as np
+    import pytest
+
+    from quiho.errors import BuildFailed, UsageError
+    from quiho.history import WorktreeBench
+    from quiho.history._git import unstable
+
+    repo = tmp_path / "repo"
+    shas = make_repo(repo, n_commits=2, slow_at=5, broken_at=None)
+    out = WorktreeBench(repo, [], ["sh", "-c", "echo warming up; echo 42.5 ms"], repetitions=2, metric="stdout")
+    assert out(shas[0]).tolist() == [42.5, 42.5]
+    with pytest.raises(BuildFailed, match="last stdout line 'hello' is not a number"):
+        WorktreeBench(repo, [], ["sh", "-c", "echo hello"], metric="stdout")(shas[0])
+    with pytest.raises(BuildFailed, match="command not found: no-such-tool"):
+        WorktreeBench(repo, ["no-such-tool"], ["true"])(shas[0])
+    with pytest.raises(BuildFailed, match="timed out"):
+        WorktreeBench(repo, [], ["sleep", "5"], timeout=0.2)(shas[0])
+    with pytest.raises(UsageError):
+        WorktreeBench(repo, [], ["true"], metric="joules")
+    assert len(_worktrees(repo)) == 1
+    assert unstable(np.array([1.0, 1.2])) and not unstable(np.array([1.0, 1.05])) and not unstable(np.array([1.0]))
