@@ -59,7 +59,8 @@ def plot_history(history: History, path: str | Path, *, detection: Detection | N
             x = orders[cp.index] - 0.5
             ax.axvline(x, color="black", ls="--", lw=1, label="change point" if i == 0 else None)
             ax.annotate(f"{cp.magnitude:+.1%}\np={cp.p_value:.1g}", (x, 1), xycoords=("data", "axes fraction"),
-                        xytext=(3, -4), textcoords="offset points", va="top", fontsize=8)
+                        xytext=(3, -4), textcoords="offset points", va="top", fontsize=8, zorder=5,
+                        bbox={"facecolor": "white", "edgecolor": "0.5", "alpha": 0.9, "pad": 1.5})
     if len(failed_orders):
         ax.plot(list(failed_orders), np.full(len(failed_orders), ax.get_ylim()[0]), "kx", ms=7, clip_on=False,
                 label="build failed")
