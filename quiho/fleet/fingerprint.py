@@ -31,7 +31,7 @@ from quiho.fingerprint.parse import StressorResult, last_started, parse_stressng
 from quiho.fleet._store import host_id, parse_facts, remember_hosts, set_host_status
 from quiho.fleet.emulate import cleanup_cgroups, local_fleet_lock
 from quiho.fleet.inventory import Inventory, load_inventory
-from quiho.fleet.runner import FleetEvent, PlaybookResult, run_playbook
+from quiho.fleet.runner import FleetEvent, PlaybookResult, reap_cwd, run_playbook
 from quiho.store._db import Store, dumps, utcnow
 
 __all__ = ["FingerprintRun", "HostReport", "fingerprint", "outer_timeout", "summarise_run", "UNSTABLE_COV"]
@@ -318,6 +318,7 @@ def _invoke(
         "quiho_emulate_seconds": emulate_s,
     }
     local = any(inv.host(h).connection == "local" for h in group)
+    res: PlaybookResult | None = None
     try:
         with local_fleet_lock() if local else nullcontext():
             res = run_playbook(
@@ -336,6 +337,9 @@ def _invoke(
     finally:
         if any(inv.host(h).emulated for h in group):
             cleanup_cgroups(f"{cgroup_prefix}-{batch}-")
+        if res is None or res.timed_out:
+            # stressors of a cancelled run on this machine (local/netns hosts) outlive ansible's process group
+            reap_cwd(f"/tmp/quiho-remote/{batch}")
     for ev in res.events:
         data = ev.get("event_data") or {}
         name = str(data.get("host"))

@@ -24,7 +24,15 @@ from typing import Any
 
 from quiho.fleet.inventory import repo_root
 
-__all__ = ["HostOutcome", "PlaybookResult", "FleetEvent", "run_playbook", "playbooks_dir", "reap_processes"]
+__all__ = [
+    "HostOutcome",
+    "PlaybookResult",
+    "FleetEvent",
+    "run_playbook",
+    "playbooks_dir",
+    "reap_processes",
+    "reap_cwd",
+]
 
 #: ssh options for every invocation (replace Ansible's defaults, so ControlMaster/Persist are restated).
 SSH_ARGS = (
@@ -119,6 +127,32 @@ def reap_processes(marker: str) -> int:
         except OSError:
             continue
         if marker in cmd and state != "Z":
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                pass
+    return killed
+
+
+def reap_cwd(prefix: str) -> int:
+    """Kill (SIGKILL, by PID) every live process whose working directory is under ``prefix``.
+
+    The measurement runs below a per-run remote directory; on hosts that share the
+    controller's machine (local connection, network namespaces) this finds what a
+    cancelled run left behind: coreutils ``timeout`` puts the stressors in their own
+    process group, so killing ansible's group does not reach them.
+    """
+    me = os.getpid()
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+        except OSError:
+            continue
+        if cwd == prefix or cwd.startswith(prefix.rstrip("/") + "/"):
             try:
                 os.kill(int(entry), signal.SIGKILL)
                 killed += 1

@@ -187,3 +187,20 @@ def test_failing_app_version_keeps_other_hosts(
     assert main(["fleet", "show", "--store", str(store.path), "--json"]) == 0
     hosts = {h["name"]: h for h in json.loads(capsys.readouterr().out)}
     assert hosts["qtest-plain"]["last_fingerprint"] == run.batch and hosts["qtest-plain"]["age_s"] >= 0
+
+
+def test_run_timeout_kills_the_whole_tree(tmp_path: Path, ptools: SimpleNamespace, run_dir: Path) -> None:
+    # 5 stressors x 5 s on one host, but the playbook invocation may take only 15 s.
+    inv = tmp_path / "one.yml"
+    inv.write_text("all:\n  vars: {ansible_connection: local}\n  hosts:\n    qtest-slow: {}\n")
+    store = open_store(tmp_path / "q.db")
+    t0 = time.monotonic()
+    run = fingerprint(inv, store=store, battery="quick", seconds=5, repetitions=1, warmup_seconds=0,
+                      run_timeout_s=15)
+    took = time.monotonic() - t0
+    assert run.hosts[0].status == "timeout" and run.hosts[0].missing == 5 and run.status == "failed"
+    assert took < 45
+    time.sleep(0.5)
+    assert ptools.live(ptools.ours(run_dir)) == []  # ansible-playbook, workers, ssh
+    assert ptools.live(lambda p: f"/quiho-remote/{run.batch}" in p.cwd) == []  # timeout + stress-ng
+    store.close()
