@@ -40,7 +40,8 @@ STDERR_TAIL = 2000
 
 #: $1 first (0|1), $2 n1 = argc of version 1, $3 workdir 1, $4 workdir 2, then argv1..., argv2...
 INTERLEAVE_SH = (
-    'f=$PWD/.quiho-interleave; first=$1; n1=$2; d1=$3; d2=$4; shift 4; '
+    # relative on purpose: Ansible's chdir does not update $PWD, which still names the controller's directory
+    'f=./.quiho-interleave; first=$1; n1=$2; d1=$3; d2=$4; shift 4; '
     'i=$(cat "$f" 2>/dev/null || echo 0); echo $((i + 1)) > "$f"; '
     'if [ $(( (i + first) % 2 )) -eq 1 ]; then shift "$n1"; echo "quiho-version: 2"; '
     '[ -z "$d2" ] || cd "$d2" || exit 125; exec "$@"; fi; '

@@ -57,7 +57,9 @@ def test_store_label_separates_a_self_comparison():
 
 def _interleave(cwd: Path, first: int, argv1: list[str], argv2: list[str], d1: str = "", d2: str = "") -> str:
     cmd = ["sh", "-c", INTERLEAVE_SH, "sh", str(first), str(len(argv1)), d1, d2, *argv1, *argv2]
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=True).stdout
+    # Ansible's chdir leaves $PWD naming the controller's directory: the counter must not follow it
+    env = {"PATH": "/usr/bin:/bin", "PWD": str(cwd.parent)}
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=True, env=env).stdout
 
 
 def test_interleave_alternates_and_passes_arguments_verbatim(tmp_path):
@@ -66,6 +68,8 @@ def test_interleave_alternates_and_passes_arguments_verbatim(tmp_path):
     assert [o.splitlines()[0] for o in outs] == ["quiho-version: 1", "quiho-version: 2"] * 2
     assert outs[0].splitlines()[1] == "a b|$HOME|'; rm -rf /'|*|"  # no shell expansion of user data
     assert outs[1].splitlines()[1] == "two"
+    assert (tmp_path / ".quiho-interleave").read_text().strip() == "4"
+    assert not (tmp_path.parent / ".quiho-interleave").exists()
     other = tmp_path / "other"
     other.mkdir()
     outs = [_interleave(other, 1, ["pwd"], ["pwd"], d1=str(tmp_path), d2="/") for _ in range(2)]
