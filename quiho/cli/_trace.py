@@ -13,7 +13,8 @@ from quiho.errors import UsageError
 
 
 def _profile(ref: str, store: Path | None, x: str, amount: str) -> Any:
-    from quiho.trace import load_perun_profile, load_trace, profile_from_calls
+    from quiho.trace import load_perun_profile, profile_from_calls
+    from quiho.trace._store import load_version_calls
 
     p = Path(ref)
     if p.suffix in (".perf", ".json") or (p.exists() and p.is_file()):
@@ -21,8 +22,10 @@ def _profile(ref: str, store: Path | None, x: str, amount: str) -> Any:
     from quiho.store import open_store
 
     with open_store(store, create=False) as st:
-        run, calls = load_trace(st, ref)
-    return profile_from_calls(calls, x=x, amount=amount, source=f"{run.application}@{run.version} (run {run.id})")
+        runs, calls = load_version_calls(st, ref)
+    ids = ", ".join(str(r.id) for r in runs)
+    label = f"{runs[0].application}@{runs[0].version} (run{'s' if len(runs) > 1 else ''} {ids})"
+    return profile_from_calls(calls, x=x, amount=amount, source=label)
 
 
 def _params(items: list[str]) -> dict[str, dict[str, float]]:
@@ -81,8 +84,10 @@ def register(app: typer.Typer) -> None:
 
     @app.command("detect")
     def detect_cmd(
-        baseline: Annotated[str, typer.Argument(help="Stored trace run (id or APP@VERSION) or Perun .perf file.")],
-        target: Annotated[str, typer.Argument(help="Stored trace run (id or APP@VERSION) or Perun .perf file.")],
+        baseline: Annotated[str, typer.Argument(help="Stored trace run id, APP@VERSION (all its runs pooled) or "
+                                                "Perun .perf file.")],
+        target: Annotated[str, typer.Argument(help="Stored trace run id, APP@VERSION (all its runs pooled) or "
+                                              "Perun .perf file.")],
         method: Annotated[list[str] | None, typer.Option("--method", "-m", help="Detector name (repeatable; "
                                                          "'all' for every one). Default: joint.")] = None,
         x: Annotated[str, typer.Option("--x", help="Independent variable of trace runs: order, arg, sort-order, "

@@ -46,7 +46,7 @@ from quiho.detect._base import Change, PerFunctionDetector, Samples, State, clas
 __all__ = ["ChangeModelFit", "fit_change_model", "JointDetector", "PolynomialRateDetector", "LinearRateDetector"]
 
 Arr = NDArray[np.float64]
-_MAX_POINTS = 50_000  # per side; larger inputs are thinned by an even stride over x-sorted points
+_MAX_POINTS = 10_000  # per side; larger inputs are thinned by an even stride over x-sorted points
 
 
 def _bspline(u: Arr, df: int) -> Arr:

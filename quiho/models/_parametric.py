@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import minimize_scalar
+from threadpoolctl import threadpool_limits
 
 from quiho.errors import ModelError
 
@@ -278,7 +279,8 @@ def fit_parametric(x: ArrayLike, y: ArrayLike, families: Sequence[str] | None = 
     ----------
     Schwarz, G. (1978). Estimating the dimension of a model. Annals of Statistics 6(2).
     """
-    fits = tuple(fit_family(x, y, f) for f in (families or FAMILIES))
+    with threadpool_limits(limits=1, user_api="blas"):  # small problems: BLAS threads only add contention
+        fits = tuple(fit_family(x, y, f) for f in (families or FAMILIES))
     ok = [f for f in fits if f.meaningful]
     best = min(ok, key=lambda f: (f.bic, FAMILIES.index(f.family))) if ok else None
     return ParametricFits(fits, best)

@@ -15,7 +15,15 @@ from quiho.trace._collect import (
 from quiho.trace._events import CALL_COLUMNS, CallStats, Events, events_to_calls
 from quiho.trace._parse import parse_events, parse_stap_record
 from quiho.trace._profile import X_MODES, load_perun_profile, profile_from_calls, sliding_window_clusters
-from quiho.trace._store import TraceRun, find_trace_run, load_trace, parse_app_version, save_trace, trace_command
+from quiho.trace._store import (
+    TraceRun,
+    find_trace_run,
+    load_trace,
+    load_version_calls,
+    parse_app_version,
+    save_trace,
+    trace_command,
+)
 
 __all__ = [
     "CALL_COLUMNS",
@@ -29,6 +37,7 @@ __all__ = [
     "find_trace_run",
     "load_perun_profile",
     "load_trace",
+    "load_version_calls",
     "parse_app_version",
     "profile_from_calls",
     "save_trace",

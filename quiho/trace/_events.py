@@ -122,7 +122,10 @@ def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
     kind = ev.kind.astype(np.int8)
     pos = np.arange(n, dtype=np.int64)
     # time order within each thread; ties keep arrival order
-    o = np.lexsort((pos, ev.ts, ev.tid))
+    if ev.ts.size < 2 or bool(np.all(ev.ts[1:] >= ev.ts[:-1])):
+        o = np.argsort(ev.tid, kind="stable")  # already in time order (the usual case): group threads only
+    else:
+        o = np.lexsort((pos, ev.ts, ev.tid))
     tid, ts, func, arg, k = ev.tid[o], ev.ts[o], ev.func[o], ev.arg[o], kind[o]
     step = np.where(k == 0, 1, -1).astype(np.int64)
     cs = np.cumsum(step)
@@ -176,9 +179,9 @@ def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
     child_sum = np.bincount(parent_call[has_parent], weights=incl[has_parent].astype(np.float64), minlength=ncall)
     excl = incl - np.rint(child_sum).astype(np.int64)
 
-    thread_min = np.full(int(thread_idx.max()) + 1, np.iinfo(np.int64).max)
-    is_entry = k == 0  # depth 0 = the outermost entry seen in the thread, even if it never returned
-    np.minimum.at(thread_min, thread_idx[is_entry], lev[is_entry])
+    # depth 0 = the outermost entry seen in the thread, even if it never returned; threads are contiguous
+    # segments here, so a segmented minimum (reduceat) replaces the slow ufunc.at
+    thread_min = np.minimum.reduceat(np.where(k == 0, lev, np.iinfo(np.int64).max), starts)
     depth = (lev[ent] - thread_min[thread_idx[ent]]).astype(np.int32)
 
     names = np.asarray(ev.names + ("?",), dtype=object)
@@ -202,9 +205,10 @@ def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
             "exclusive_ns": excl[oo],
             "depth": depth[oo],
             "arg": arg[ent][oo],
-        }
+        },
+        copy=False,
     )
-    calls["function"] = calls["function"].cat.remove_unused_categories()
+    # (categories keep every traced name, also those never called; group with observed=True)
     stats = CallStats(n, int(ncall), unmatched_entries, unmatched_exits, mismatched, ev.bad_lines,
                       ev.skipped_records)
-    return calls.reset_index(drop=True), stats
+    return calls, stats

@@ -106,6 +106,36 @@ def find_trace_run(store: Store, ref: str) -> TraceRun:
 def load_trace(store: Store, ref: str) -> tuple[TraceRun, pd.DataFrame]:
     """The run and its calls table."""
     run = find_trace_run(store, ref)
+    return run, _read_calls(run)
+
+
+def load_version_calls(store: Store, ref: str) -> tuple[list[TraceRun], pd.DataFrame]:
+    """Every stored run of ``APP@VERSION`` (or the one run of a numeric id), calls concatenated.
+
+    Repeated runs of a version are repetitions: each keeps its own per-function ``order``, so with
+    ``x = order`` every call index has one point per run. A ``run`` column tells them apart.
+    """
+    if ref.isdigit():
+        runs = [find_trace_run(store, ref)]
+    else:
+        app, ver = parse_app_version(ref)
+        ids = [r[0] for r in store.conn.execute(
+            "SELECT id FROM trace_runs WHERE application = ? AND version = ? ORDER BY id", (app, ver))]
+        if not ids:
+            raise UnknownTargetError(f"no stored trace run {ref!r} in {store.path}: run 'quiho trace' first")
+        runs = [find_trace_run(store, str(i)) for i in ids]
+    frames = []
+    for r in runs:
+        df = _read_calls(r)
+        df["run"] = r.id
+        frames.append(df)
+    calls = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    if len(frames) > 1:
+        calls["function"] = calls["function"].astype("category")
+    return runs, calls
+
+
+def _read_calls(run: TraceRun) -> pd.DataFrame:
     try:
         table = pq.read_table(run.calls_path)
     except (OSError, pa.ArrowInvalid) as exc:
@@ -117,7 +147,7 @@ def load_trace(store: Store, ref: str) -> tuple[TraceRun, pd.DataFrame]:
             f"{run.calls_path} has calls schema v{ver}; this quiho ({__version__}) reads v{CALLS_SCHEMA}: "
             "upgrade quiho or re-trace"
         )
-    return run, table.to_pandas()
+    return table.to_pandas()
 
 
 def trace_command(

@@ -1,0 +1,125 @@
+"""Speed and peak memory of the per-function pipeline on a synthetic 10 M-event trace (Perun notes, issue 5).
+
+Usage:  python bench/trace_speed.py [--events 10000000] [--functions 20]
+
+Two versions of a synthetic two-thread trace are built (each top-level call has one traced child; one function
+is 20 % slower in the target). Timed stages, per version where it applies:
+
+1. parse: the baseline written as quiho event text (one line per event) → Events (pyarrow CSV fast path);
+2. calls: Events → calls table (inclusive/exclusive ns, depth, order), both versions;
+3. models: best parametric model (BIC) of every function of the target (y = inclusive ns, x = call order);
+4. verdicts: ``joint`` detector for every function, baseline vs target;
+5. kernel regression with a cross-validated bandwidth on 10^5 points (separately, goal ≤ 1 s).
+
+Goal: stages 2-4 ≤ 5 s and peak RSS ≤ 2 GB on 2 cores. Peak RSS is the process maximum (``ru_maxrss``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from quiho.detect import detect
+from quiho.models import fit_parametric, kernel_regression
+from quiho.trace import Events, events_to_calls, parse_events, profile_from_calls
+
+
+def synthetic(n_events: int, n_funcs: int, slower: int | None, seed: int) -> Events:
+    """Two threads; every top-level call (function 0..n_funcs-5) has one child (the last four functions)."""
+    rng = np.random.default_rng(seed)
+    n_top = n_events // 4
+    outer = rng.integers(0, n_funcs - 4, n_top)
+    child = rng.integers(n_funcs - 4, n_funcs, n_top)
+    base = 1000.0 + 200.0 * np.arange(n_funcs)
+    cdur = base[child] * rng.lognormal(0, 0.1, n_top)
+    own = base[outer] * rng.lognormal(0, 0.1, n_top)
+    if slower is not None:
+        own = np.where(outer == slower, own * 1.2, own)
+        cdur = np.where(child == slower, cdur * 1.2, cdur)
+    pre = rng.integers(10, 100, n_top)
+    odur = pre + cdur + own
+    tid = np.where(np.arange(n_top) % 2 == 0, 101, 102)
+    start = np.empty(n_top)
+    for t in (101, 102):  # each thread's calls follow one another
+        m = tid == t
+        gaps = odur[m] + rng.integers(50, 500, int(m.sum()))
+        start[m] = np.concatenate([[0.0], np.cumsum(gaps)[:-1]])
+    ts = np.stack([start, start + pre, start + pre + cdur, start + odur], axis=1).astype(np.int64).ravel()
+    kind = np.tile(np.array([0, 0, 1, 1], np.int8), n_top)
+    func = np.stack([outer, child, child, outer], axis=1).astype(np.int32).ravel()
+    tids = np.repeat(tid, 4).astype(np.int64)
+    arg = np.zeros(kind.size, np.int64)
+    return Events(kind, tids, ts, func, arg, tuple(f"fn{i}" for i in range(n_funcs)))
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--events", type=int, default=10_000_000)
+    ap.add_argument("--functions", type=int, default=20)
+    args = ap.parse_args()
+    print(f"cores: {os.cpu_count()}, load average: {os.getloadavg()[0]:.2f}, events per version: {args.events:,}, "
+          f"functions: {args.functions}")
+    rows: list[tuple[str, float, str]] = []
+
+    evb = synthetic(args.events, args.functions, None, 1)
+    evt = synthetic(args.events, args.functions, 3, 2)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "events.txt"
+        lines = np.column_stack([evb.kind, evb.tid, evb.ts, evb.func, evb.arg])
+        np.savetxt(path, lines, fmt="%d")
+        mb = path.stat().st_size / 1e6
+        t0 = time.perf_counter()
+        parsed = parse_events(path, evb.names)
+        rows.append((f"parse {len(parsed):,} event lines ({mb:.0f} MB text)", time.perf_counter() - t0, ""))
+        assert len(parsed) == len(evb) and parsed.bad_lines == 0
+        del parsed, lines
+
+    t_pipe = time.perf_counter()
+    t0 = time.perf_counter()
+    cb, sb = events_to_calls(evb)
+    ct, st = events_to_calls(evt)
+    rows.append((f"events -> calls, 2 versions ({sb.calls + st.calls:,} calls)", time.perf_counter() - t0,
+                 f"unmatched {sb.unmatched_entries + st.unmatched_entries}"))
+    del evb, evt
+    pb = profile_from_calls(cb)
+    pt = profile_from_calls(ct)
+    t0 = time.perf_counter()
+    best = {f: fit_parametric(s.x, s.y).best for f, s in pt.functions.items()}
+    rows.append((f"best parametric model (6 families, BIC), {len(best)} functions", time.perf_counter() - t0,
+                 f"{sum(len(s) for s in pt.functions.values()) // len(best):,} calls/function"))
+    t0 = time.perf_counter()
+    changes = detect(pb, pt, ["joint"])
+    flagged = sorted(c.function for c in changes if c.flagged)
+    rows.append((f"joint verdicts, {len(changes)} functions", time.perf_counter() - t0, f"flagged: {flagged}"))
+    total = time.perf_counter() - t_pipe
+    rows.append(("calls -> models -> verdicts, total (goal <= 5 s)", total, ""))
+
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 10, 100_000)
+    y = np.sin(x) + rng.normal(0, 0.3, x.size)
+    t0 = time.perf_counter()
+    kr = kernel_regression(x, y, bandwidth="cv")
+    rows.append(("kernel regression, CV bandwidth, 1e5 points (goal <= 1 s)", time.perf_counter() - t0,
+                 f"h={kr.params['bandwidth']:.4f}, delta/h={kr.params['delta_over_h']:.3f}, R2={kr.r2:.3f}"))
+
+    w = max(len(r[0]) for r in rows)
+    print(f"\n{'stage':<{w}}  {'seconds':>8}  note")
+    print(f"{'-' * w}  {'-' * 8}  ----")
+    for name, sec, note in rows:
+        print(f"{name:<{w}}  {sec:8.2f}  {note}")
+    print(f"\npeak RSS of the process: {rss_mb():.0f} MB (goal <= 2048 MB)")
+
+
+if __name__ == "__main__":
+    main()
