@@ -67,4 +67,10 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    import signal
+
+    def _term(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # unwind through the runs' cleanup
+
+    signal.signal(signal.SIGTERM, _term)
     sys.exit(main())

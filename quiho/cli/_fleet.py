@@ -77,6 +77,16 @@ def _progress(total_hosts: int, label: str) -> Iterator[Callable[[object], None]
         yield on_plain
 
 
+def _terminate_as_interrupt() -> None:
+    """Let SIGTERM unwind like Ctrl-C, so the runs' cleanup (process trees, cgroups) happens in ``finally``."""
+    import signal
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("fingerprint")
     def fingerprint_cmd(
@@ -97,6 +107,7 @@ def register(app: typer.Typer) -> None:
         from quiho.store import open_store
 
         inv = load_inventory(inventory)  # validate before touching the store
+        _terminate_as_interrupt()
         with open_store(store) as st, _progress(len(inv.hosts), "fingerprint") as on_event:
             run = fingerprint(
                 inventory, store=st, battery=battery, seconds=seconds, repetitions=repetitions,
@@ -131,6 +142,7 @@ def register(app: typer.Typer) -> None:
 
         spec = load_app_spec(app_spec)
         inv = load_inventory(inventory)
+        _terminate_as_interrupt()
         with open_store(store) as st, _progress(len(inv.hosts), f"{spec.name} {version}") as on_event:
             run = run_app(spec, version, inventory, store=st, forks=forks, host_key_checking=not insecure,
                           on_event=on_event)

@@ -224,7 +224,7 @@ def fingerprint(
     passes = 0
     retry = set(hosts)
     while retry and passes < MAX_PASSES:
-        plan = {h: _missing(store, run_id, ids[h], stressors, reps) for h in retry}
+        plan = {h: _missing(store, run_id, ids[h], stressors, reps) for h in hosts if h in retry}  # inventory order
         plan = {h: m for h, m in plan.items() if m}
         if not plan:
             break
