@@ -14,7 +14,14 @@ from pathlib import Path
 import numpy as np
 
 from quiho.errors import BuildFailed, GitError, UsageError
-from quiho.history._io import add_revisions, ensure_series, load_state, record_failure, record_measurement
+from quiho.history._io import (
+    add_revisions,
+    ensure_series,
+    load_state,
+    machine_facts,
+    record_failure,
+    record_measurement,
+)
 from quiho.history._sampling import gp_bisect, sample_revisions
 from quiho.store import Store
 
@@ -180,13 +187,14 @@ def _recording_measure(store: Store, sid: int, revs: Sequence[str], bench: Calla
                        log: Callable[[str], None], flagged: list[str] | None = None) -> Callable[[int], np.ndarray]:
     def measure(pos: int) -> np.ndarray:
         rev = revs[pos]
+        facts = machine_facts()
         try:
             values = bench(rev)
         except BuildFailed as exc:
-            record_failure(store, sid, rev, str(exc), getattr(exc, "stderr_tail", ""))
+            record_failure(store, sid, rev, str(exc), getattr(exc, "stderr_tail", ""), facts)
             log(f"  [{pos}] {rev[:12]} skipped: {exc}")
             raise
-        record_measurement(store, sid, rev, values.tolist())
+        record_measurement(store, sid, rev, values.tolist(), facts)
         log(f"  [{pos}] {rev[:12]} mean {values.mean():.4g} over {values.size} repetitions")
         if unstable(values):
             log(f"  warning: [{pos}] {rev[:12]} is unstable: repetitions span {np.ptp(values) / values.mean():.0%} "

@@ -30,6 +30,7 @@ __all__ = [
     "record_failure",
     "load_state",
     "open_history",
+    "machine_facts",
 ]
 
 
@@ -200,23 +201,46 @@ def add_revisions(store: Store, series_id: int, revisions: Sequence[str]) -> Non
                       (series_id, rev, o))
 
 
-def record_measurement(store: Store, series_id: int, revision: str, values: Sequence[float]) -> None:
-    """Store the repetitions of one revision and mark it ``ok``."""
+def machine_facts() -> dict[str, object]:
+    """Host name, OS, CPU model and count, and the 1-minute load average, for the record of a measurement."""
+    import os
+    import platform
+
+    model = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), model)
+    except OSError:
+        pass
+    try:
+        load: float | None = os.getloadavg()[0]
+    except OSError:
+        load = None
+    return {"host": platform.node(), "os": platform.platform(), "cpu": model, "cpus": os.cpu_count(),
+            "load1": load}
+
+
+def record_measurement(store: Store, series_id: int, revision: str, values: Sequence[float],
+                       machine: Mapping[str, object] | None = None) -> None:
+    """Store the repetitions of one revision (with the machine facts) and mark it ``ok``."""
     with store.transaction() as c:
         rid = c.execute("SELECT id FROM history_revisions WHERE series_id = ? AND revision = ?",
                         (series_id, revision)).fetchone()[0]
         c.execute("DELETE FROM history_points WHERE revision_id = ?", (rid,))
         c.executemany("INSERT INTO history_points(revision_id, repetition, value) VALUES (?, ?, ?)",
                       [(rid, i, float(v)) for i, v in enumerate(values)])
-        c.execute("UPDATE history_revisions SET status='ok', reason=NULL, stderr_tail=NULL, measured_at=? "
-                  "WHERE id = ?", (utcnow(), rid))
+        c.execute("UPDATE history_revisions SET status='ok', reason=NULL, stderr_tail=NULL, measured_at=?, "
+                  "machine_json=? WHERE id = ?", (utcnow(), json.dumps(dict(machine or {}), sort_keys=True), rid))
 
 
-def record_failure(store: Store, series_id: int, revision: str, reason: str, stderr_tail: str = "") -> None:
+def record_failure(store: Store, series_id: int, revision: str, reason: str, stderr_tail: str = "",
+                   machine: Mapping[str, object] | None = None) -> None:
     """Mark one revision ``failed`` with the reason (samplers never retry it)."""
     with store.transaction() as c:
-        c.execute("UPDATE history_revisions SET status='failed', reason=?, stderr_tail=?, measured_at=? "
-                  "WHERE series_id = ? AND revision = ?", (reason, stderr_tail[-4000:], utcnow(), series_id, revision))
+        c.execute("UPDATE history_revisions SET status='failed', reason=?, stderr_tail=?, measured_at=?, "
+                  "machine_json=? WHERE series_id = ? AND revision = ?",
+                  (reason, stderr_tail[-4000:], utcnow(), json.dumps(dict(machine or {}), sort_keys=True),
+                   series_id, revision))
 
 
 def load_state(store: Store, name: str) -> list[RevisionState]:

@@ -35,4 +35,9 @@ CREATE TABLE history_points (
 );
 """
 
-register_component("history", [HISTORY_V1])
+# v2: where and under what load each revision was measured (STYLE: machine metadata with every result)
+HISTORY_V2 = """
+ALTER TABLE history_revisions ADD COLUMN machine_json TEXT NOT NULL DEFAULT '{}'
+"""
+
+register_component("history", [HISTORY_V1, HISTORY_V2])
