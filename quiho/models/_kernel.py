@@ -2,7 +2,7 @@
 
 The estimate at ``x`` is ``m(x) = Σ K((x - x_i)/h) y_i / Σ K((x - x_i)/h)``.
 
-* **exact**: O(n·m) kernel sums, computed in blocks (used up to ``exact_max`` points, default 3000).
+* **exact**: O(n·m) kernel sums, computed in blocks (used up to ``exact_max`` points, default 500).
 * **binned**: linear binning of the points onto a regular grid of ``grid`` nodes (default 4096), then the two
   kernel sums by FFT convolution, then linear interpolation back to the points. Cost O(n + G log G).
   The error is second order in ``δ/h`` (grid spacing over bandwidth); the fit reports ``delta_over_h`` and
@@ -166,7 +166,7 @@ def select_bandwidth(
     method: str = "cv",
     kernel: str = "gaussian",
     grid: int = 4096,
-    exact_max: int = 3000,
+    exact_max: int = 500,
 ) -> float:
     """Bandwidth for :func:`kernel_regression` (x units); see the module docstring for the methods.
 
@@ -214,7 +214,7 @@ def kernel_regression(
     bandwidth: float | str = "cv",
     method: str = "auto",
     grid: int = 4096,
-    exact_max: int = 3000,
+    exact_max: int = 500,
 ) -> CurveFit:
     """Nadaraya-Watson kernel regression.
 
