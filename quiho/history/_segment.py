@@ -90,8 +90,13 @@ class _Ruptures(Detector):
         bkps = algo.predict(pen=pen)[:-1]
         # ruptures' bottom-up starts from a dyadic grid (and binary segmentation is greedy), so a change can
         # land a few revisions off; keep the number of changes, take the least-squares optimal positions.
-        if bkps and n <= 5000:
+        if bkps and n <= 2000:  # O(n^2) memory: 2000 revisions = 32 MB per matrix
             bkps = optimal_breaks(y, len(bkps), self.min_size)
+        elif bkps:  # longer: move each break to the best split between its neighbours
+            b = [0, *bkps, n]
+            for j in range(1, len(b) - 1):
+                b[j] = refine_break(y, b[j - 1], b[j + 1], self.min_size, b[j])
+            bkps = b[1:-1]
         return [(int(b), float("nan")) for b in bkps]
 
 
