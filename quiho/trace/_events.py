@@ -127,6 +127,8 @@ def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
     else:
         o = np.lexsort((pos, ev.ts, ev.tid))
     tid, ts, func, arg, k = ev.tid[o], ev.ts[o], ev.func[o], ev.arg[o], kind[o]
+    del o, kind
+    # (intermediates are deleted as soon as they are dead: 10 M events must stay well under 2 GB)
     step = np.where(k == 0, 1, -1).astype(np.int64)
     cs = np.cumsum(step)
     new_thread = np.ones(n, dtype=bool)
@@ -135,10 +137,13 @@ def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
     base = (cs - step)[starts]
     thread_idx = np.cumsum(new_thread) - 1
     depth_after = cs - base[thread_idx]
+    del cs, step
     level = np.where(k == 0, depth_after - 1, depth_after)
+    del depth_after
     lmin = int(level.min())
     span = int(level.max()) - lmin + 2
     lev = level - lmin
+    del level
     # group by (thread, level); inside a group, events alternate entry/exit (see module docstring)
     gkey = thread_idx.astype(np.int64) * span + lev
     g = np.lexsort((pos, gkey))
@@ -149,6 +154,7 @@ def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
     is_pair[:-1] &= kk[1:] == 1
     ent = g[is_pair]
     ext = g[np.flatnonzero(is_pair) + 1]
+    del g, gk, kk, same_next, is_pair
     fe, fx = func[ent], func[ext]
     ok = (fx == -1) | (fe == fx)
     mismatched = int((~ok).sum())
@@ -158,6 +164,7 @@ def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
     paired[ext] = True
     unmatched_entries = int(((k == 0) & ~paired).sum()) - mismatched
     unmatched_exits = int(((k == 1) & ~paired).sum()) - mismatched
+    del paired
 
     incl = ts[ext] - ts[ent]
     ncall = ent.size
@@ -168,6 +175,7 @@ def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
     sk = gkey[ent_all] * (n + 1) + ent_all  # entries in (thread, level, position) order
     so = np.argsort(sk, kind="stable")
     sk_sorted, ent_sorted = sk[so], ent_all[so]
+    del sk, so, ent_all
     q = (gkey[ent] - 1) * (n + 1) + ent
     j = np.searchsorted(sk_sorted, q, side="right") - 1
     valid = (lev[ent] > 0) & (j >= 0)
@@ -175,6 +183,7 @@ def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
     cand = ent_sorted[jj]
     valid &= gkey[cand] == gkey[ent] - 1
     parent_call = np.where(valid, call_of_event[cand], -1)
+    del call_of_event, sk_sorted, ent_sorted, q, j, jj, cand, valid
     has_parent = parent_call >= 0
     child_sum = np.bincount(parent_call[has_parent], weights=incl[has_parent].astype(np.float64), minlength=ncall)
     excl = incl - np.rint(child_sum).astype(np.int64)
