@@ -69,6 +69,10 @@ def register(app: typer.Typer) -> None:
                                                     )] = None,
         max_age: Annotated[str | None, typer.Option("--max-age", help="Reuse fingerprints at most this old (e.g. 6h; "
                                                                       "0 = always fingerprint). Default 24h.")] = None,
+        fp_seconds: Annotated[int | None, typer.Option("--fingerprint-seconds", min=1, help="Seconds per stressor of "
+                                                       "a new fingerprint (default: the battery's).")] = None,
+        fp_repetitions: Annotated[int | None, typer.Option("--fingerprint-repetitions", min=1, help="Repetitions of "
+                                                           "a new fingerprint (default: the battery's).")] = None,
         repetitions: Annotated[int | None, typer.Option("--repetitions", min=1, help="Runs per version per host "
                                                                                     "(default: the spec's).")] = None,
         min_change: Annotated[float | None, typer.Option("--min-change", help="Magnitude floor as a fraction "
@@ -121,6 +125,7 @@ def register(app: typer.Typer) -> None:
                         s, v1, v2, store=st, inventory=inv, max_age_s=age,
                         battery=battery or (d.battery if d and d.battery else "quick"),
                         repetitions=repetitions or (d.repetitions if d else None), on_event=on_event,
+                        fingerprint_seconds=fp_seconds, fingerprint_repetitions=fp_repetitions,
                         on_step=lambda msg: err(f"quiho profile: {msg}"), **analysis,  # type: ignore[arg-type]
                     )
         if report is not None:

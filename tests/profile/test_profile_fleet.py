@@ -61,7 +61,8 @@ def _run(capsys, *args):
 def test_nadds1_vs_nadds30_is_a_regression_with_its_size(fleet, capsys):
     rc, out, err = _run(
         capsys, "profile", "stream@nadds1", "stream@nadds30", "--spec", str(REPO / "examples/stream/stream.yml"),
-        "-i", str(fleet / "hosts.yml"), "--max-age", "0", "--repetitions", "2", "--seeds", "3",
+        "-i", str(fleet / "hosts.yml"), "--max-age", "0", "--fingerprint-repetitions", "1", "--repetitions", "2",
+        "--seeds", "2",
         "--store", str(fleet / "q.db"), "--report", str(fleet / "report"), "--json", "--fail-on-change",
     )
     assert rc == 3, err  # --fail-on-change and a regression
