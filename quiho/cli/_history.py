@@ -197,6 +197,7 @@ def register(app: typer.Typer) -> None:
         doc = {
             "series": r.series, "n_revisions": r.n_revisions, "new_builds": r.new_builds,
             "stop_reason": r.stop_reason, "max_sigma": r.max_sigma,
+            "loo_mape": r.loo_mape if np.isfinite(r.loo_mape) else None,
             "measured": [{"revision": rev, "index": i, "mean": v} for rev, i, v in r.measured],
             "failed": [{"revision": rev, "index": i, "reason": why} for rev, i, why in r.failed],
             "unstable": list(r.unstable),
@@ -208,6 +209,10 @@ def register(app: typer.Typer) -> None:
             return
         print(f"{r.series}: {len(r.measured)} of {r.n_revisions} revisions measured ({r.new_builds} built now), "
               f"{len(r.failed)} failed; stopped: {r.stop_reason}; largest posterior sigma {r.max_sigma:.3g}")
+        if np.isfinite(r.loo_mape):
+            print(f"  GP leave-one-out MAPE at the measured revisions: {r.loo_mape:.2f} %")
+        if r.unstable:
+            print(f"  unstable (repetitions span >= 10 % of the mean): {', '.join(x[:12] for x in r.unstable)}")
         for rev, i, why in r.failed:
             print(f"  skipped [{i}] {rev[:12]}: {why}")
 

@@ -156,7 +156,8 @@ class GitSampleReport:
 
     ``measured``/``failed`` cover all runs of the series so far; ``unstable``
     lists revisions built in this run whose repetitions failed the
-    :func:`unstable` check.
+    :func:`unstable` check; ``loo_mape`` is the GP's leave-one-out MAPE (%)
+    at the measured revisions.
     """
 
     series: str
@@ -169,6 +170,7 @@ class GitSampleReport:
     mean: tuple[float, ...]
     sigma: tuple[float, ...]
     unstable: tuple[str, ...] = ()
+    loo_mape: float = float("nan")
 
 
 def unstable(values: np.ndarray, spread: float = 0.10) -> bool:
@@ -253,7 +255,7 @@ def sample_git_history(store: Store, repo: str | Path, build: Sequence[str], ben
         tuple((revs[p], p, v) for p, v in sorted(res.measured.items())),
         tuple((revs[p], p, why) for p, why in sorted(res.failed.items())),
         res.new_builds, res.max_sigma, res.stop_reason,
-        tuple(float(x) for x in res.mean), tuple(float(x) for x in res.sigma), tuple(flagged))
+        tuple(float(x) for x in res.mean), tuple(float(x) for x in res.sigma), tuple(flagged), res.loo_mape)
 
 
 @dataclass(frozen=True)

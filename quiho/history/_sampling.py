@@ -30,7 +30,9 @@ class SamplingResult:
     ``mean``/``sigma`` are the final GP posterior at every position (NaN if
     fewer than two revisions could be measured); ``stop_reason`` is
     ``"stop-sigma"``, ``"budget"`` or ``"exhausted"``; ``new_builds`` counts
-    revisions built in this call (failures included).
+    revisions built in this call (failures included); ``loo_mape`` is the
+    leave-one-out MAPE (%) of the final GP at the measured revisions
+    (:meth:`HistoryGP.loo_mape`).
     """
 
     n: int
@@ -42,6 +44,7 @@ class SamplingResult:
     stop_reason: str
     new_builds: int
     order: tuple[int, ...] = field(default=())
+    loo_mape: float = float("nan")
 
 
 def noise_of_means(samples: Sequence[np.ndarray]) -> np.ndarray | None:
@@ -67,6 +70,7 @@ class _Refitter:
         self.n, self.kernel, self.random_state = n, kernel, random_state
         self.fixed: Any = None
         self.optimised_at = 0
+        self.last: HistoryGP | None = None
 
     def __call__(self, samples: Mapping[int, np.ndarray], at: np.ndarray | None = None
                  ) -> tuple[np.ndarray, np.ndarray]:
@@ -81,6 +85,7 @@ class _Refitter:
                span=max(self.n - 1, 1), origin=0)
         if reopt and gp.constant_ is None:
             self.fixed, self.optimised_at = gp.gpr_.kernel_, len(pos)
+        self.last = gp
         return gp.predict(where)
 
 
@@ -154,7 +159,8 @@ def sample_revisions(measure: Measure, n: int, budget: int, *, strategy: str = "
     free = [p for p in range(n) if p not in measured and p not in bad]
     max_sigma = float(np.max(sigma[free])) if free and len(measured) >= 2 else 0.0
     means = {p: float(v.mean()) for p, v in sorted(measured.items())}
-    return SamplingResult(n, means, bad, mean, sigma, max_sigma, stop_reason, new, tuple(order))
+    loo = refit.last.loo_mape() if refit.last is not None else float("nan")
+    return SamplingResult(n, means, bad, mean, sigma, max_sigma, stop_reason, new, tuple(order), loo)
 
 
 def plain_bisection_builds(n: int) -> int:

@@ -193,3 +193,20 @@ def test_plain_bisection_count():
     assert plain_bisection_builds(2) == 2
     assert plain_bisection_builds(24) == 2 + 5
     assert plain_bisection_builds(1025) == 12
+
+
+def test_loo_mape_matches_refitting_without_each_point():
+    rng = np.random.default_rng(0)
+    x = np.arange(0, 100, 4)
+    y = np.where(x < 50, 10.0, 12.0) + rng.normal(0, 0.1, x.size)
+    gp = HistoryGP().fit(x, y)
+    preds = []
+    for i in range(x.size):
+        keep = np.arange(x.size) != i
+        gi = HistoryGP(fixed_kernel=gp.gpr_.kernel_).fit(x[keep], y[keep], span=gp.span_, origin=gp.origin_)
+        preds.append(gi.predict([x[i]])[0][0])
+    # equal up to the re-normalisation of y that refitting without a point implies
+    assert gp.loo_mape() == pytest.approx(mape(y, np.array(preds)), rel=0.02)
+    assert gp.loo_mape() > mape(y, gp.predict(x)[0])  # in-sample is optimistic
+    r = sample_revisions(lambda p: np.array([y[p]]), 25, 10)
+    assert np.isfinite(r.loo_mape)
