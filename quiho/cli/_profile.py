@@ -75,6 +75,8 @@ def register(app: typer.Typer) -> None:
                                                            "a new fingerprint (default: the battery's).")] = None,
         repetitions: Annotated[int | None, typer.Option("--repetitions", min=1, help="Runs per version per host "
                                                                                     "(default: the spec's).")] = None,
+        warmup: Annotated[int, typer.Option("--warmup", min=0, help="Discarded warm-up runs per version per host."
+                                            )] = 1,
         min_change: Annotated[float | None, typer.Option("--min-change", help="Magnitude floor as a fraction "
                                                                               "(default 0.05 = 5 %).")] = None,
         alpha: Annotated[float, typer.Option("--alpha", help="Significance level of the paired test.")] = 0.05,
@@ -125,8 +127,8 @@ def register(app: typer.Typer) -> None:
                         s, v1, v2, store=st, inventory=inv, max_age_s=age,
                         battery=battery or (d.battery if d and d.battery else "quick"),
                         repetitions=repetitions or (d.repetitions if d else None), on_event=on_event,
-                        fingerprint_seconds=fp_seconds, fingerprint_repetitions=fp_repetitions,
-                        on_step=lambda msg: err(f"quiho profile: {msg}"), **analysis,  # type: ignore[arg-type]
+                        fingerprint_seconds=fp_seconds, fingerprint_repetitions=fp_repetitions, warmup=warmup,
+                        on_step=lambda msg: err(f"quiho profile: {msg}"), **analysis,
                     )
         if report is not None:
             from quiho.report.html import write_report

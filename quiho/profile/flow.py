@@ -444,6 +444,7 @@ def run_profile(
     fingerprint_seconds: int | None = None,
     fingerprint_repetitions: int | None = None,
     repetitions: int | None = None,
+    warmup: int = 1,
     on_event: Callable[[FleetEvent], None] | None = None,
     on_step: Callable[[str], None] | None = None,
     **kwargs: Any,
@@ -468,6 +469,8 @@ def run_profile(
         Override the battery's seconds / repetitions for a new fingerprint.
     repetitions : int, optional
         Runs per version per host (default ``spec.repetitions``).
+    warmup : int, default 1
+        Discarded warm-up runs per version per host before the measured ones.
     on_event, on_step : callable, optional
         Fleet progress events and one line per step (for a CLI's stderr).
     **kwargs
@@ -510,7 +513,8 @@ def run_profile(
     batch = f"profile-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     step(f"running {spec.name}@{version_a} and @{version_b} interleaved on {len(inv.names)} host(s)")
     run: InterleavedRun = run_interleaved(spec, version_a, version_b, inv.path, store=store, batch=batch,
-                                          fingerprint_run_id=run_id, repetitions=repetitions, on_event=on_event)
+                                          fingerprint_run_id=run_id, repetitions=repetitions, warmup=warmup,
+                                          on_event=on_event)
     for name, (st, why) in run.hosts.items():
         if st != "ok":
             notes.append(f"host {name}: {st}" + (f" ({why})" if why else ""))
@@ -519,6 +523,9 @@ def run_profile(
                           partial=notes, **kwargs)
     import dataclasses
 
-    res = dataclasses.replace(res, fingerprinted_now=fresh)
+    warm_note = (f"{warmup} warm-up run(s) per version per host were run first and discarded",) if warmup else ()
+    res = dataclasses.replace(res, fingerprinted_now=fresh, notes=res.notes + warm_note,
+                              params={**res.params, "warmup": warmup,
+                                      "repetitions": repetitions or spec.repetitions})
     save_profile(store, res)
     return res

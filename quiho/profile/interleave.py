@@ -6,16 +6,16 @@ because ``quiho.fleet.run_app`` runs one version at a time: two separate runs wo
 put minutes of drift (other tenants, thermal state) between the versions, and a
 paired comparison per host is only as good as the pairing.
 
-How: ``run.yml`` runs the app command ``2 × R`` times per host inside one emulation
-session (same cgroup quota and co-runner). The command is a fixed ``sh`` script whose
-arguments are the two versions' argv lists (user data only ever arrives as positional
-arguments, never as shell text); a counter file in the host's remote directory makes
-call *i* run version ``(i + first) mod 2``. The script prints ``quiho-version: 1|2``
-before it execs the version, and quiho checks that marker, so a misordered run can
-never be attributed to the wrong version. On a fleet whose hosts share one machine
-(the local fleet) hosts are run one invocation at a time and alternate which version
-goes first, so a first-run effect (cold page cache, co-runner warm-up) cancels in the
-paired test across hosts; on real fleets all hosts start with v1.
+How: ``run.yml`` runs the app command ``2 × (W + R)`` times per host (W warm-ups per
+version, discarded) inside one emulation session (same cgroup quota and co-runner). The
+command is a fixed ``sh`` script whose arguments are the two versions' argv lists (user data
+only ever arrives as positional arguments, never as shell text); a counter file in the
+host's remote directory makes call *i* run version ``(i + first) mod 2``. The script prints
+``quiho-version: 1|2`` before it execs the version, and quiho checks that marker, so a
+misordered run can never be attributed to the wrong version. On a fleet whose hosts share
+one machine (the local fleet) hosts are run one invocation at a time and alternate which
+version goes first, so a first-run effect (cold page cache, co-runner warm-up) cancels in
+the paired test across hosts; on real fleets all hosts start with v1.
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ class RunRecord:
     wall_s: float | None
     reason: str | None
     stderr_tail: str | None
+    warmup: bool = False
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,7 @@ def run_interleaved(
     batch: str,
     fingerprint_run_id: int | None,
     repetitions: int | None = None,
+    warmup: int = 1,
     hosts: list[str] | None = None,
     host_key_checking: bool = True,
     cgroup_prefix: str = "quiho",
@@ -154,6 +156,10 @@ def run_interleaved(
         Fingerprint run the application runs are paired with.
     repetitions : int, optional
         Runs per version per host (default ``spec.repetitions``).
+    warmup : int, default 1
+        Discarded warm-up runs per version per host, at the start of the sequence (first runs
+        pay for cold page cache and binaries; measured here: up to 5x the later runs). They are
+        returned with ``warmup=True`` and not stored in ``app_runs``.
     hosts : list of str, optional
         Only these inventory hosts.
 
@@ -171,7 +177,10 @@ def run_interleaved(
     names = [h for h in inv.names if hosts is None or h in hosts]
     remember_hosts(store, inv)
     t0 = datetime.now(UTC)
-    n_runs = 2 * reps
+    if warmup < 0:
+        raise UsageError("warmup must be 0 or more")
+    n_warm = 2 * warmup
+    n_runs = 2 * reps + n_warm
     per_host = spec.timeout * (n_runs + 1) + 30 * (n_runs + 2) + 120
     groups = [[h] for h in names] if inv.shares_machine else [names]
     records: list[RunRecord] = []
@@ -206,8 +215,10 @@ def run_interleaved(
             m = _MARK.search(stdout)
             side = m.group(1) if m else ("1" if (order - 1 + first) % 2 == 0 else "2")
             version = labels[side]
-            counters[(h, side)] = counters.get((h, side), 0) + 1
-            rep = counters[(h, side)]
+            is_warm = order <= n_warm
+            if not is_warm:
+                counters[(h, side)] = counters.get((h, side), 0) + 1
+            rep = 0 if is_warm else counters[(h, side)]
             rc = r.get("rc")
             wall = _parse_delta(r.get("delta"))
             tail = str(r.get("stderr", ""))[-STDERR_TAIL:] or None
@@ -224,14 +235,14 @@ def run_interleaved(
             else:
                 value, why = extract_metric(spec.metric, _MARK.sub("", stdout), wall)
                 status = "ok" if why is None else "failed"
-            records.append(RunRecord(h, version, rep, order, status, value, wall, why, tail))
+            records.append(RunRecord(h, version, rep, order, status, value, wall, why, tail, warmup=is_warm))
         for h in group:
             out = res.hosts.get(h)
             st, host_why = (out.status, out.reason) if out else ("unreachable", "no events for this host")
             statuses[h] = (st, host_why)
             # Runs that never happened (setup failed, host unreachable, timeout) are recorded as failed,
             # so the report can show the host and why it has no data.
-            for order in range(1, n_runs + 1):
+            for order in range(n_warm + 1, n_runs + 1):
                 if order in seen.get(h, set()):
                     continue
                 side = "1" if (order - 1 + first) % 2 == 0 else "2"
@@ -242,6 +253,8 @@ def run_interleaved(
                                          f"not run: host {st}" + (f" ({host_why})" if host_why else ""), None))
     with store.transaction() as conn:
         for rr in records:
+            if rr.warmup:
+                continue
             hid = host_id(conn, rr.host)
             conn.execute(
                 "INSERT INTO app_runs(source, batch, fingerprint_run_id, host_id, application, version, test, "
@@ -250,9 +263,10 @@ def run_interleaved(
                 (batch, fingerprint_run_id, hid, spec.name, rr.version, spec.metric.test, rr.repetition, rr.value,
                  spec.metric.unit, int(spec.metric.higher_is_better), rr.status, rr.reason, rr.stderr_tail,
                  t0.isoformat(), dumps({"order": rr.order, "wall_s": rr.wall_s, "interleaved_with":
-                                        [version_a, version_b], "timeout_s": spec.timeout})),
+                                        [version_a, version_b], "timeout_s": spec.timeout,
+                                        "warmup_runs_per_version": warmup})),
             )
-    n_ok = sum(r.status == "ok" for r in records)
-    status = "complete" if n_ok == len(names) * n_runs else ("partial" if n_ok else "failed")
+    n_ok = sum(r.status == "ok" and not r.warmup for r in records)
+    status = "complete" if n_ok == len(names) * 2 * reps else ("partial" if n_ok else "failed")
     return InterleavedRun(batch, spec.name, (version_a, version_b), status, tuple(records), statuses,
                           (datetime.now(UTC) - t0).total_seconds())
