@@ -78,7 +78,12 @@ def main() -> int:
     report.append(f"{len(ok)} ok values, {len(failed)} failed; machine busy share during jobs: "
                   f"median {ok.busy.median():.2f} (1.0 = both vCPUs busy)")
     if len(failed):
-        report.append("failed: " + "; ".join(f"{r.host}/{r.stressor}" for r in failed.itertuples()))
+        reasons = store.conn.execute(
+            "SELECT h.name, m.repetition, m.stressor, m.reason FROM measurements m JOIN hosts h ON h.id=m.host_id "
+            "WHERE m.run_id=? AND m.status='failed'",
+            (run_id,),
+        ).fetchall()
+        report.append("failed: " + "; ".join(f"{r[0]}/rep{r[1]}/{r[2]}: {r[3]}" for r in reasons))
     med = ok.pivot_table(index="host", columns="stressor", values="value", aggfunc="median")
     med_us = ok.pivot_table(index="host", columns="stressor", values="usr_sys", aggfunc="median")
     order = [c for c in CPU + MEM if c in med.columns]
@@ -88,12 +93,15 @@ def main() -> int:
         rel = (m[order] / m.loc[base, order]).round(2)
         report.append(md(rel))
     cat = load_catalog()
-    report += ["", "## Variation across hosts (CoV of host medians, real-time rate)", ""]
+    report += ["", "## Variation across hosts (CoV of the host medians)", ""]
     cov = (med[order].std(ddof=0) / med[order].mean()).round(3)
-    report.append(md(pd.DataFrame({"class": [cat.primary(s) for s in order], "cov": cov[order]})))
+    cov_us = (med_us[order].std(ddof=0) / med_us[order].mean()).round(3)
+    report.append(md(pd.DataFrame({"class": [cat.primary(s) for s in order], "real-time": cov[order],
+                                   "usr+sys": cov_us[order]})))
     report.append("")
-    report.append(f"mean CoV: cpu-class {cov[[c for c in CPU if c in cov]].mean():.3f}, "
-                  f"memory/cache-class {cov[[c for c in MEM if c in cov]].mean():.3f}")
+    for name, c in (("real-time", cov), ("usr+sys", cov_us)):
+        report.append(f"mean CoV ({name}): cpu-class {c[[x for x in CPU if x in c]].mean():.3f}, "
+                      f"memory/cache-class {c[[x for x in MEM if x in c]].mean():.3f}")
     for title, m in (("real-time rate", med), ("usr+sys-time rate (CPU share removed)", med_us)):
         corr = m[order].corr(method="spearman").round(2)
         report += ["", f"## Spearman correlation across {len(m)} hosts: {title}", "", md(corr), ""]
