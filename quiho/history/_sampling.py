@@ -201,9 +201,11 @@ def gp_bisect(measure: Measure, n: int, *, known: Mapping[int, Sequence[float] |
 
     Starts from every revision already measured (``known``: position ->
     repetitions, e.g. from :func:`sample_revisions`) plus the endpoints. Each
-    step fits the GP (Brownian kernel by default) to the measured means and
-    brackets the change between the two adjacent measured revisions whose
-    posterior means differ most in units of their posterior sigma; it then
+    step fits the GP (Brownian kernel by default, measurement noise from the
+    repetitions) to the measured means and brackets the change between the two
+    adjacent measured revisions whose posterior means differ most in units of
+    their posterior sigma (with single values, whose noise is unknown, the
+    largest raw difference); it then
     builds the revision nearest the middle of that bracket. It stops when the
     bracket holds no buildable revision. Reusing earlier measurements is where
     the saving over plain bisection comes from; with nothing known it costs
@@ -237,18 +239,33 @@ def gp_bisect(measure: Measure, n: int, *, known: Mapping[int, Sequence[float] |
     for p in (0, n - 1):
         if p not in samples and p not in bad:
             build(p)
-    while new < max_builds:
+    def bracket() -> tuple[int, int]:
         pos = sorted(samples)
-        if len(pos) < 2:
+        if noise_of_means([samples[p] for p in pos]) is None:
+            # single values: a GP with a fitted white-noise term smooths the step away and sent the search
+            # into empty brackets; compare the measured values themselves
+            raw = np.array([samples[p].mean() for p in pos])
+            j = int(np.argmax(np.abs(np.diff(raw))))
+            return pos[j], pos[j + 1]
+        mu, sd = _fit_predict(n, samples, kernel, random_state, at=np.array(pos))
+        # floor sigma at a millionth of the level so noise-free data compare jumps by size, not by 0/0
+        eps = 1e-6 * max(float(np.max(np.abs(mu))), 1e-300)
+        jumps = np.abs(np.diff(mu)) / np.sqrt(sd[:-1] ** 2 + sd[1:] ** 2 + eps**2)
+        j = int(np.argmax(jumps))
+        return pos[j], pos[j + 1]
+
+    capped = False
+    while True:
+        if len(samples) < 2:
             return BisectResult(None, None, float("nan"), float("nan"), float("nan"), float("nan"), new, reused,
                                 plain_bisection_builds(n), tuple(skipped), False,
                                 "not meaningful: fewer than two revisions could be measured")
-        mu, sd = _fit_predict(n, samples, kernel, random_state, at=np.array(pos))
-        jumps = np.abs(np.diff(mu)) / np.sqrt(sd[:-1] ** 2 + sd[1:] ** 2 + 1e-300)
-        j = int(np.argmax(jumps))
-        lo, hi = pos[j], pos[j + 1]
+        lo, hi = bracket()
         inside = [p for p in range(lo + 1, hi) if p not in bad]
         if not inside:
+            break
+        if new >= max_builds:
+            capped = True
             break
         mid = (lo + hi) / 2
         build(min(inside, key=lambda p: (abs(p - mid), p)))
@@ -264,6 +281,8 @@ def gp_bisect(measure: Measure, n: int, *, known: Mapping[int, Sequence[float] |
                if not np.isfinite(p_val) else f"not meaningful: the largest jump has p={p_val:.3g} > alpha={alpha}")
         return BisectResult(hi, lo, before, after, mag, p_val, new, reused, plain_bisection_builds(n),
                             tuple(skipped), False, why)
-    note = "" if hi - lo == 1 else f"failed builds between {lo} and {hi}: the change is in that range"
+    note = "" if hi - lo == 1 else (
+        f"stopped at max_builds={max_builds}: the change is between {lo} and {hi}" if capped
+        else f"failed builds between {lo} and {hi}: the change is in that range")
     return BisectResult(hi, lo, before, after, mag, p_val, new, reused, plain_bisection_builds(n), tuple(skipped),
                         True, note)

@@ -210,3 +210,13 @@ def test_loo_mape_matches_refitting_without_each_point():
     assert gp.loo_mape() > mape(y, gp.predict(x)[0])  # in-sample is optimistic
     r = sample_revisions(lambda p: np.array([y[p]]), 25, 10)
     assert np.isfinite(r.loo_mape)
+
+
+def test_gp_bisect_noise_free_single_values_and_build_cap():
+    sig = np.where(np.arange(50) < 31, 4.0, 5.0)
+    r = gp_bisect(lambda p: np.array([sig[p]]), 50)
+    # single values: the verdict pools 3 revisions a side, so it still has a p-value
+    assert r.first_bad == 31 and r.meaningful and r.new_builds <= plain_bisection_builds(50)
+    capped = gp_bisect(lambda p: np.full(3, sig[p]) + np.array([0, 1e-3, -1e-3]), 50, max_builds=4)
+    assert capped.new_builds == 4 and "max_builds=4" in capped.reason
+    assert capped.last_good < 31 <= capped.first_bad
