@@ -16,6 +16,7 @@ recomputed (other seeds, another floor) without running anything.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import secrets
@@ -208,6 +209,22 @@ def _runs_frame(store: Store, application: str, labels: tuple[str, str], batch: 
     return df
 
 
+def _host_median_rows(td: TargetData) -> TargetData:
+    """Every row of a host gets the host's median fingerprint.
+
+    ``load_target`` pairs application repetition *i* with fingerprint repetition *i* (the
+    paper's rule, right when both ran in the same batch iteration). A profile's runs come
+    from a separate session minutes after the fingerprint, so that pairing is arbitrary and
+    only adds the fingerprint's repetition noise to every row; the host's median is the best
+    estimate of the host.
+    """
+    key = td.meta["run_id"].astype(str) + "|" + td.meta["host"].astype(str)
+    X = td.X.groupby(key.to_numpy()).transform("median")
+    meta = td.meta.assign(paired=False)
+    notes = tuple(n for n in td.notes if "median fingerprint" not in n)
+    return dataclasses.replace(td, X=X.reset_index(drop=True), meta=meta, notes=notes)
+
+
 def analyse_data(
     runs: pd.DataFrame,
     data_a: TargetData | None,
@@ -379,7 +396,7 @@ def analyse_profile(
         except QuihoError:
             data[key] = None
             continue
-        data[key] = td
+        data[key] = _host_median_rows(td)
         for n in td.notes:
             # a median fingerprint for an extra app repetition loses nothing; dropped rows do
             (info if "median fingerprint" in n else notes).append(f"{application}@{label}: {n}")
@@ -391,9 +408,9 @@ def analyse_profile(
     fp = store.conn.execute("SELECT batch, COALESCE(finished_at, started_at) AS t FROM fingerprint_runs WHERE id=?",
                             (fingerprint_run_id,)).fetchone() if fingerprint_run_id else None
     age = (datetime.now(UTC) - datetime.fromisoformat(fp["t"])).total_seconds() if fp and fp["t"] else None
-    import dataclasses
-
     return dataclasses.replace(res, fingerprint_run_id=fingerprint_run_id,
+                               params={**res.params, "fingerprint_rows": "host median (the runs and the "
+                                       "fingerprint are separate sessions)"},
                                fingerprint_batch=str(fp["batch"]) if fp else None, fingerprint_age_s=age,
                                notes=tuple(info))
 
@@ -521,8 +538,6 @@ def run_profile(
     step("computing the metric change, both IRUPs and their comparison")
     res = analyse_profile(store, spec.name, version_a, version_b, batch, fingerprint_run_id=run_id,
                           partial=notes, **kwargs)
-    import dataclasses
-
     warm_note = (f"{warmup} warm-up run(s) per version per host were run first and discarded",) if warmup else ()
     res = dataclasses.replace(res, fingerprinted_now=fresh, notes=res.notes + warm_note,
                               params={**res.params, "warmup": warmup,
