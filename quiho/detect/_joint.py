@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
 from scipy.interpolate import BSpline
@@ -95,14 +96,17 @@ _ORDER = ("constant", "logarithmic", "sqrt", "linear", "quadratic", "cubic", "ex
 _NPAR = {"constant": 1, "logarithmic": 2, "sqrt": 2, "linear": 2, "quadratic": 3, "cubic": 4, "exponential": 3}
 
 
-def _robust_residuals(B: Arr, y: Arr, Bs: Arr, robust: bool, iterations: int = 5) -> tuple[Arr, Arr]:
+def _robust_residuals(
+    B: Arr, y: Arr, u: Arr, Bs: Arr, robust: bool, iterations: int = 5
+) -> tuple[Arr, Arr]:
     """Residuals of one version's own flexible fit and a 0/1 mask of the points kept.
 
     With ``robust`` the curve is refitted by iteratively reweighted least squares with Tukey's bisquare on
     residuals standardised by a local scale (a smooth of |residual| over x, basis ``Bs``) and c = 4.685 MADs,
     so spikes do not bend it; points beyond the cut-off of the final fit are dropped (hard rejection keeps the
     later test calibrated, unlike soft bisquare weights, whose sandwich variance would need ψ'). If that would
-    drop more than 10 % of the points, the residuals are misfit rather than spikes and nothing is dropped.
+    drop more than 10 % of the points, only points beyond three times the cut-off are dropped, and if even
+    that is more than 10 %, the residuals are misfit rather than spikes and nothing is dropped.
     """
     t = np.ones(y.size)
     r = y.copy()
@@ -113,8 +117,14 @@ def _robust_residuals(B: Arr, y: Arr, Bs: Arr, robust: bool, iterations: int = 5
         if not robust:
             break
         a = np.abs(r)
-        if it == 0:  # first pass: global scale, so huge spikes cannot inflate their own local scale
-            z = r
+        if it == 0:
+            # first pass: distance from a running median over x (a least-squares start would bend towards
+            # the spikes and condemn their neighbours), on a global scale
+            order = np.argsort(u, kind="stable")
+            win = max(5, y.size // 20) | 1
+            med = pd.Series(y[order]).rolling(win, center=True, min_periods=1).median().to_numpy()
+            z = np.empty(y.size)
+            z[order] = y[order] - med
         else:
             sig, *_ = np.linalg.lstsq(Bs * st[:, None], a * st, rcond=None)
             z = r / np.maximum(Bs @ sig, max(0.1 * float(np.median(a)), 1e-300))
@@ -126,7 +136,10 @@ def _robust_residuals(B: Arr, y: Arr, Bs: Arr, robust: bool, iterations: int = 5
         t = np.clip(1 - (z / (4.685 * mad)) ** 2, 0, None) ** 2
     keep = (t > 0).astype(float)
     if keep.mean() < 0.90:
-        keep[:] = 1.0
+        # too many beyond the cut-off for spikes: drop only the gross ones (3x the cut-off), else nothing
+        keep = (np.abs(z) <= 3 * 4.685 * mad).astype(float)
+        if keep.mean() < 0.90:
+            keep[:] = 1.0
     return r, keep
 
 
@@ -250,7 +263,7 @@ def _fit(
         r0 = np.empty(n)
         Bs = _bspline(u, 6)
         for side in (s < 0, s > 0):
-            r0[side], tk[side] = _robust_residuals(B[side], ys[side], Bs[side], robust)
+            r0[side], tk[side] = _robust_residuals(B[side], ys[side], u[side], Bs[side], robust)
         # σ̂(x): one smooth of the kept |residuals| of both versions (a per-version σ̂ made the test liberal)
         a = np.abs(r0)
         st = np.sqrt(tk)
