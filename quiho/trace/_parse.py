@@ -64,20 +64,27 @@ def _fast(data: bytes, nfunc: int) -> Events | None:
         return None
     if tbl.num_rows == 0:
         return _build([np.zeros(0, np.uint64)] * 5, nfunc=nfunc, bad=bad)
-    cols = [tbl.column(c).to_numpy(zero_copy_only=False) for c in names]
     if any(tbl.column(c).null_count for c in names):
         return None
+    cols = []
+    for c in names:  # column by column, dropping the Arrow copy as we go (peak memory on 10 M lines)
+        cols.append(tbl.column(c).to_numpy(zero_copy_only=False))
+        tbl = tbl.drop_columns([c])
     return _build(cols, nfunc=nfunc, bad=bad)
 
 
 def _build(cols: Sequence[np.ndarray], nfunc: int, bad: int) -> Events:
     k, tid, ts, fid, arg = cols
     good = (k <= 1) & (fid < nfunc) & (ts <= _INT63) & (tid <= _INT63)
-    bad += int((~good).sum())
-    argv = np.minimum(arg[good], _INT63).astype(np.int64)
+    nbad = int((~good).sum())
+    if nbad:
+        k, tid, ts, fid, arg = k[good], tid[good], ts[good], fid[good], arg[good]
+    if arg.size and int(arg.max()) > _INT63:
+        arg = np.minimum(arg, _INT63)
+    # uint64 values ≤ 2^63 - 1 reinterpret as int64 without a copy
     return Events(
-        k[good].astype(np.int8), tid[good].astype(np.int64), ts[good].astype(np.int64),
-        fid[good].astype(np.int32), argv, (), bad,
+        k.astype(np.int8), tid.view(np.int64), ts.view(np.int64), fid.astype(np.int32),
+        arg.astype(np.uint64, copy=False).view(np.int64), (), bad + nbad,
     )
 
 
