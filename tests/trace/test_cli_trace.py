@@ -115,3 +115,37 @@ def test_real_trace_of_the_example_flags_only_the_changed_function(tmp_path, cap
     flagged = {c["function"]: c for c in doc["changes"] if c["state"] in ("degradation", "optimization")}
     assert set(flagged) == {"find_tag"}, doc["changes"]
     assert flagged["find_tag"]["state"] == "optimization" and flagged["find_tag"]["magnitude"] < -0.5
+
+
+@pytest.mark.root
+@pytest.mark.bpftrace
+def test_real_trace_with_sampling(tmp_path, capsys):
+    exe = tmp_path / "tags"
+    subprocess.run(["gcc", "-O2", "-g", "-fno-inline", "-o", str(exe), str(REPO / "examples/trace/v1/tags.c")],
+                   check=True)
+    assert main(["trace", "t@1", "--functions", "find_tag,score_tag", "--sample", "10", "--store",
+                 str(tmp_path / "q.db"), "--json", "--", str(exe), "20000", "100"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["calls"] == 20 and doc["events"] == 40 and doc["unmatched_entries"] == 0  # every 10th of 100 each
+
+
+def test_independent_variables():
+    from quiho.trace import profile_from_calls, sliding_window_clusters
+
+    calls = _calls(50, 1.0, 3)
+    calls["arg"] = np.arange(len(calls)) % 7
+    for x in ("order", "arg", "sort-order", "sliding-window"):
+        prof = profile_from_calls(calls, x=x)
+        s = prof.functions["steady"]
+        assert len(s) == 50 and prof.unit == "ns"
+        if x == "sort-order":  # rank of the duration
+            assert np.array_equal(np.argsort(s.x), np.argsort(s.y, kind="stable"))
+        if x == "arg":
+            assert set(s.x) <= set(range(7))
+    # Perun's sliding window: width 1 % of n members, height 1 % above the window's first amount
+    a = np.array([100, 100.5, 101.5, 200, 201, 500.0])
+    assert sliding_window_clusters(a, width=0.5, height=0.01).tolist() == [0, 0, 1, 2, 2, 3]
+    from quiho.errors import UsageError
+
+    with pytest.raises(UsageError):
+        profile_from_calls(calls, x="size")
