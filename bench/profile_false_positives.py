@@ -43,7 +43,7 @@ def main() -> None:
     ap.add_argument("--detect", type=int, default=2, help="nadds1 vs nadds30 profiles")
     ap.add_argument("--store", type=Path, default=None, help="store (default: a temporary file)")
     ap.add_argument("-i", "--inventory", default=None, help="inventory (default: the local fleet)")
-    ap.add_argument("--repetitions", type=int, default=3, help="runs per version per host")
+    ap.add_argument("--repetitions", type=int, default=5, help="runs per version per host")
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--max-age", type=float, default=6 * 3600, help="reuse fingerprints this young (s)")
     ap.add_argument("--min-change", type=float, default=0.05)
