@@ -84,8 +84,9 @@ def test_csv_roundtrip_property(tmp_path_factory, rows):
         assert s.tolist() == [v for r, v in rows if r == rev]
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.binary(max_size=200))
+@settings(max_examples=60, deadline=None)
+@given(st.one_of(st.binary(max_size=200),
+                 st.text(alphabet='revision,value\n\r"0123456789.-eE abc\x00;', max_size=200).map(str.encode)))
 def test_garbage_csv_raises_only_quiho_errors(tmp_path_factory, blob):
     p = tmp_path_factory.mktemp("g") / "g.csv"
     p.write_bytes(blob)
