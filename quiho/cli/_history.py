@@ -26,7 +26,7 @@ Alpha = Annotated[float, typer.Option("--alpha", help="Largest p-value reported.
 RepoOpt = Annotated[Path, typer.Option("--repo", help="git repository to measure.")]
 BuildOpt = Annotated[str, typer.Option("--build", help="Build command run in each worktree (shell words, no "
                                                        "shell); '' for none.")]
-BenchOpt = Annotated[str, typer.Option("--bench", help="Benchmark command; its wall time (or --metric stdout) is "
+BenchOpt = Annotated[str, typer.Option("--bench", help="Benchmark command; its wall time (see --metric) is "
                                                        "the value.")]
 RangeOpt = Annotated[str, typer.Option("--range", help="git revision range, oldest first (e.g. v1.0..main).")]
 RepsOpt = Annotated[int, typer.Option("--repetitions", "-r", help="Benchmark runs per revision.")]
