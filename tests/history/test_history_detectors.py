@@ -218,3 +218,13 @@ def test_docstring_examples_run(module):
 
     res = doctest.testmod(importlib.import_module(f"quiho.history.{module}"))
     assert res.attempted > 0 and res.failed == 0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_spread_change_is_not_reported_as_a_level_change(seed):
+    # all detectors here test the mean; a change in spread alone (bench column "variance") must not be
+    # misreported as a level shift by the default
+    from quiho.datasets.history import variance_change_history
+
+    case = variance_change_history(200, 100, noise=(1.0, 6.0), random_state=seed)
+    assert detect(case.values, "auto").change_points == ()
