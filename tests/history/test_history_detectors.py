@@ -53,7 +53,7 @@ def test_noisy_steps_found_within_margin(method):
     assert all(abs(f - t) <= 5 for f, t in zip(found, case.truth, strict=True))
 
 
-@pytest.mark.parametrize("method", ["auto", "gmm", "ttest", "mannwhitney", "cusum", "bottomup"])
+@pytest.mark.parametrize("method", ALL)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_pure_noise_has_no_change(method, seed):
     y = 100 + np.random.default_rng(seed).normal(0, 20, 200)
