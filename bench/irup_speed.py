@@ -26,7 +26,8 @@ from quiho.irup import engine as _engine
 from quiho.store import open_store
 from quiho.store.popper import import_quiho_popper
 
-CSV = Path(__file__).resolve().parents[2] / "shared/data/quiho-popper/pipelines/single-node/datapackage/quiho/results.csv"
+CSV = (Path(__file__).resolve().parents[2]
+       / "shared/data/quiho-popper/pipelines/single-node/datapackage/quiho/results.csv")
 
 
 def all_rows_target(store) -> TargetData:
@@ -54,7 +55,8 @@ def main() -> None:
         import_quiho_popper(st, args.csv)
         cases = {"stream/add-1": load_target(st, "stream/add-1"), "all rows (391)": all_rows_target(st)}
         print(f"cores: {os.cpu_count()}, seeds: {args.seeds}, load average before: {os.getloadavg()[0]:.2f}")
-        print(f"{'case':<16} {'rows':>5} {'groups':>6} {'formula':<12} {'cold s':>8} {'warm s':>8} {'verdict':<15} top-3")
+        print(f"{'case':<16} {'rows':>5} {'groups':>6} {'formula':<12} {'cold s':>8} {'warm s':>8} "
+              f"{'verdict':<15} top-3")
         for name, data in cases.items():
             for formula in ("classic", "impurity", "permutation"):
                 cold, warm = [], []
