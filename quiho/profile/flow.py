@@ -176,8 +176,9 @@ def parse_age(text: str | float | int) -> float:
 def find_fingerprint_run(store: Store, hosts: Sequence[str], max_age_s: float) -> tuple[int, str, float] | None:
     """Newest complete/partial fleet fingerprint run younger than ``max_age_s`` with data for any of ``hosts``.
 
-    Returns (run id, batch, age in seconds), or None. Among equally new runs the one
-    covering more of ``hosts`` wins.
+    Returns (run id, batch, age in seconds), or None. Among the runs young enough, the one
+    covering most of ``hosts`` wins, then the newest (a newer run of one host must not hide
+    an older run of the whole fleet).
     """
     if not hosts or max_age_s <= 0:
         return None
@@ -191,11 +192,12 @@ def find_fingerprint_run(store: Store, hosts: Sequence[str], max_age_s: float) -
         list(hosts),
     ).fetchall()
     now = datetime.now(UTC)
-    for r in rows:
-        age = (now - datetime.fromisoformat(r["t"])).total_seconds()
-        if age <= max_age_s:
-            return int(r["id"]), str(r["batch"]), age
-    return None
+    young = [(int(r["n"]), (now - datetime.fromisoformat(r["t"])).total_seconds(), r) for r in rows]
+    young = [y for y in young if y[1] <= max_age_s]
+    if not young:
+        return None
+    n, age, r = max(young, key=lambda y: (y[0], -y[1]))
+    return int(r["id"]), str(r["batch"]), age
 
 
 def _runs_frame(store: Store, application: str, labels: tuple[str, str], batch: str) -> pd.DataFrame:

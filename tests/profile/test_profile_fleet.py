@@ -99,8 +99,8 @@ def test_failing_host_and_missing_fingerprint_are_kept_and_marked(fleet, capsys)
     # Reuses the fingerprint of the first test (3 hosts); pf-new has none.
     rc, out, err = _run(
         capsys, "profile", "flaky@v1", "flaky@v2", "--spec", str(fleet / "flaky.yml"), "-i", str(fleet / "more.yml"),
-        "--max-age", "1h", "--warmup", "0", "--seeds", "2", "--store", str(fleet / "q.db"), "--report", str(fleet / "flaky"),
-        "--json", "--fail-on-change",
+        "--max-age", "1h", "--warmup", "0", "--seeds", "2", "--store", str(fleet / "q.db"),
+        "--report", str(fleet / "flaky"), "--json", "--fail-on-change",
     )
     assert rc in (0, 3), err
     doc = json.loads(out)

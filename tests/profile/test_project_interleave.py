@@ -88,3 +88,29 @@ def test_setup_runs_both_and_stops_on_failure(tmp_path):
     none_first = ["sh", "-c", SETUP_SH, "sh", "0", "", "", "touch", "only"]
     subprocess.run(none_first, cwd=tmp_path, check=True)
     assert (tmp_path / "only").exists()
+
+
+def test_fingerprint_run_choice_prefers_coverage_then_age(tmp_path):
+    from quiho.profile import find_fingerprint_run
+    from quiho.store import open_store
+
+    st = open_store(tmp_path / "q.db")
+    with st.transaction() as c:
+        for name in ("h1", "h2", "h3"):
+            c.execute("INSERT INTO hosts(name, created_at) VALUES (?, '2026-01-01T00:00:00+00:00')", (name,))
+        runs = [("old-full", "2000-01-01T00:00:00+00:00", ["h1", "h2", "h3"]),
+                ("recent-full", None, ["h1", "h2", "h3"]), ("newest-one", None, ["h1"])]
+        from quiho.store import utcnow
+
+        for batch, t, hosts in runs:
+            rid = c.execute("INSERT INTO fingerprint_runs(source, batch, status, started_at, finished_at, "
+                            "quiho_version) VALUES ('fleet', ?, 'complete', ?, ?, 'x')",
+                            (batch, t or utcnow(), t or utcnow())).lastrowid
+            for h in hosts:
+                hid = c.execute("SELECT id FROM hosts WHERE name=?", (h,)).fetchone()[0]
+                c.execute("INSERT INTO measurements(run_id, host_id, repetition, stressor, value, status) "
+                          "VALUES (?, ?, 1, 'cpu', 1.0, 'ok')", (rid, hid))
+    got = find_fingerprint_run(st, ["h1", "h2", "h3"], 3600)
+    assert got is not None and got[1] == "recent-full"
+    assert find_fingerprint_run(st, ["h1", "h2", "h3"], 0) is None
+    assert find_fingerprint_run(st, ["h9"], 3600) is None
