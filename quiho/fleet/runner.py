@@ -173,6 +173,7 @@ def run_playbook(
     on_event: Callable[[FleetEvent], None] | None = None,
     keep_dir: Path | None = None,
     python_interpreter: str = "auto_silent",
+    local_lock: bool = False,
 ) -> PlaybookResult:
     """Run ``playbooks/<playbook>`` on ``inventory`` and return per-host outcomes and all events.
 
@@ -201,7 +202,19 @@ def run_playbook(
         Ansible's ``interpreter_python`` (a host's ``ansible_python_interpreter`` still wins). Callers pass
         the controller's own Python when every host is ``ansible_connection: local``: discovery would pick
         /usr/bin/python3, which may lack what the controller's Ansible needs.
+    local_lock : bool, default False
+        Hold :func:`quiho.fleet.emulate.local_fleet_lock` for the whole invocation (set it when the hosts
+        are this machine: two quiho processes measuring local hosts at once disturb each other).
     """
+    if local_lock:
+        from quiho.fleet.emulate import local_fleet_lock
+
+        with local_fleet_lock():
+            return run_playbook(
+                playbook, inventory, extravars, limit=limit, forks=forks, timeout_s=timeout_s,
+                host_key_checking=host_key_checking, on_event=on_event, keep_dir=keep_dir,
+                python_interpreter=python_interpreter, local_lock=False,
+            )
     import ansible_runner
 
     # $QUIHO_RUN_DIR lets a caller (tests) find every process of its own runs by path.
