@@ -70,6 +70,8 @@ def _fast(data: bytes, nfunc: int) -> Events | None:
     for c in names:  # column by column, dropping the Arrow copy as we go (peak memory on 10 M lines)
         cols.append(tbl.column(c).to_numpy(zero_copy_only=False))
         tbl = tbl.drop_columns([c])
+    del tbl
+    pa.default_memory_pool().release_unused()  # give the reader's buffers back before the calls are built
     return _build(cols, nfunc=nfunc, bad=bad)
 
 
