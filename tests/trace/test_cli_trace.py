@@ -106,11 +106,12 @@ def test_real_trace_of_the_example_flags_only_the_changed_function(tmp_path, cap
     with open_store(db) as st:
         _, calls = load_trace(st, "tags@v1")
     assert (calls.inclusive_ns > 0).all() and (calls.exclusive_ns <= calls.inclusive_ns).all()
-    # uprobes cost ~11-25 µs per hit here and load from other work moves that between runs by up to ~20 %:
-    # only changes above 25 % are attributed to the code in this single-machine test. (With a 4.8 MB table
-    # the linear search also evicts caches and makes score_tag, called next, really ~14 % slower in v1.)
+    # uprobes cost ~11-25 µs per hit here, and load from other work (load average up to ~10 on 2 cores) moved
+    # per-call times of the unchanged functions by up to ~30 % between runs: only changes above 50 % are
+    # attributed to the code in this single-machine test (the real change is -85 to -95 %). With a 4.8 MB
+    # table the linear search also evicts caches and makes score_tag, called next, really ~14 % slower in v1.
     assert main(["detect", "tags@v1", "tags@v2", "--store", str(db), "--json", "--set",
-                 "joint.min_effect=0.25"]) == 0
+                 "joint.min_effect=0.5"]) == 0
     doc = json.loads(capsys.readouterr().out)
     flagged = {c["function"]: c for c in doc["changes"] if c["state"] in ("degradation", "optimization")}
     assert set(flagged) == {"find_tag"}, doc["changes"]
