@@ -63,7 +63,7 @@ def _print_irup(irup, top: int) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("targets")
     def targets(store: StoreOpt = None, json_out: JsonOpt = False) -> None:
-        """List the targets (APP[@VERSION][/TEST]) that have application runs in the store."""
+        """List the targets (APP, APP@VERSION, APP/TEST) that have application runs in the store."""
         from quiho.irup import list_targets
         from quiho.store import open_store
 

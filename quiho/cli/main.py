@@ -18,6 +18,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help texts are plain: a '[...]' in them must never be parsed as markup
 )
 
 # Each module defines ``register(app)``; add a line here for a new command module.

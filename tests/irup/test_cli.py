@@ -145,3 +145,14 @@ def test_advise(store_file, capsys):
     assert [r["n_groups"] for r in doc["rows"]] == [3, 4, 5, 6, 7]
     assert all(0 <= r["top1_agreement"] <= 1 for r in doc["rows"])
     assert doc["reason"]
+
+
+def test_every_help_page_renders(capsys):
+    from quiho.cli.main import app
+
+    assert main(["--help"]) == 0
+    names = [c.name for c in app.registered_commands] + [g.name for g in app.registered_groups]
+    for name in names:
+        assert main([name, "--help"]) == 0, name
+    out = capsys.readouterr().out
+    assert "irup" in out and "Traceback" not in out
