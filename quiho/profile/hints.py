@@ -171,7 +171,13 @@ def root_cause_hints(
     shares = list(comparison.class_shares.values())
     sa, sb = shares[0], shares[-1]
     shifts = sorted(comparison.class_shift.items(), key=lambda kv: -abs(kv[1]))
-    qualifier = "" if comparison.verdict != "inconclusive" else "(profiles not meaningful, read as a guess) "
+    if comparison.verdict == "inconclusive":
+        qualifier = "(profiles not meaningful, read as a guess) "
+    elif "weak" in (a.validity.verdict, b.validity.verdict):
+        # seen on the local fleet: two weak IRUPs of the SAME version compared as "different"
+        qualifier = "(profiles only weakly valid: tentative) "
+    else:
+        qualifier = ""
     noise_a = seed_class_shares(a, columns["a"]) if columns and "a" in columns else None
     noise_b = seed_class_shares(b, columns["b"]) if columns and "b" in columns else None
     for cls, d in shifts:
