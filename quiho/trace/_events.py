@@ -91,6 +91,15 @@ def _empty_calls() -> pd.DataFrame:
     return df
 
 
+def _stable_argsort(a: NDArray[np.int64]) -> NDArray[np.intp]:
+    """Stable argsort; small non-negative ranges go through uint16 (numpy then uses a radix sort)."""
+    if a.size and int(a.min()) >= 0 and int(a.max()) < 1 << 16:
+        return np.argsort(a.astype(np.uint16), kind="stable")
+    if a.size and int(a.max()) - int(a.min()) < 1 << 16:
+        return np.argsort((a - a.min()).astype(np.uint16), kind="stable")
+    return np.argsort(a, kind="stable")
+
+
 def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
     """Pair entries with exits per thread and compute per-call durations.
 
@@ -122,10 +131,13 @@ def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
     kind = ev.kind.astype(np.int8)
     pos = np.arange(n, dtype=np.int64)
     # time order within each thread; ties keep arrival order
-    if ev.ts.size < 2 or bool(np.all(ev.ts[1:] >= ev.ts[:-1])):
-        o = np.argsort(ev.tid, kind="stable")  # already in time order (the usual case): group threads only
-    else:
+    # group threads with a stable sort; if every thread is then in time order (the usual case) that is all,
+    # otherwise sort by time within threads too
+    o = _stable_argsort(ev.tid)
+    tso, tdo = ev.ts[o], ev.tid[o]
+    if n > 1 and not bool(np.all((tso[1:] >= tso[:-1]) | (tdo[1:] != tdo[:-1]))):
         o = np.lexsort((pos, ev.ts, ev.tid))
+    del tso, tdo
     tid, ts, func, arg, k = ev.tid[o], ev.ts[o], ev.func[o], ev.arg[o], kind[o]
     del o, kind
     # (intermediates are deleted as soon as they are dead: 10 M events must stay well under 2 GB)
@@ -146,7 +158,7 @@ def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
     del level
     # group by (thread, level); inside a group, events alternate entry/exit (see module docstring)
     gkey = thread_idx.astype(np.int64) * span + lev
-    g = np.lexsort((pos, gkey))
+    g = _stable_argsort(gkey)  # = lexsort((pos, gkey)): positions already increase
     gk, kk = gkey[g], k[g]
     same_next = np.zeros(n, dtype=bool)
     same_next[:-1] = gk[1:] == gk[:-1]
@@ -154,7 +166,7 @@ def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
     is_pair[:-1] &= kk[1:] == 1
     ent = g[is_pair]
     ext = g[np.flatnonzero(is_pair) + 1]
-    del g, gk, kk, same_next, is_pair
+    del gk, same_next, is_pair
     fe, fx = func[ent], func[ext]
     ok = (fx == -1) | (fe == fx)
     mismatched = int((~ok).sum())
@@ -171,11 +183,8 @@ def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
     # parent of each call: last entry one level up in the same thread before this entry
     call_of_event = np.full(n, -1, dtype=np.int64)
     call_of_event[ent] = np.arange(ncall)
-    ent_all = np.flatnonzero(k == 0)
-    sk = gkey[ent_all] * (n + 1) + ent_all  # entries in (thread, level, position) order
-    so = np.argsort(sk, kind="stable")
-    sk_sorted, ent_sorted = sk[so], ent_all[so]
-    del sk, so, ent_all
+    ent_sorted = g[kk == 0]  # entries in (thread, level, position) order: g already sorts them so
+    sk_sorted = gkey[ent_sorted] * (n + 1) + ent_sorted
     q = (gkey[ent] - 1) * (n + 1) + ent
     j = np.searchsorted(sk_sorted, q, side="right") - 1
     valid = (lev[ent] > 0) & (j >= 0)
@@ -183,7 +192,7 @@ def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
     cand = ent_sorted[jj]
     valid &= gkey[cand] == gkey[ent] - 1
     parent_call = np.where(valid, call_of_event[cand], -1)
-    del call_of_event, sk_sorted, ent_sorted, q, j, jj, cand, valid
+    del call_of_event, sk_sorted, ent_sorted, q, j, jj, cand, valid, g, kk
     has_parent = parent_call >= 0
     child_sum = np.bincount(parent_call[has_parent], weights=incl[has_parent].astype(np.float64), minlength=ncall)
     excl = incl - np.rint(child_sum).astype(np.int64)
