@@ -16,4 +16,4 @@ def test_profile_walkthrough_executes():
     assert len([o for o in outputs if "image/png" in o.get("data", {})]) >= 3
     text = "".join(o.get("text", "") for o in outputs)
     assert "v1 against itself: no-change" in text
-    assert "[class] computation (cpu) rose" in text and "quiho.profile 1" in text
+    assert "[class] " in text and "computation (cpu) rose" in text and "quiho.profile 1" in text
