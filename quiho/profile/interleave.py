@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -198,9 +199,13 @@ def run_interleaved(
             "quiho_emulate_seconds": int(spec.timeout * (n_runs + 1) + 60),
         }
         try:
+            # Hosts that are this machine queue on the fleet's machine-wide lock: two quiho processes
+            # measuring local hosts at once disturb each other.
+            local = [inv.host(h).connection == "local" for h in group]
             res = run_playbook("run.yml", inv.path, extravars, limit=group, forks=1 if inv.shares_machine else 5,
                                timeout_s=per_host * len(group), host_key_checking=host_key_checking,
-                               on_event=on_event)
+                               on_event=on_event, local_lock=any(local),
+                               python_interpreter=sys.executable if all(local) else "auto_silent")
         finally:
             if any(inv.host(h).emulated for h in group):
                 cleanup_cgroups(f"{cgroup_prefix}-{batch}-")
