@@ -20,7 +20,10 @@ import numpy as np
 if TYPE_CHECKING:
     from quiho.profile.flow import ProfileResult
 
-__all__ = ["ReportFiles", "write_report", "render_html"]
+__all__ = ["ReportFiles", "write_report", "render_html", "load_report_json", "REPORT_SCHEMA_VERSIONS"]
+
+#: ``report.json`` schema versions this quiho reads.
+REPORT_SCHEMA_VERSIONS = (1,)
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:70em;
@@ -203,3 +206,27 @@ def write_report(result: ProfileResult, directory: str | Path) -> ReportFiles:
     json_path = d / "report.json"
     json_path.write_text(json.dumps(result.to_dict(), indent=2, default=str) + "\n", encoding="utf-8")
     return ReportFiles(html_path, json_path, images)
+
+
+def load_report_json(path: str | Path) -> dict[str, Any]:
+    """Read a ``report.json`` written by ``quiho profile --report``.
+
+    Raises
+    ------
+    ImportDataError
+        Not a quiho profile report, or a schema version this quiho does not read (the message says what to do).
+    """
+    from quiho.errors import ImportDataError
+
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ImportDataError(f"cannot read profile report {p}: {exc}") from exc
+    if not isinstance(doc, dict) or doc.get("schema") != "quiho.profile":
+        raise ImportDataError(f"{p} is not a quiho profile report (no \"schema\": \"quiho.profile\")")
+    if doc.get("schema_version") not in REPORT_SCHEMA_VERSIONS:
+        raise ImportDataError(f"{p} has report schema v{doc.get('schema_version')}; this quiho reads "
+                              f"v{', v'.join(map(str, REPORT_SCHEMA_VERSIONS))}: upgrade quiho or rerun "
+                              f"'quiho profile --report'")
+    return doc

@@ -100,3 +100,21 @@ def test_render_without_irups_or_images(planted_result):
                             irup_errors={"a": "target ran on 2 hardware groups", "b": "x"})
     page = render_html(r, {})
     assert "no IRUP" in page and "target ran on 2 hardware groups" in page
+
+
+def test_report_json_v1_sample_loads_and_unknown_versions_are_refused(tmp_path):
+    from pathlib import Path
+
+    from quiho.errors import ImportDataError
+    from quiho.report.html import load_report_json
+
+    sample = Path(__file__).resolve().parents[1] / "data" / "profile-report-v1.json"
+    doc = load_report_json(sample)  # a real local-fleet profile, stream@nadds1 vs @nadds30
+    assert doc["verdict"] == "regression" and doc["metric"]["hosts_used"] == 6
+    newer = tmp_path / "r.json"
+    newer.write_text(json.dumps({**doc, "schema_version": 99}))
+    with pytest.raises(ImportDataError, match="schema v99.*upgrade quiho"):
+        load_report_json(newer)
+    newer.write_text("{}")
+    with pytest.raises(ImportDataError, match="not a quiho profile report"):
+        load_report_json(newer)
