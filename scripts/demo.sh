@@ -4,7 +4,7 @@
 # quota x memory-bandwidth co-runner), i.e. fingerprint the fleet (quick battery), run both versions of the
 # STREAM-like example interleaved on every host, and print the verdict (regression/improvement/no-change/
 # inconclusive) with its size, CI and p-value, both IRUPs and the root-cause hints. Quick mode (default):
-# measured 10.2 min with 5 runs/version and 2 fingerprint repetitions on a 2-core box shared with other
+# measured 10.4 min with 5 runs/version and 2 fingerprint repetitions on a 2-core box shared with other
 # tests, hence the lighter settings below; QUIHO_DEMO_MODE=default uses the 43-stressor battery (much longer).
 # Needs root (cgroups); the report lands in .quiho/profile-report/report.html.
 set -euo pipefail
