@@ -50,6 +50,9 @@ def _print_summary(res, report_dir: Path | None) -> None:  # noqa: ANN001 - Prof
             out.print(f"  - {escape(h.message)}")
     for p in res.partial:
         out.print(f"[yellow]partial:[/yellow] {escape(p)}")
+    for n in res.notes:
+        if n.startswith("warning:"):
+            out.print(f"[yellow]{escape(n)}[/yellow]")
     if report_dir is not None:
         out.print(f"report: {escape(str(report_dir / 'report.html'))}")
 

@@ -541,7 +541,11 @@ def run_profile(
     res = analyse_profile(store, spec.name, version_a, version_b, batch, fingerprint_run_id=run_id,
                           partial=notes, **kwargs)
     warm_note = (f"{warmup} warm-up run(s) per version per host were run first and discarded",) if warmup else ()
-    res = dataclasses.replace(res, fingerprinted_now=fresh, notes=res.notes + warm_note,
+    # Hosts whose fingerprint history shows drift: their older fingerprints describe another machine.
+    from quiho.fleet.drift import drift_warnings
+
+    drift = tuple(f"warning: {w}" for w in drift_warnings(store, inv.names))
+    res = dataclasses.replace(res, fingerprinted_now=fresh, notes=res.notes + warm_note + drift,
                               params={**res.params, "warmup": warmup,
                                       "repetitions": repetitions or spec.repetitions})
     save_profile(store, res)

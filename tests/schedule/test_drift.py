@@ -101,3 +101,13 @@ def test_drift_without_history_is_a_clear_error(tmp_path, capsys):
     open_store(tmp_path / "q.db").close()
     assert main(["fleet", "drift", "--store", str(tmp_path / "q.db")]) == 1
     assert "run quiho fingerprint first" in capsys.readouterr().err
+
+
+def test_drift_warnings_name_only_the_drifted_hosts_asked_about(drifted, tmp_path):
+    from quiho.fleet.drift import drift_warnings
+
+    warnings = drift_warnings(drifted, ["h1", "h3"])
+    assert len(warnings) == 1 and "host h3" in warnings[0] and "stream" in warnings[0]
+    assert drift_warnings(drifted, ["h1"]) == []
+    empty = open_store(tmp_path / "empty.db")
+    assert drift_warnings(empty, ["h1"]) == []  # no history: nothing to warn about, no error
