@@ -119,6 +119,17 @@ class Change:
         })
 
 
+def welch_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided Welch t-test p-value; NaN below 2 points per side, exact 0/1 for constant samples."""
+    from scipy import stats
+
+    if a.size < 2 or b.size < 2:
+        return float("nan")
+    if np.ptp(a) == 0 and np.ptp(b) == 0:
+        return 1.0 if a[0] == b[0] else 0.0
+    return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+
+
 def classify(significant: bool, magnitude: float, min_effect: float, maybe: bool = False) -> State:
     """State from a significance decision and a relative magnitude.
 

@@ -18,18 +18,10 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from quiho.detect._base import Change, PerFunctionDetector, Samples, State, classify, register
+from quiho.detect._base import Change, PerFunctionDetector, Samples, State, classify, register, welch_p
 from quiho.models import FAMILIES, fit_family, fit_parametric
 
 __all__ = ["AverageAmountThreshold", "BestModelOrderEquality", "FastCheck", "MannWhitney"]
-
-
-def _welch_p(a: np.ndarray, b: np.ndarray) -> float:
-    if a.size < 2 or b.size < 2:
-        return float("nan")
-    if np.ptp(a) == 0 and np.ptp(b) == 0:
-        return 1.0 if a[0] == b[0] else 0.0
-    return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
 
 
 @register
@@ -55,7 +47,7 @@ class AverageAmountThreshold(PerFunctionDetector):
 
     def compare_function(self, function: str, baseline: Samples, target: Samples) -> Change:
         mb, mt = float(baseline.y.mean()), float(target.y.mean())
-        p = _welch_p(target.y, baseline.y)
+        p = welch_p(target.y, baseline.y)
         support = {"baseline_mean": mb, "target_mean": mt, "degradation_ratio": self.degradation_ratio,
                    "optimization_ratio": self.optimization_ratio, "alpha": self.alpha}
         if mb <= 0:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from quiho.detect._base import Change, PerFunctionDetector, Samples, State, register
+from quiho.detect._base import Change, PerFunctionDetector, Samples, State, register, welch_p
 from quiho.models import kernel_regression
 
 __all__ = ["IntegralComparison", "LocalStatistics"]
@@ -25,14 +25,6 @@ __all__ = ["IntegralComparison", "LocalStatistics"]
 def _overlap(b: Samples, t: Samples) -> tuple[float, float] | None:
     lo, hi = max(b.x.min(), t.x.min()), min(b.x.max(), t.x.max())
     return (float(lo), float(hi)) if hi >= lo else None
-
-
-def _welch(a: np.ndarray, b: np.ndarray) -> float:
-    if a.size < 2 or b.size < 2:
-        return float("nan")
-    if np.ptp(a) == 0 and np.ptp(b) == 0:
-        return 1.0 if a[0] == b[0] else 0.0
-    return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
 
 
 @register
@@ -82,7 +74,7 @@ class IntegralComparison(PerFunctionDetector):
         if hi == lo:
             ib, it = float(baseline.y[inb].mean()), float(target.y[int_].mean())
             rel = (it - ib) / abs(ib) if ib else float("nan")
-            p = _welch(target.y[int_], baseline.y[inb])
+            p = welch_p(target.y[int_], baseline.y[inb])
             st = self._state(rel, p, self.alpha)
             return Change(function, self.name, st, "constant" if st != State.NO_CHANGE else "", rel, 1 - p, "1-p",
                           p, {**support, "baseline_integral": ib, "target_integral": it})
@@ -91,7 +83,7 @@ class IntegralComparison(PerFunctionDetector):
         ct = kernel_regression(target.x[int_], target.y[int_]).predict(grid)
         ib, it = float(np.trapezoid(cb, grid)), float(np.trapezoid(ct, grid))
         rel = (it - ib) / abs(ib) if ib else float("nan")
-        p = _welch(target.y[int_], baseline.y[inb])
+        p = welch_p(target.y[int_], baseline.y[inb])
         state = self._state(rel, p, self.alpha)
         kind = "whole" if state != State.NO_CHANGE else ""
         edges = np.linspace(lo, hi, self.intervals + 1)
@@ -103,7 +95,7 @@ class IntegralComparison(PerFunctionDetector):
             r = (stt - sb) / abs(sb) if sb else float("nan")
             pb = (baseline.x >= a) & (baseline.x <= b)
             pt = (target.x >= a) & (target.x <= b)
-            pp = _welch(target.y[pt], baseline.y[pb])
+            pp = welch_p(target.y[pt], baseline.y[pb])
             parts.append({"x_from": float(a), "x_to": float(b), "rel": r, "p_value": pp,
                           "state": self._state(r, pp, self.alpha / self.intervals).value})
         if state in (State.NO_CHANGE, State.MAYBE):
