@@ -16,7 +16,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from quiho.irup.data import TargetData
-from quiho.irup.engine import Irup, compute_irup
+from quiho.irup.engine import Irup, _units, compute_irup
 from quiho.irup.groups import hardware_groups
 from quiho.irup.importance import ModelParams, classic_importance
 
@@ -94,8 +94,7 @@ def advise_fleet_size(
     params = params or ModelParams()
     full = full or compute_irup(data, seeds=10, random_state=random_state, params=params, n_jobs=n_jobs)
     X = data.X[[f.stressor for f in full.features]]
-    units = (data.meta["batch"].astype(str) + "|" + data.meta["host"].astype(str)).to_numpy()
-    groups = hardware_groups(X, units).row_groups
+    groups = hardware_groups(X, _units(data)).row_groups
     ug = np.unique(groups)
     cols = list(X.columns)
     Xa, ya = X.to_numpy(dtype=float), data.y.to_numpy(dtype=float)
