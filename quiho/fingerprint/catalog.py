@@ -6,9 +6,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from quiho._yaml import read_yaml_mapping
 from quiho.errors import CatalogError
 
 __all__ = ["Stressor", "Catalog", "load_catalog", "stressors_dir", "ANALYSIS_CLASSES"]
@@ -97,13 +97,9 @@ def _default_catalog() -> Catalog:
 
 
 def _load(path: Path) -> Catalog:
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise CatalogError(f"cannot read catalog {path}: {exc.strerror}") from exc
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"catalog {path} is not valid YAML: {exc}") from exc
-    if not isinstance(raw, dict) or "stressors" not in raw:
+    raw = read_yaml_mapping(path, what="catalog", error=CatalogError,
+                            shape="with 'schema_version' and 'stressors'")
+    if "stressors" not in raw:
         raise CatalogError(f"catalog {path} must be a mapping with 'schema_version' and 'stressors'")
     version = raw.get("schema_version")
     if version != CATALOG_SCHEMA_VERSION:

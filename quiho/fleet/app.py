@@ -30,9 +30,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from quiho._yaml import read_yaml_mapping
 from quiho.errors import AppSpecError, UsageError
 from quiho.fleet._store import host_id, remember_hosts, set_host_status
 from quiho.fleet.emulate import cleanup_cgroups, local_fleet_lock
@@ -118,14 +118,7 @@ def load_app_spec(path: str | os.PathLike[str]) -> AppSpec:
         Missing file, bad YAML or invalid fields (all problems in one message).
     """
     p = Path(path)
-    try:
-        raw = yaml.safe_load(p.read_text())
-    except OSError as exc:
-        raise AppSpecError(f"cannot read application spec {p}: {exc.strerror}") from exc
-    except yaml.YAMLError as exc:
-        raise AppSpecError(f"application spec {p} is not valid YAML: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise AppSpecError(f"application spec {p} must be a mapping (name, versions, metric, ...)")
+    raw = read_yaml_mapping(p, what="application spec", error=AppSpecError, shape="(name, versions, metric, ...)")
     if isinstance(raw.get("versions"), dict):
         raw["versions"] = {str(k): v for k, v in raw["versions"].items()}
         for body in raw["versions"].values():

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from quiho._yaml import read_yaml_mapping
 from quiho.errors import AppSpecError
 from quiho.fleet import AppSpec, load_app_spec
 
@@ -67,14 +67,8 @@ def load_project(path: str | Path | None = None) -> ProjectFile | None:
     p = Path(path) if path is not None else Path("quiho.yml")
     if path is None and not p.exists():
         return None
-    try:
-        raw = yaml.safe_load(p.read_text())
-    except OSError as exc:
-        raise AppSpecError(f"cannot read project file {p}: {exc.strerror}") from exc
-    except yaml.YAMLError as exc:
-        raise AppSpecError(f"project file {p} is not valid YAML: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise AppSpecError(f"project file {p} must be a mapping (schema_version, applications, profile)")
+    raw = read_yaml_mapping(p, what="project file", error=AppSpecError,
+                            shape="(schema_version, applications, profile)")
     if raw.get("schema_version", PROJECT_SCHEMA_VERSION) != PROJECT_SCHEMA_VERSION:
         raise AppSpecError(f"project file {p} has schema_version {raw.get('schema_version')!r}; this quiho reads "
                            f"{PROJECT_SCHEMA_VERSION}")
