@@ -20,7 +20,10 @@ if ((${#missing[@]})); then
 fi
 
 PY=${PYTHON:-python3}
-if ! "$PY" -c "import quiho, pytest, sklearn, ansible_runner" 2>/dev/null \
+# -P: do not put the current directory on sys.path, so an install of another checkout (or none) is noticed
+# instead of this directory's quiho/ being imported by accident.
+if ! "$PY" -P -c "import os, quiho, pytest, sklearn, ansible_runner
+assert os.path.samefile(os.path.dirname(quiho.__file__), 'quiho')" 2>/dev/null \
    || [ pyproject.toml -nt .quiho-installed ] 2>/dev/null; then
   echo "setup: pip install -e .[dev]" >&2
   "$PY" -m pip install -q --disable-pip-version-check -e ".[dev]"
