@@ -24,8 +24,8 @@ from quiho.fingerprint.catalog import load_catalog
 from quiho.fleet import fingerprint
 from quiho.store import open_store
 
-CPU = ["cpu", "vecmath", "hash", "crypt", "fp"]
-MEM = ["stream", "memcpy", "cache", "l1cache", "vm"]
+CPU = ["cpu", "vecmath", "hash", "matrix", "fp"]
+MEM = ["stream", "memrate", "vm", "memcpy", "cache"]
 
 
 def md(df: pd.DataFrame) -> str:
@@ -87,7 +87,7 @@ def main() -> int:
     med = ok.pivot_table(index="host", columns="stressor", values="value", aggfunc="median")
     med_us = ok.pivot_table(index="host", columns="stressor", values="usr_sys", aggfunc="median")
     order = [c for c in CPU + MEM if c in med.columns]
-    base = "local-q100-none" if "local-q100-none" in med.index else med.index[0]
+    base = next((h for h in ("local-q100-4k", "local-q100-none") if h in med.index), med.index[0])
     for title, m in (("real-time rate (the fingerprint value)", med), ("usr+sys-time rate", med_us)):
         report += ["", f"## Host medians relative to {base}: {title}", ""]
         rel = (m[order] / m.loc[base, order]).round(2)

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # One command from a fresh clone: install, then run quiho's main job on the embedded default.
-# Main job: `quiho profile stream@nadds1 stream@nadds30` on the local fleet (6 emulated hosts: cgroup CPU
-# quota x memory-bandwidth co-runner), i.e. fingerprint the fleet (quick battery), run both versions of the
+# Main job: `quiho profile stream@nadds1 stream@nadds30` on the local fleet (8 emulated hosts: cgroup CPU
+# quota x transparent-huge-page policy), i.e. fingerprint the fleet (quick battery), run both versions of the
 # STREAM-like example interleaved on every host, and print the verdict (regression/improvement/no-change/
 # inconclusive) with its size, CI and p-value, both IRUPs and the root-cause hints. Quick mode (default):
-# measured 10.4 min with 5 runs/version and 2 fingerprint repetitions on a 2-core box shared with other
-# tests, hence the lighter settings below; QUIHO_DEMO_MODE=default uses the 43-stressor battery (much longer).
+# measured 6 min 49 s on an idle 2-core box (fingerprint 8 hosts x 7 stressors x 1 s x 2 repetitions, then
+# 5 runs per version per host); QUIHO_DEMO_MODE=default uses the 43-stressor battery (much longer).
 # Needs root (cgroups); the report lands in .quiho/profile-report/report.html.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,8 +17,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 BATTERY=quick
 [ "${QUIHO_DEMO_MODE:-quick}" = default ] && BATTERY=default
-# Quick mode: one fingerprint repetition and 3 runs per version per host (the nadds30 change is ~+250 %).
-REPS=(--fingerprint-repetitions 1 --repetitions 3)
+# Quick mode: the quick battery (7 stressors x 1 s x 2 repetitions) and 5 runs per version per host.
+REPS=(--repetitions 5)
 [ "$BATTERY" = default ] && REPS=()
 quiho profile stream@nadds1 stream@nadds30 --battery "$BATTERY" --max-age 6h "${REPS[@]}" \
   --report .quiho/profile-report

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -92,6 +92,13 @@ def register(app: typer.Typer) -> None:
                                                                      "here.")] = None,
         fail_on_change: Annotated[bool, typer.Option("--fail-on-change", help="Exit 3 when a regression is found."
                                                      )] = False,
+        traces: Annotated[bool, typer.Option("--traces/--no-traces", help="Join per-function verdicts of stored "
+                                             "'quiho trace' runs of both versions into the hints (when the store "
+                                             "has them).")] = True,
+        trace_baseline: Annotated[str | None, typer.Option("--trace-baseline", help="Trace of the baseline instead: "
+                                                           "run id, APP@VERSION or Perun file.")] = None,
+        trace_target: Annotated[str | None, typer.Option("--trace-target", help="Trace of the candidate instead: "
+                                                         "run id, APP@VERSION or Perun file.")] = None,
         jobs: Annotated[int, typer.Option("--jobs", help="Parallel model fits (-1 = all cores).")] = -1,
         store: StoreOpt = None,
         json_out: JsonOpt = False,
@@ -111,9 +118,17 @@ def register(app: typer.Typer) -> None:
         floor = min_change if min_change is not None else (d.min_change if d and d.min_change is not None else 0.05)
         if not 0 <= floor < 1:
             raise UsageError("--min-change is a fraction in [0, 1), e.g. 0.05 for 5 %")
-        analysis = dict(min_change=floor, alpha=alpha, seeds=seeds or (d.seeds if d and d.seeds else 10),
-                        random_state=random_state, n_jobs=jobs)
+        analysis: dict[str, Any] = dict(min_change=floor, alpha=alpha,
+                                        seeds=seeds or (d.seeds if d and d.seeds else 10),
+                                        random_state=random_state, n_jobs=jobs)
         with open_store(store) as st:
+            if traces or trace_baseline or trace_target:
+                from quiho.profile.traces import join_traces
+
+                # before anything runs: a bad trace reference must not cost a fleet run
+                joined = join_traces(st, app_a, v1, v2, baseline=trace_baseline, target=trace_target)
+                if joined is not None:
+                    analysis.update(trace_changes=joined.changes, trace_note=joined.note())
             if batch is not None:
                 res = analyse_profile(st, app_a, v1, v2, batch, **analysis)  # type: ignore[arg-type]
                 save_profile(st, res)

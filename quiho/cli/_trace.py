@@ -13,8 +13,8 @@ from quiho.errors import UsageError
 
 
 def _profile(ref: str, store: Path | None, x: str, amount: str) -> Any:
-    from quiho.trace import load_perun_profile, profile_from_calls
-    from quiho.trace._store import load_version_calls
+    from quiho.trace import load_perun_profile
+    from quiho.trace._store import load_trace_profile
 
     p = Path(ref)
     if p.suffix in (".perf", ".json") or (p.exists() and p.is_file()):
@@ -22,10 +22,7 @@ def _profile(ref: str, store: Path | None, x: str, amount: str) -> Any:
     from quiho.store import open_store
 
     with open_store(store, create=False) as st:
-        runs, calls = load_version_calls(st, ref)
-    ids = ", ".join(str(r.id) for r in runs)
-    label = f"{runs[0].application}@{runs[0].version} (run{'s' if len(runs) > 1 else ''} {ids})"
-    return profile_from_calls(calls, x=x, amount=amount, source=label)
+        return load_trace_profile(st, ref, x, amount)
 
 
 def _params(items: list[str]) -> dict[str, dict[str, float]]:

@@ -42,7 +42,7 @@ def remember_hosts(store: Store, inv: Inventory) -> dict[str, int]:
 
 def _host_vars(h: FleetHost) -> dict[str, Any]:
     return {"connection": h.connection, "address": h.address, "cpu_quota_pct": h.cpu_quota_pct,
-            "corunner": h.corunner}
+            "corunner": h.corunner, "thp": h.thp}
 
 
 def set_host_status(

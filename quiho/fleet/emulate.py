@@ -10,9 +10,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["cleanup_cgroups", "local_fleet_lock", "CGROUP_CPU", "LOCK_PATH"]
+__all__ = ["cleanup_cgroups", "restore_thp", "local_fleet_lock", "CGROUP_CPU", "LOCK_PATH", "THP_PATH", "THP_SAVE"]
 
 CGROUP_CPU = Path("/sys/fs/cgroup/cpu")
+#: Machine-wide transparent-huge-page policy, and where playbooks/files/quiho-emulate.sh saves the original.
+THP_PATH = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+THP_SAVE = Path("/run/quiho-thp.orig")
 #: One machine-wide lock: two quiho processes measuring local hosts at once would interfere
 #: (co-runners, quotas and stressors all share the same 2 vCPUs), so local measurements queue here.
 LOCK_PATH = Path("/run/lock/quiho-local-fleet.lock") if Path("/run/lock").is_dir() else Path(
@@ -32,13 +35,43 @@ def local_fleet_lock(path: Path = LOCK_PATH) -> Iterator[float]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def restore_thp(save: Path = THP_SAVE, target: Path = THP_PATH) -> str | None:
+    """Put back the THP policy an emulated host changed, if a run left it changed; return it (None: nothing to do)."""
+    try:
+        orig = save.read_text().strip()
+    except OSError:
+        return None
+    if orig not in ("always", "madvise", "never"):
+        return None
+    try:
+        target.write_text(orig + "\n")
+        save.unlink()
+    except OSError:
+        return None
+    return orig
+
+
+def _restore_thp_if_idle(lock: Path = LOCK_PATH) -> None:
+    # Only when no other quiho process is measuring a local host: its emulated host may have set THP on purpose.
+    try:
+        with open(lock, "a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            try:
+                restore_thp()
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+    except OSError:  # held elsewhere (BlockingIOError) or no lock file possible
+        return
+
+
 def cleanup_cgroups(prefix: str, root: Path = CGROUP_CPU) -> list[str]:
     """Kill every process in cgroups named ``prefix*`` under ``root`` and remove them; return their names.
 
     Used after every local-fleet invocation, so a killed or cancelled playbook
-    never leaves a co-runner or a quota group behind. Only groups with quiho's
-    per-run prefix match.
+    never leaves a co-runner, a quota group or a changed THP policy behind. Only
+    groups with quiho's per-run prefix match.
     """
+    _restore_thp_if_idle()
     removed: list[str] = []
     if not prefix or not root.is_dir():
         return removed

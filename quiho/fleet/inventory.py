@@ -39,11 +39,12 @@ class FleetHost(BaseModel):
     address: str | None = None
     cpu_quota_pct: int = Field(100, ge=1, le=100)
     corunner: Literal["none", "stream", "vm"] = "none"
+    thp: Literal["keep", "always", "never"] = "keep"
 
     @property
     def emulated(self) -> bool:
         """True when the host is this machine under an emulated condition (local fleet)."""
-        return self.cpu_quota_pct < 100 or self.corunner != "none"
+        return self.cpu_quota_pct < 100 or self.corunner != "none" or self.thp != "keep"
 
 
 class Inventory(BaseModel):
@@ -149,11 +150,13 @@ def _from_listing(path: str, data: dict[str, Any]) -> Inventory:
                     address=str(hv["ansible_host"]) if "ansible_host" in hv else None,
                     cpu_quota_pct=hv.get("quiho_cpu_quota_pct", 100),
                     corunner=hv.get("quiho_corunner", "none"),
+                    thp=hv.get("quiho_thp", "keep"),
                 )
             )
         except ValidationError as exc:
             for e in exc.errors():
-                field = {"cpu_quota_pct": "quiho_cpu_quota_pct", "corunner": "quiho_corunner"}.get(
+                field = {"cpu_quota_pct": "quiho_cpu_quota_pct", "corunner": "quiho_corunner",
+                         "thp": "quiho_thp"}.get(
                     str(e["loc"][0]), str(e["loc"][0])
                 )
                 problems.append(f"host {name}: {field}: {e['msg']} (got {e.get('input')!r})")
@@ -162,7 +165,7 @@ def _from_listing(path: str, data: dict[str, Any]) -> Inventory:
     for h in hosts:
         if h.emulated and h.connection != "local":
             raise InventoryError(
-                f"inventory {path}: host {h.name} sets quiho_cpu_quota_pct/quiho_corunner but is not "
+                f"inventory {path}: host {h.name} sets quiho_cpu_quota_pct/quiho_corunner/quiho_thp but is not "
                 "ansible_connection: local (emulated hosts run on the controller, one at a time)"
             )
     return Inventory(path=path, hosts=tuple(hosts))

@@ -250,6 +250,7 @@ def analyse_data(
     advise: bool = True,
     n_jobs: int = -1,
     trace_changes: Sequence[Any] | None = None,
+    trace_note: str | None = None,
     catalog: Catalog | None = None,
     partial: Sequence[str] = (),
 ) -> ProfileResult:
@@ -273,7 +274,9 @@ def analyse_data(
     advise : bool, default True
         Run the fleet-size advisor for a profile that is not meaningful.
     trace_changes : sequence of quiho.detect.Change, optional
-        Per-function verdicts to join into the hints.
+        Per-function verdicts to join into the hints (:func:`quiho.profile.traces.join_traces`).
+    trace_note : str, optional
+        Where those verdicts came from, kept in the notes.
     partial : sequence of str
         Reasons already known why the profile is partial.
 
@@ -327,6 +330,8 @@ def analyse_data(
             subject="irup"),) + hints
     if trace_changes:
         hints = hints + trace_hints(trace_changes)
+    if trace_note:
+        notes.append(trace_note)
     fp_hosts = set(fingerprinted_hosts or [])
     statuses = []
     for host, sub in runs.groupby("host", sort=True):

@@ -10,6 +10,7 @@ import json
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -21,7 +22,8 @@ from quiho.store import Store
 from quiho.store._db import utcnow
 from quiho.trace._events import CALL_COLUMNS, CallStats
 
-__all__ = ["TraceRun", "save_trace", "load_trace", "find_trace_run", "parse_app_version", "CALLS_SCHEMA"]
+__all__ = ["TraceRun", "save_trace", "load_trace", "find_trace_run", "parse_app_version", "CALLS_SCHEMA",
+           "load_version_calls", "load_trace_profile"]
 
 CALLS_SCHEMA = 1
 
@@ -133,6 +135,16 @@ def load_version_calls(store: Store, ref: str) -> tuple[list[TraceRun], pd.DataF
     if len(frames) > 1:
         calls["function"] = calls["function"].astype("category")
     return runs, calls
+
+
+def load_trace_profile(store: Store, ref: str, x: str = "order", amount: str = "inclusive_ns") -> Any:
+    """The :class:`~quiho.detect.Profile` of a stored run id or ``APP@VERSION`` (its runs pooled)."""
+    from quiho.trace._profile import profile_from_calls
+
+    runs, calls = load_version_calls(store, ref)
+    ids = ", ".join(str(r.id) for r in runs)
+    label = f"{runs[0].application}@{runs[0].version} (run{'s' if len(runs) > 1 else ''} {ids})"
+    return profile_from_calls(calls, x=x, amount=amount, source=label)
 
 
 def _read_calls(run: TraceRun) -> pd.DataFrame:

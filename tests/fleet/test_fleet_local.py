@@ -17,6 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 from quiho.cli.main import main
+from quiho.fingerprint.battery import load_battery
 from quiho.fleet import fingerprint
 from quiho.fleet.fingerprint import FingerprintRun
 from quiho.store import Store, open_store
@@ -30,8 +31,14 @@ LOCAL_PAIR = """all:
     ansible_python_interpreter: "{{ ansible_playbook_python }}"
   hosts:
     qtest-plain: {}
-    qtest-q30s: {quiho_cpu_quota_pct: 30, quiho_corunner: stream}
+    qtest-q30s: {quiho_cpu_quota_pct: 30, quiho_corunner: stream, quiho_thp: always}
 """
+THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+
+
+def _thp_policy() -> str:
+    text = THP.read_text()
+    return text[text.index("[") + 1:text.index("]")]
 
 
 def _no_leftovers(pt: SimpleNamespace, run_dir: Path) -> None:
@@ -48,7 +55,10 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, Path
     inv = d / "pair.yml"
     inv.write_text(LOCAL_PAIR)
     store = open_store(d / "q.db")
+    thp_before = _thp_policy()
     run = fingerprint(inv, store=store, battery="quick", repetitions=2, warmup_seconds=1, cgroup_prefix="qtest")
+    assert _thp_policy() == thp_before  # the emulated host's THP policy is put back
+    assert not Path("/run/quiho-thp.orig").exists()
     mp.undo()
     yield store, inv, run
     store.close()
@@ -60,17 +70,18 @@ def test_emulated_hosts_are_fingerprinted_and_cleaned_up(
     run_dir = pair[0].path.parent / "runs"
     store, _, run = pair
     assert run.status == "complete", run
+    n = len(load_battery("quick").stressors)
     assert {h.name: (h.ok + h.failed, h.missing) for h in run.hosts} == {
-        "qtest-plain": (10, 0),
-        "qtest-q30s": (10, 0),
+        "qtest-plain": (2 * n, 0),
+        "qtest-q30s": (2 * n, 0),
     }
     rows = store.conn.execute(
         "SELECT h.name, m.repetition, m.stressor, m.value, m.status, m.unit, m.extra_json FROM measurements m "
         "JOIN hosts h ON h.id = m.host_id WHERE m.run_id = ?",
         (run.run_id,),
     ).fetchall()
-    assert len(rows) == 20
-    assert {r["stressor"] for r in rows} == {"cpu", "matrix", "stream", "zero", "null"}
+    assert len(rows) == 4 * n
+    assert {r["stressor"] for r in rows} == set(load_battery("quick").stressors)
     assert all(r["unit"] == "bogo-ops/s" for r in rows)
     assert all((r["value"] or 0) > 0 for r in rows if r["status"] == "ok")
     assert all(r["value"] is None for r in rows if r["status"] == "failed")
@@ -88,7 +99,7 @@ def test_emulated_hosts_are_fingerprinted_and_cleaned_up(
         "JOIN hosts h ON h.id = s.host_id WHERE s.run_id = ?",
         (run.run_id,),
     ).fetchall()
-    assert len(summ) == 10
+    assert len(summ) == 2 * n
     assert all(r["n_ok"] + 0 <= 2 for r in summ)
     # The 30 % CFS quota caps the stressor's CPU share (usr+sys / wall) at ~0.30 whatever else runs on the
     # machine; the real-time rate alone is not a safe check on a shared 2-vCPU box (the plain host may
@@ -190,7 +201,7 @@ def test_failing_app_version_keeps_other_hosts(
 
 
 def test_run_timeout_kills_the_whole_tree(tmp_path: Path, ptools: SimpleNamespace, run_dir: Path) -> None:
-    # 5 stressors x 5 s on one host, but the playbook invocation may take only 15 s.
+    # the quick battery (7 stressors) x 5 s on one host, but the playbook invocation may take only 15 s.
     inv = tmp_path / "one.yml"
     inv.write_text("all:\n  vars: {ansible_connection: local}\n  hosts:\n    qtest-slow: {}\n")
     store = open_store(tmp_path / "q.db")
@@ -198,9 +209,58 @@ def test_run_timeout_kills_the_whole_tree(tmp_path: Path, ptools: SimpleNamespac
     run = fingerprint(inv, store=store, battery="quick", seconds=5, repetitions=1, warmup_seconds=0,
                       run_timeout_s=15)
     took = time.monotonic() - t0
-    assert run.hosts[0].status == "timeout" and run.hosts[0].missing == 5 and run.status == "failed"
+    assert run.hosts[0].status == "timeout" and run.status == "failed"
+    assert run.hosts[0].missing == len(load_battery("quick").stressors)
     assert took < 45
     time.sleep(0.5)
     assert ptools.live(ptools.ours(run_dir)) == []  # ansible-playbook, workers, ssh
     assert ptools.live(lambda p: f"/quiho-remote/{run.batch}" in p.cwd) == []  # timeout + stress-ng
     store.close()
+
+
+def test_yaml_corrupted_mid_run_names_host_and_file_keeps_the_rest_and_resumes(
+    tmp_path: Path, ptools: SimpleNamespace, run_dir: Path
+) -> None:
+    # Two plain local hosts; while the second repetition of qtest-b runs, its first repetition's YAML
+    # (already written, not yet collected) is cut in half, as a full disk or a killed writer would leave it.
+    inv = tmp_path / "two.yml"
+    inv.write_text("all:\n  vars: {ansible_connection: local}\n  hosts:\n    qtest-a: {}\n    qtest-b: {}\n")
+    store = open_store(tmp_path / "q.db")
+    cut: list[Path] = []
+
+    def second_rep_of_b(p: object) -> bool:
+        cwd = Path(getattr(p, "cwd", ""))
+        return (getattr(p, "comm", "").startswith("stress-ng") and cwd.name == "qtest-b"
+                and (cwd / "rep2.job").exists() and (cwd / "rep1.yaml").exists())
+
+    def truncate(matches: list) -> None:
+        y = Path(matches[0].cwd) / "rep1.yaml"
+        text = y.read_text()
+        y.write_text(text[: len(text) // 2] + "\n  - stressor: [unclosed\n")
+        cut.append(y)
+
+    w = ptools.start_watcher(second_rep_of_b, truncate)
+    try:
+        run = fingerprint(inv, store=store, battery="quick", repetitions=2, warmup_seconds=0)
+    finally:
+        w.stop()
+    assert cut, "the watcher never saw qtest-b's second repetition"
+    by = {h.name: h for h in run.hosts}
+    assert run.status == "partial"
+    assert by["qtest-a"].status == "ok" and by["qtest-a"].missing == 0
+    assert by["qtest-b"].status == "failed" and "qtest-b" in by["qtest-b"].reason
+    assert "rep1.yaml" in by["qtest-b"].reason
+    assert any("qtest-b" in e and "rep1.yaml" in e for e in run.errors)
+    n = len(load_battery("quick").stressors)
+    reps = {r[0] for r in store.conn.execute(
+        "SELECT m.repetition FROM measurements m JOIN hosts h ON h.id = m.host_id WHERE m.run_id = ? "
+        "AND h.name = 'qtest-b'", (run.run_id,))}
+    assert reps == {2}  # the intact repetition is kept
+    again = fingerprint(store=store, resume=run.batch)
+    assert again.run_id == run.run_id and again.status == "complete", again
+    rows = store.conn.execute(
+        "SELECT h.name, COUNT(*) FROM measurements m JOIN hosts h ON h.id = m.host_id WHERE m.run_id = ? "
+        "GROUP BY h.name", (run.run_id,)).fetchall()
+    assert dict(rows) == {"qtest-a": 2 * n, "qtest-b": 2 * n}
+    store.close()
+    assert ptools.live(ptools.ours(run_dir)) == []

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from quiho.fingerprint.battery import load_battery
 from quiho.fleet import fingerprint, load_app_spec, run_app
 from quiho.fleet.netns import NetnsFleet
 from quiho.store import Store, open_store
@@ -19,6 +20,7 @@ from quiho.store import Store, open_store
 pytestmark = [pytest.mark.root, pytest.mark.netns, pytest.mark.stressng]
 
 REPO = Path(__file__).resolve().parents[2]
+QUICK = len(load_battery("quick").stressors)  # stressors per repetition of the quick battery
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +62,7 @@ def test_fingerprint_three_ssh_hosts(
     run = fingerprint(fleet.inventory, store=store, battery="quick", repetitions=1, warmup_seconds=0)
     assert run.status == "complete", run
     assert sorted(h.name for h in run.hosts) == sorted(h.name for h in fleet.hosts)
-    assert all(h.status == "ok" and h.ok + h.failed == 5 and h.missing == 0 for h in run.hosts)
+    assert all(h.status == "ok" and h.ok + h.failed == QUICK and h.missing == 0 for h in run.hosts)
     for h in fleet.hosts:
         facts = json.loads(store.conn.execute("SELECT facts_json FROM hosts WHERE name=?", (h.name,)).fetchone()[0])
         assert "stress-ng" in facts["stress_ng_version"] and facts["memtotal_mb"] > 0
@@ -103,14 +105,14 @@ def test_killed_host_leaves_run_partial_and_resume_completes_it(
     others = [h for h in fleet.hosts if h is not victim]
     assert all(by[h.name].missing == 0 and by[h.name].status == "ok" for h in others)
     before = {h.name: _rows(store, run.run_id, h.name) for h in others}
-    assert all(len(v) == 10 for v in before.values())
+    assert all(len(v) == 2 * QUICK for v in before.values())
 
     fleet.restart_sshd(victim)
     again = fingerprint(store=store, resume=run.batch)
     assert again.run_id == run.run_id and again.status == "complete", again
     # only the victim ran again: the others' rows are untouched, their attempt count is still 1
     assert {h.name: _rows(store, run.run_id, h.name) for h in others} == before
-    assert len(_rows(store, run.run_id, victim.name)) == 10
+    assert len(_rows(store, run.run_id, victim.name)) == 2 * QUICK
     attempts = dict(
         store.conn.execute(
             "SELECT h.name, s.attempts FROM fleet_host_status s JOIN hosts h ON h.id=s.host_id WHERE s.batch=?",
