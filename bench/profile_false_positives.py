@@ -55,7 +55,7 @@ def main() -> None:
     print("| profile | verdict | change | 95% CI | Wilcoxon p | hosts | IRUPs | validity A/B | top A/B | "
           "memory share | cpu share | time |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
-    plan = [("self", "nadds1", "nadds1")] * args.n_self + [("detect", "nadds1", "nadds30")] * args.detect
+    plan = [("detect", "nadds1", "nadds30")] * args.detect + [("self", "nadds1", "nadds1")] * args.n_self
     verdicts: dict[str, list[str]] = {"self": [], "detect": []}
     counts = {"self": 0, "detect": 0}
     with open_store(store_path) as st:

@@ -330,8 +330,6 @@ def analyse_data(
             subject="irup"),) + hints
     if trace_changes:
         hints = hints + trace_hints(trace_changes)
-    if trace_note:
-        notes.append(trace_note)
     fp_hosts = set(fingerprinted_hosts or [])
     statuses = []
     for host, sub in runs.groupby("host", sort=True):
@@ -356,7 +354,7 @@ def analyse_data(
             drop=True), fingerprints=fingerprints if fingerprints is not None else pd.DataFrame(),
         params={"min_change": min_change, "alpha": alpha, "seeds": seeds, "random_state": random_state,
                 "importance": importance, "model": (model_params or ModelParams()).__dict__},
-        created_at=utcnow(),
+        created_at=utcnow(), notes=(trace_note,) if trace_note else (),
     )
 
 
@@ -419,7 +417,7 @@ def analyse_profile(
                                params={**res.params, "fingerprint_rows": "host median (the runs and the "
                                        "fingerprint are separate sessions)"},
                                fingerprint_batch=str(fp["batch"]) if fp else None, fingerprint_age_s=age,
-                               notes=tuple(info))
+                               notes=res.notes + tuple(info))
 
 
 def save_profile(store: Store, result: ProfileResult) -> int:

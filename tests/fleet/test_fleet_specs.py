@@ -48,12 +48,11 @@ def test_job_file_is_one_sequential_run_with_options() -> None:
         render_job(["cpu; reboot"], 1, {})
 
 
-def test_local_inventory_has_six_distinct_emulated_hosts() -> None:
+def test_local_inventory_has_at_least_six_distinct_emulated_hosts() -> None:
     inv = load_inventory()
     assert len(inv.hosts) >= 6 and inv.shares_machine
-    conds = {(h.cpu_quota_pct, h.corunner) for h in inv.hosts}
+    conds = {(h.cpu_quota_pct, h.corunner, h.thp) for h in inv.hosts}
     assert len(conds) == len(inv.hosts)
-    assert {h.corunner for h in inv.hosts} == {"none", "stream", "vm"}
     assert all(h.connection == "local" for h in inv.hosts)
 
 
