@@ -130,7 +130,7 @@ def register(app: typer.Typer) -> None:
                 if joined is not None:
                     analysis.update(trace_changes=joined.changes, trace_note=joined.note())
             if batch is not None:
-                res = analyse_profile(st, app_a, v1, v2, batch, **analysis)  # type: ignore[arg-type]
+                res = analyse_profile(st, app_a, v1, v2, batch, **analysis)
                 save_profile(st, res)
             else:
                 s = resolve_spec(app_a, spec=spec, project=proj)
