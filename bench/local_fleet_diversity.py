@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from quiho.fingerprint.catalog import load_catalog
@@ -113,8 +114,6 @@ def main() -> int:
     # larger than the other axis's effect. The question "does this stressor carry variation the cpu class does
     # not?" is answered directly by regressing its log host median on the log cpu-class host median and
     # comparing what is left over with the stressor's own repetition noise.
-    import numpy as np
-
     cpu_cols = [c for c in CPU if c in med.columns]
     speed = np.log(med[cpu_cols]).mean(axis=1)
     noise = ok.groupby(["host", "stressor"])["value"].agg(lambda v: v.std(ddof=1) / v.mean() if len(v) > 1

@@ -67,3 +67,26 @@ def popper_csv() -> Path:
             pytest.fail(msg)
         pytest.skip(msg)
     return POPPER_RESULTS
+
+
+def _synthetic_calls(n: int, scale: float, seed: int, functions: tuple[str, str] = ("steady", "slower")):  # noqa: ANN202
+    """A calls table of two functions, ``n`` calls each; the second one's durations are multiplied by ``scale``."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for f, base in zip(functions, (1000.0, 5000.0), strict=True):
+        y = base * (scale if f == functions[1] else 1.0) + rng.normal(0, 20, n)
+        rows.append(pd.DataFrame({"function": f, "tid": 1, "order": np.arange(n), "start_ns": np.arange(n) * 10_000,
+                                  "inclusive_ns": y.astype(np.int64), "exclusive_ns": y.astype(np.int64),
+                                  "depth": 0, "arg": 0}))
+    df = pd.concat(rows, ignore_index=True)
+    df["function"] = df["function"].astype("category")
+    return df
+
+
+@pytest.fixture(scope="session")
+def synthetic_calls():  # noqa: ANN201
+    """``make(n, scale, seed, functions=("steady", "slower"))`` → a calls table (see :func:`_synthetic_calls`)."""
+    return _synthetic_calls

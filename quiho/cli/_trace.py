@@ -14,10 +14,9 @@ from quiho.errors import UsageError
 
 def _profile(ref: str, store: Path | None, x: str, amount: str) -> Any:
     from quiho.trace import load_perun_profile
-    from quiho.trace._store import load_trace_profile
+    from quiho.trace._store import load_trace_profile, perun_file
 
-    p = Path(ref)
-    if p.suffix in (".perf", ".json") or (p.exists() and p.is_file()):
+    if (p := perun_file(ref)) is not None:  # no store needed
         return load_perun_profile(p)
     from quiho.store import open_store
 

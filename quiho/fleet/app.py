@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from quiho._yaml import read_yaml_mapping
 from quiho.errors import AppSpecError, UsageError
 from quiho.fleet._store import host_id, remember_hosts, set_host_status
-from quiho.fleet.emulate import cleanup_cgroups, local_fleet_lock
+from quiho.fleet.emulate import cleanup_emulation, local_fleet_lock
 from quiho.fleet.inventory import load_inventory
 from quiho.fleet.runner import FleetEvent, run_playbook
 from quiho.store._db import Store, dumps
@@ -287,7 +287,7 @@ def run_app(
                 )
         finally:
             if any(inv.host(h).emulated for h in group):
-                cleanup_cgroups(f"{cgroup_prefix}-{batch}-")
+                cleanup_emulation(f"{cgroup_prefix}-{batch}-")
         for h in group:
             out = res.hosts.get(h)
             statuses[h] = (out.status, out.reason) if out else ("unreachable", "no events for this host")

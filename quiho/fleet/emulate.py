@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["cleanup_cgroups", "restore_thp", "local_fleet_lock", "CGROUP_CPU", "LOCK_PATH", "THP_PATH", "THP_SAVE"]
+__all__ = ["cleanup_emulation", "cleanup_cgroups", "restore_thp", "local_fleet_lock", "CGROUP_CPU", "LOCK_PATH",
+           "THP_PATH", "THP_SAVE"]
 
 CGROUP_CPU = Path("/sys/fs/cgroup/cpu")
 #: Machine-wide transparent-huge-page policy, and where playbooks/files/quiho-emulate.sh saves the original.
@@ -24,11 +25,14 @@ LOCK_PATH = Path("/run/lock/quiho-local-fleet.lock") if Path("/run/lock").is_dir
 
 
 @contextmanager
-def local_fleet_lock(path: Path = LOCK_PATH) -> Iterator[float]:
-    """Hold the machine-wide local-fleet lock (blocking); yields the seconds spent waiting for it."""
+def local_fleet_lock(path: Path = LOCK_PATH, *, blocking: bool = True) -> Iterator[float]:
+    """Hold the machine-wide local-fleet lock; yields the seconds spent waiting for it.
+
+    With ``blocking=False`` a lock held elsewhere raises :class:`BlockingIOError` at once.
+    """
     t0 = time.monotonic()
     with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+        fcntl.flock(fh, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
         try:
             yield time.monotonic() - t0
         finally:
@@ -54,24 +58,25 @@ def restore_thp(save: Path = THP_SAVE, target: Path = THP_PATH) -> str | None:
 def _restore_thp_if_idle(lock: Path = LOCK_PATH) -> None:
     # Only when no other quiho process is measuring a local host: its emulated host may have set THP on purpose.
     try:
-        with open(lock, "a") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            try:
-                restore_thp()
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        with local_fleet_lock(lock, blocking=False):
+            restore_thp()
     except OSError:  # held elsewhere (BlockingIOError) or no lock file possible
         return
+
+
+def cleanup_emulation(prefix: str) -> list[str]:
+    """Undo whatever a local-fleet invocation with cgroup ``prefix`` may have left: its cgroups and THP policy."""
+    _restore_thp_if_idle()
+    return cleanup_cgroups(prefix)
 
 
 def cleanup_cgroups(prefix: str, root: Path = CGROUP_CPU) -> list[str]:
     """Kill every process in cgroups named ``prefix*`` under ``root`` and remove them; return their names.
 
-    Used after every local-fleet invocation, so a killed or cancelled playbook
-    never leaves a co-runner, a quota group or a changed THP policy behind. Only
+    Used after every local-fleet invocation (:func:`cleanup_emulation`), so a killed
+    or cancelled playbook never leaves a co-runner or a quota group behind. Only
     groups with quiho's per-run prefix match.
     """
-    _restore_thp_if_idle()
     removed: list[str] = []
     if not prefix or not root.is_dir():
         return removed

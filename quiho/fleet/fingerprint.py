@@ -29,7 +29,7 @@ from quiho.errors import FingerprintParseError, UsageError
 from quiho.fingerprint.battery import load_battery, render_job
 from quiho.fingerprint.parse import StressorResult, last_started, parse_stressng_yaml, running_stressor
 from quiho.fleet._store import host_id, parse_facts, remember_hosts, set_host_status
-from quiho.fleet.emulate import cleanup_cgroups, local_fleet_lock
+from quiho.fleet.emulate import cleanup_emulation, local_fleet_lock
 from quiho.fleet.inventory import Inventory, load_inventory
 from quiho.fleet.runner import FleetEvent, PlaybookResult, reap_cwd, run_playbook
 from quiho.store._db import Store, dumps, utcnow
@@ -336,7 +336,7 @@ def _invoke(
             )
     finally:
         if any(inv.host(h).emulated for h in group):
-            cleanup_cgroups(f"{cgroup_prefix}-{batch}-")
+            cleanup_emulation(f"{cgroup_prefix}-{batch}-")
         if res is None or res.timed_out:
             # stressors of a cancelled run on this machine (local/netns hosts) outlive ansible's process group
             reap_cwd(f"/tmp/quiho-remote/{batch}")

@@ -32,7 +32,7 @@ from quiho.errors import UsageError
 from quiho.fleet import AppSpec, FleetEvent, load_inventory, run_playbook
 from quiho.fleet._store import host_id, remember_hosts
 from quiho.fleet.app import extract_metric
-from quiho.fleet.emulate import cleanup_cgroups
+from quiho.fleet.emulate import cleanup_emulation
 from quiho.store._db import Store, dumps
 
 __all__ = ["InterleavedRun", "RunRecord", "run_interleaved", "store_label", "INTERLEAVE_SH", "SETUP_SH"]
@@ -208,7 +208,7 @@ def run_interleaved(
                                python_interpreter=sys.executable if all(local) else "auto_silent")
         finally:
             if any(inv.host(h).emulated for h in group):
-                cleanup_cgroups(f"{cgroup_prefix}-{batch}-")
+                cleanup_emulation(f"{cgroup_prefix}-{batch}-")
         seen: dict[str, set[int]] = {h: set() for h in group}
         counters: dict[tuple[str, str], int] = {}  # (host, side) -> repetitions so far
         for data in res.items("quiho app run"):

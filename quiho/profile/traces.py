@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from quiho.store._db import Store
@@ -39,22 +38,8 @@ class TraceJoin:
 
 
 def _has_trace_runs(store: Store, app: str, version: str) -> bool:
-    try:
-        row = store.conn.execute("SELECT 1 FROM trace_runs WHERE application = ? AND version = ? LIMIT 1",
-                                 (app, version)).fetchone()
-    except Exception:  # noqa: BLE001 - a store without the trace component has no trace runs
-        return False
-    return row is not None
-
-
-def _load(store: Store, ref: str, x: str, amount: str) -> Any:
-    from quiho.trace import load_perun_profile
-    from quiho.trace._store import load_trace_profile
-
-    p = Path(ref)
-    if p.suffix in (".perf", ".json") or p.is_file():
-        return load_perun_profile(p)
-    return load_trace_profile(store, ref, x, amount)
+    return store.conn.execute("SELECT 1 FROM trace_runs WHERE application = ? AND version = ? LIMIT 1",
+                              (app, version)).fetchone() is not None
 
 
 def join_traces(
@@ -96,6 +81,7 @@ def join_traces(
         A trace that cannot be read.
     """
     from quiho.detect import DEFAULT_METHODS, detect
+    from quiho.trace._store import load_trace_profile
 
     ref_a = baseline or f"{application}@{version_a}"
     ref_b = target or f"{application}@{version_b}"
@@ -103,7 +89,7 @@ def join_traces(
         _has_trace_runs(store, application, version_a) and _has_trace_runs(store, application, version_b)
     ):
         return None
-    pa = _load(store, ref_a, x, amount)
-    pb = _load(store, ref_b, x, amount)
+    pa = load_trace_profile(store, ref_a, x, amount)
+    pb = load_trace_profile(store, ref_b, x, amount)
     changes = detect(pa, pb, list(methods or DEFAULT_METHODS), {})
     return TraceJoin(str(pa.source), str(pb.source), tuple(changes))

@@ -23,7 +23,7 @@ from quiho.store._db import utcnow
 from quiho.trace._events import CALL_COLUMNS, CallStats
 
 __all__ = ["TraceRun", "save_trace", "load_trace", "find_trace_run", "parse_app_version", "CALLS_SCHEMA",
-           "load_version_calls", "load_trace_profile"]
+           "load_version_calls", "load_trace_profile", "perun_file"]
 
 CALLS_SCHEMA = 1
 
@@ -137,10 +137,18 @@ def load_version_calls(store: Store, ref: str) -> tuple[list[TraceRun], pd.DataF
     return runs, calls
 
 
-def load_trace_profile(store: Store, ref: str, x: str = "order", amount: str = "inclusive_ns") -> Any:
-    """The :class:`~quiho.detect.Profile` of a stored run id or ``APP@VERSION`` (its runs pooled)."""
-    from quiho.trace._profile import profile_from_calls
+def perun_file(ref: str) -> Path | None:
+    """``ref`` as a Perun profile file, or None when it names a stored run (id or ``APP@VERSION``)."""
+    p = Path(ref)
+    return p if p.suffix in (".perf", ".json") or p.is_file() else None
 
+
+def load_trace_profile(store: Store, ref: str, x: str = "order", amount: str = "inclusive_ns") -> Any:
+    """The :class:`~quiho.detect.Profile` of a Perun file, a stored run id or ``APP@VERSION`` (its runs pooled)."""
+    from quiho.trace._profile import load_perun_profile, profile_from_calls
+
+    if (p := perun_file(ref)) is not None:
+        return load_perun_profile(p)
     runs, calls = load_version_calls(store, ref)
     ids = ", ".join(str(r.id) for r in runs)
     label = f"{runs[0].application}@{runs[0].version} (run{'s' if len(runs) > 1 else ''} {ids})"

@@ -122,23 +122,7 @@ def test_failing_host_and_missing_fingerprint_are_kept_and_marked(fleet, capsys)
     assert row == ("partial",)
 
 
-def _calls(n: int, scale: float, seed: int):
-    import numpy as np
-    import pandas as pd
-
-    rng = np.random.default_rng(seed)
-    rows = []
-    for f, base in (("init", 1000.0), ("kernel", 5000.0)):
-        y = base * (scale if f == "kernel" else 1.0) + rng.normal(0, 20, n)
-        rows.append(pd.DataFrame({"function": f, "tid": 1, "order": np.arange(n), "start_ns": np.arange(n) * 10_000,
-                                  "inclusive_ns": y.astype(np.int64), "exclusive_ns": y.astype(np.int64),
-                                  "depth": 0, "arg": 0}))
-    df = pd.concat(rows, ignore_index=True)
-    df["function"] = df["function"].astype("category")
-    return df
-
-
-def test_stored_traces_of_both_versions_are_joined_into_the_hints(fleet, capsys):
+def test_stored_traces_of_both_versions_are_joined_into_the_hints(fleet, capsys, synthetic_calls):
     from quiho.store import open_store
     from quiho.trace import CallStats, save_trace
 
@@ -148,7 +132,8 @@ def test_stored_traces_of_both_versions_are_joined_into_the_hints(fleet, capsys)
                                 ).fetchone()[0]
         stats = CallStats(4 * 200, 400, 0, 0, 0, 0, 0)
         for version, scale, seed in (("nadds1", 1.0, 1), ("nadds30", 1.4, 2)):
-            save_trace(st, "stream", version, _calls(200, scale, seed), stats, command="stream", engine="bpftrace",
+            calls = synthetic_calls(200, scale, seed, functions=("init", "kernel"))
+            save_trace(st, "stream", version, calls, stats, command="stream", engine="bpftrace",
                        functions=("init", "kernel"))
     # a bad trace reference is refused before anything is run or re-analysed
     rc, out, err = _run(capsys, "profile", "stream@nadds1", "stream@nadds30", "--batch", batch,

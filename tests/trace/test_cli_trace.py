@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
@@ -20,26 +19,13 @@ REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "data" / "perun" / "degradation_profiles"
 
 
-def _calls(n: int, scale: float, seed: int) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    rows = []
-    for f, base in (("steady", 1000.0), ("slower", 5000.0)):
-        y = base * (scale if f == "slower" else 1.0) + rng.normal(0, 20, n)
-        rows.append(pd.DataFrame({"function": f, "tid": 1, "order": np.arange(n), "start_ns": np.arange(n) * 10_000,
-                                  "inclusive_ns": y.astype(np.int64), "exclusive_ns": y.astype(np.int64),
-                                  "depth": 0, "arg": 0}))
-    df = pd.concat(rows, ignore_index=True)
-    df["function"] = df["function"].astype("category")
-    return df
-
-
-def test_detect_json_on_stored_runs(tmp_path, capsys):
+def test_detect_json_on_stored_runs(tmp_path, capsys, synthetic_calls):
     db = tmp_path / "q.db"
     with open_store(db) as st:
         stats = CallStats(4 * 300, 600, 0, 0, 0, 0, 0)
-        save_trace(st, "app", "1", _calls(300, 1.0, 1), stats, command="app", engine="bpftrace",
+        save_trace(st, "app", "1", synthetic_calls(300, 1.0, 1), stats, command="app", engine="bpftrace",
                    functions=("steady", "slower"))
-        r2 = save_trace(st, "app", "2", _calls(300, 1.3, 2), stats, command="app", engine="bpftrace",
+        r2 = save_trace(st, "app", "2", synthetic_calls(300, 1.3, 2), stats, command="app", engine="bpftrace",
                         functions=("steady", "slower"))
         run, calls = load_trace(st, "app@2")
     assert run.id == r2.id and len(calls) == 600
@@ -130,10 +116,10 @@ def test_real_trace_with_sampling(tmp_path, capsys):
     assert doc["calls"] == 20 and doc["events"] == 40 and doc["unmatched_entries"] == 0  # every 10th of 100 each
 
 
-def test_independent_variables():
+def test_independent_variables(synthetic_calls):
     from quiho.trace import profile_from_calls, sliding_window_clusters
 
-    calls = _calls(50, 1.0, 3)
+    calls = synthetic_calls(50, 1.0, 3)
     calls["arg"] = np.arange(len(calls)) % 7
     for x in ("order", "arg", "sort-order", "sliding-window"):
         prof = profile_from_calls(calls, x=x)
