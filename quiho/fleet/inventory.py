@@ -40,11 +40,12 @@ class FleetHost(BaseModel):
     cpu_quota_pct: int = Field(100, ge=1, le=100)
     corunner: Literal["none", "stream", "vm"] = "none"
     thp: Literal["keep", "always", "never"] = "keep"
+    prefault_mib: int = Field(0, ge=0, le=65536)
 
     @property
     def emulated(self) -> bool:
         """True when the host is this machine under an emulated condition (local fleet)."""
-        return self.cpu_quota_pct < 100 or self.corunner != "none" or self.thp != "keep"
+        return self.cpu_quota_pct < 100 or self.corunner != "none" or self.thp != "keep" or self.prefault_mib > 0
 
 
 class Inventory(BaseModel):
@@ -151,12 +152,13 @@ def _from_listing(path: str, data: dict[str, Any]) -> Inventory:
                     cpu_quota_pct=hv.get("quiho_cpu_quota_pct", 100),
                     corunner=hv.get("quiho_corunner", "none"),
                     thp=hv.get("quiho_thp", "keep"),
+                    prefault_mib=hv.get("quiho_prefault_mib", 0),
                 )
             )
         except ValidationError as exc:
             for e in exc.errors():
                 field = {"cpu_quota_pct": "quiho_cpu_quota_pct", "corunner": "quiho_corunner",
-                         "thp": "quiho_thp"}.get(
+                         "thp": "quiho_thp", "prefault_mib": "quiho_prefault_mib"}.get(
                     str(e["loc"][0]), str(e["loc"][0])
                 )
                 problems.append(f"host {name}: {field}: {e['msg']} (got {e.get('input')!r})")
@@ -165,7 +167,8 @@ def _from_listing(path: str, data: dict[str, Any]) -> Inventory:
     for h in hosts:
         if h.emulated and h.connection != "local":
             raise InventoryError(
-                f"inventory {path}: host {h.name} sets quiho_cpu_quota_pct/quiho_corunner/quiho_thp but is not "
-                "ansible_connection: local (emulated hosts run on the controller, one at a time)"
+                f"inventory {path}: host {h.name} sets quiho_cpu_quota_pct/quiho_corunner/quiho_thp/"
+                "quiho_prefault_mib but is not ansible_connection: local "
+                "(emulated hosts run on the controller, one at a time)"
             )
     return Inventory(path=path, hosts=tuple(hosts))

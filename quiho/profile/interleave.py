@@ -31,7 +31,7 @@ from typing import Any
 from quiho.errors import UsageError
 from quiho.fleet import AppSpec, FleetEvent, load_inventory, run_playbook
 from quiho.fleet._store import host_id, remember_hosts
-from quiho.fleet.app import extract_metric
+from quiho.fleet.app import command_wall, extract_metric, strip_markers
 from quiho.fleet.emulate import cleanup_emulation
 from quiho.store._db import Store, dumps
 
@@ -98,16 +98,6 @@ class InterleavedRun:
 def store_label(version_a: str, version_b: str) -> str:
     """The version label the candidate's runs are stored under (``V#2`` when a version is compared with itself)."""
     return version_b if version_b != version_a else f"{version_b}#2"
-
-
-def _parse_delta(delta: str | None) -> float | None:
-    if not delta:
-        return None
-    try:
-        h, m, s = delta.split(":")
-        return int(h) * 3600 + int(m) * 60 + float(s)
-    except ValueError:
-        return None
 
 
 def _command(spec: AppSpec, v1: str, v2: str, first: int) -> list[str]:
@@ -216,7 +206,7 @@ def run_interleaved(
             r = data.get("res") or {}
             order = int(r.get("item", 0))
             seen.setdefault(h, set()).add(order)
-            stdout = str(r.get("stdout", ""))
+            stdout = strip_markers(str(r.get("stdout", "")))
             m = _MARK.search(stdout)
             side = m.group(1) if m else ("1" if (order - 1 + first) % 2 == 0 else "2")
             version = labels[side]
@@ -225,7 +215,7 @@ def run_interleaved(
                 counters[(h, side)] = counters.get((h, side), 0) + 1
             rep = 0 if is_warm else counters[(h, side)]
             rc = r.get("rc")
-            wall = _parse_delta(r.get("delta"))
+            wall = command_wall(r)
             tail = str(r.get("stderr", ""))[-STDERR_TAIL:] or None
             value: float | None = None
             why: str | None

@@ -200,6 +200,28 @@ def test_failing_app_version_keeps_other_hosts(
     assert hosts["qtest-plain"]["last_fingerprint"] == run.batch and hosts["qtest-plain"]["age_s"] >= 0
 
 
+def test_prefault_is_not_part_of_a_runtime_metric(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], ptools: SimpleNamespace, run_dir: Path
+) -> None:
+    # 1 GiB faulted in under a 30 % quota takes ~0.6 s; the app sleeps 0.2 s. Measured from ansible's
+    # delta the runtime would be ~0.8 s; from the wrapper's marker it is the sleep plus exec overhead.
+    inv = tmp_path / "pf.yml"
+    inv.write_text("all:\n  vars: {ansible_connection: local, quiho_prefault_mib: 1024}\n"
+                   "  hosts:\n    qtest-pf: {quiho_cpu_quota_pct: 30}\n")
+    spec = tmp_path / "nap.yml"
+    spec.write_text("schema_version: 1\nname: nap\nversions:\n  v1: {command: [sleep, '0.2']}\n"
+                    "metric: {kind: runtime, unit: s}\nrepetitions: 2\ntimeout: 60\n")
+    store = open_store(tmp_path / "q.db")
+    capsys.readouterr()
+    assert main(["run", str(spec), "--version", "v1", "-i", str(inv), "--store", str(store.path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "complete"
+    values = [r[0] for r in store.conn.execute("SELECT value FROM app_runs WHERE status = 'ok'")]
+    assert len(values) == 2 and all(0.19 <= v < 0.45 for v in values), values
+    store.close()
+    assert not list(Path("/sys/fs/cgroup/cpu").glob("*-qtest-pf"))  # the host's cgroup is gone
+    assert ptools.live(ptools.ours(run_dir)) == []
+
+
 def test_run_timeout_kills_the_whole_tree(tmp_path: Path, ptools: SimpleNamespace, run_dir: Path) -> None:
     # the quick battery (7 stressors) x 5 s on one host, but the playbook invocation may take only 15 s.
     inv = tmp_path / "one.yml"

@@ -10,7 +10,7 @@ import yaml
 from quiho.errors import AppSpecError, CatalogError, InventoryError
 from quiho.fingerprint.battery import battery_names, load_battery, render_job
 from quiho.fingerprint.catalog import stressors_dir
-from quiho.fleet.app import Metric, extract_metric, load_app_spec
+from quiho.fleet.app import Metric, command_wall, extract_metric, load_app_spec, strip_markers
 from quiho.fleet.inventory import load_inventory
 
 NEVER = {"mmapfork", "cpu-online", "watchdog", "oom-pipe", "smi", "swap", "plugin"}
@@ -54,6 +54,19 @@ def test_local_inventory_has_at_least_six_distinct_emulated_hosts() -> None:
     conds = {(h.cpu_quota_pct, h.corunner, h.thp) for h in inv.hosts}
     assert len(conds) == len(inv.hosts)
     assert all(h.connection == "local" for h in inv.hosts)
+    # every measured command starts right after a prefault (free page reporting; inventories/local.yml)
+    assert all(h.prefault_mib >= 256 for h in inv.hosts)
+
+
+def test_wall_time_starts_at_the_wrappers_marker() -> None:
+    res = {"delta": "0:00:01.500000", "end": "2026-11-21 10:00:02.000000",
+           "stdout": "quiho-exec-at: 2026-11-21 10:00:01.250000\nquiho-version: 1\ntime_s: 0.7\n"}
+    assert command_wall(res) == pytest.approx(0.75)  # not the 1.5 s that include the prefault
+    assert strip_markers(res["stdout"]) == "quiho-version: 1\ntime_s: 0.7\n"
+    assert command_wall({"delta": "0:00:01.500000", "stdout": "time_s: 0.7"}) == pytest.approx(1.5)
+    # a marker later than the end (clock stepped) or unparsable: fall back to ansible's delta
+    assert command_wall({**res, "end": "2026-11-21 10:00:01.000000"}) == pytest.approx(1.5)
+    assert command_wall({**res, "end": "yesterday"}) == pytest.approx(1.5)
 
 
 @pytest.mark.parametrize(
@@ -61,6 +74,9 @@ def test_local_inventory_has_at_least_six_distinct_emulated_hosts() -> None:
     [
         ("all:\n  hosts:\n    a: {ansible_connection: local, quiho_cpu_quota_pct: 150}\n", "quiho_cpu_quota_pct"),
         ("all:\n  hosts:\n    a: {ansible_connection: local, quiho_corunner: disk}\n", "quiho_corunner"),
+        ("all:\n  hosts:\n    a: {ansible_connection: local, quiho_prefault_mib: -1}\n", "quiho_prefault_mib"),
+        ("all:\n  hosts:\n    a: {ansible_connection: local, quiho_prefault_mib: '1; reboot'}\n", "quiho_prefault_mib"),
+        ("all:\n  hosts:\n    a: {ansible_host: 10.200.9.2, quiho_prefault_mib: 64}\n", "not ansible_connection"),
         ("all:\n  hosts:\n    a: {ansible_host: 10.200.9.2, quiho_cpu_quota_pct: 50}\n", "not ansible_connection"),
         ("all:\n  hosts: [unclosed\n", "cannot be parsed"),
     ],
