@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from quiho._yaml import read_yaml_mapping
 from quiho.errors import CatalogError
 from quiho.fingerprint.catalog import load_catalog, stressors_dir
 
@@ -45,16 +45,12 @@ def battery_names(path: Path | None = None) -> list[str]:
 
 
 def _read(path: Path) -> dict:
-    try:
-        raw = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise CatalogError(f"cannot read battery file {path}: {exc.strerror}") from exc
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"battery file {path} is not valid YAML: {exc}") from exc
-    if not isinstance(raw, dict) or raw.get("schema_version") != BATTERY_SCHEMA_VERSION:
+    raw = read_yaml_mapping(path, what="battery file", error=CatalogError,
+                            shape=f"with schema_version {BATTERY_SCHEMA_VERSION}")
+    if raw.get("schema_version") != BATTERY_SCHEMA_VERSION:
         raise CatalogError(
             f"battery file {path} must be a mapping with schema_version {BATTERY_SCHEMA_VERSION} "
-            f"(got {raw.get('schema_version') if isinstance(raw, dict) else type(raw).__name__!r})"
+            f"(got {raw.get('schema_version')!r})"
         )
     return raw
 

@@ -225,14 +225,13 @@ def command_wall(result: dict[str, Any]) -> float | None:
     ``runtime`` metric is the command's own time.
     """
     m = _EXEC_AT.search(str(result.get("stdout", "")))
-    end = result.get("end")
-    if m and end:
+    if m and result.get("end"):
+        fmt = "%Y-%m-%d %H:%M:%S.%f"
         try:
-            fmt = "%Y-%m-%d %H:%M:%S.%f"
-            wall = (datetime.strptime(str(end), fmt) - datetime.strptime(m.group(1), fmt)).total_seconds()
+            wall = (datetime.strptime(str(result["end"]), fmt) - datetime.strptime(m.group(1), fmt)).total_seconds()
         except ValueError:
-            wall = -1.0
-        if wall >= 0:
+            wall = None
+        if wall is not None and wall >= 0:
             return wall
     return _parse_delta(result.get("delta"))
 
