@@ -20,5 +20,5 @@ BATTERY=quick
 # Quick mode: the quick battery (7 stressors x 1 s x 2 repetitions) and 5 runs per version per host.
 REPS=(--repetitions 5)
 [ "$BATTERY" = default ] && REPS=()
-quiho profile stream@nadds1 stream@nadds30 --battery "$BATTERY" --max-age 6h "${REPS[@]}" \
+.venv/bin/quiho profile stream@nadds1 stream@nadds30 --battery "$BATTERY" --max-age 6h "${REPS[@]}" \
   --report .quiho/profile-report

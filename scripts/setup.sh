@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs everything quiho needs on a fresh Debian 12 machine (idempotent).
 # System packages need root; without root they are reported, not installed.
+# Python packages go into a virtual environment, .venv (PEP 668: Debian's own python3 is "externally managed"
+# and refuses a system-wide pip install). PYTHON picks the interpreter the venv is made from (default python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PKGS=(stress-ng openssh-server bpftrace chromium iproute2 gcc make procps)
+APT_PKGS=(stress-ng openssh-server bpftrace chromium iproute2 gcc make procps python3-venv)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -19,13 +21,27 @@ if ((${#missing[@]})); then
   fi
 fi
 
-PY=${PYTHON:-python3}
+BASE=${PYTHON:-python3}
+VENV=.venv
+PY=$VENV/bin/python
+# A venv made from another interpreter (PYTHON changed) is rebuilt, not reused.
+want=$("$BASE" -c 'import sys; print(sys.base_prefix, sys.version_info[:3])')
+if [ -x "$PY" ] && [ "$("$PY" -c 'import sys; print(sys.base_prefix, sys.version_info[:3])' 2>/dev/null)" != "$want" ]; then
+  echo "setup: $VENV was made from another Python; rebuilding it from $BASE" >&2
+  rm -rf "$VENV" .quiho-installed
+fi
+if [ ! -x "$PY" ]; then
+  echo "setup: creating $VENV from $BASE" >&2
+  "$BASE" -m venv "$VENV"
+  rm -f .quiho-installed
+fi
 # -P: do not put the current directory on sys.path, so an install of another checkout (or none) is noticed
 # instead of this directory's quiho/ being imported by accident.
 if ! "$PY" -P -c "import os, quiho, pytest, sklearn, ansible_runner
 assert os.path.samefile(os.path.dirname(quiho.__file__), 'quiho')" 2>/dev/null \
    || [ pyproject.toml -nt .quiho-installed ] 2>/dev/null; then
-  echo "setup: pip install -e .[dev]" >&2
+  echo "setup: $PY -m pip install -e .[dev]" >&2
+  "$PY" -m pip install -q --disable-pip-version-check --upgrade pip
   "$PY" -m pip install -q --disable-pip-version-check -e ".[dev]"
   touch .quiho-installed
 fi

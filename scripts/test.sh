@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-PY=${PYTHON:-python3}
+PY=.venv/bin/python
 "$PY" -m ruff check quiho tests bench
 "$PY" -m mypy
 exec "$PY" -m pytest "$@"
