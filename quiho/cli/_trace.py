@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from quiho._text import printable
 from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err
 from quiho.errors import UsageError
 
@@ -72,7 +73,7 @@ def register(app: typer.Typer) -> None:
             emit_json(doc)
             return
         s = run.stats
-        print(f"trace run {run.id}: {target}, {s.calls} calls of {len(run.functions)} function(s) from "
+        print(f"trace run {run.id}: {printable(target)}, {s.calls} calls of {len(run.functions)} function(s) from "
               f"{s.events} events -> {run.calls_path}")
         if s.unmatched_entries or s.unmatched_exits or s.mismatched or s.bad_lines:
             err(f"quiho: warning: {s.unmatched_entries} entries and {s.unmatched_exits} exits unmatched, "
@@ -109,12 +110,12 @@ def register(app: typer.Typer) -> None:
             emit_json({"baseline": pb.source, "target": pt.source, "unit": pb.unit,
                        "changes": [c.as_dict() for c in changes]})
         else:
-            print(f"baseline {pb.source}  ->  target {pt.source}   (amounts in {pb.unit})")
+            print(printable(f"baseline {pb.source}  ->  target {pt.source}   (amounts in {pb.unit})"))
             print(f"{'function':32} {'method':6} {'state':15} {'kind':14} {'magnitude':>10} {'confidence':>11}")
             for c in changes:
                 if c.state.value == "no-change" and not show_all:
                     continue
-                print(f"{c.function[:32]:32} {c.method:6} {c.state.value:15} {c.kind[:14]:14} "
+                print(f"{printable(c.function)[:32]:32} {c.method:6} {c.state.value:15} {c.kind[:14]:14} "
                       f"{_fmt(c.magnitude):>10} {c.confidence:>11.4f}")
             nflag = sum(c.flagged for c in changes)
             print(f"{nflag} change(s) flagged over {len({c.function for c in changes})} function(s)")
@@ -155,10 +156,10 @@ def register(app: typer.Typer) -> None:
         if json_out:
             emit_json({"function": function, "source": prof.source, "unit": prof.unit, "n": len(s), "models": rows})
             return
-        print(f"{function} in {prof.source}: {len(s)} points, y in {prof.unit}, x = {x}")
+        print(printable(f"{function} in {prof.source}: {len(s)} points, y in {prof.unit}, x = {x}"))
         for r in rows:
             mark = "*" if r["best"] else " "
-            print(f"{mark} {r['model']:12} R²={r['r2']:8.4f}  {r['formula']}")
+            print(f"{mark} {r['model']:12} R²={r['r2']:8.4f}  {printable(r['formula'])}")
         print("* = lowest BIC among the parametric families")
 
     del trace_cmd, detect_cmd, models_cmd

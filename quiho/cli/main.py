@@ -7,6 +7,7 @@ import sys
 
 import typer
 
+from quiho._text import printable
 from quiho.errors import QuihoError, UsageError
 
 # Exit codes (STYLE.md): 0 ok, 1 error, 2 usage, 3 change found (--fail-on-change).
@@ -41,36 +42,57 @@ for _name in _COMMAND_MODULES:
     importlib.import_module(_name).register(app)
 
 
+def _click_errors() -> tuple[type[Exception], type[Exception]]:
+    """Return the ``(UsageError, ClickException)`` classes of the click that typer runs on.
+
+    typer ≥ 0.20 vendors click as ``typer._click``; older typer uses the ``click`` package. Both expose
+    ``typer.BadParameter``, a subclass of both classes, so they are taken from its MRO (never ``import click``:
+    it is not a dependency, and when present it may be a different click from typer's).
+    """
+    by_name = {c.__name__: c for c in typer.BadParameter.__mro__}
+    return by_name["UsageError"], by_name["ClickException"]
+
+
+_CLICK_USAGE_ERROR, _CLICK_EXCEPTION = _click_errors()
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command stopped by Ctrl-C
+
+
+def _interrupted() -> int:
+    print("quiho: interrupted", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; return the process exit code instead of raising SystemExit."""
+    """Run the CLI; return the process exit code instead of raising SystemExit.
+
+    Every way a command can end becomes one exit code here (0 ok, 1 error, 2 usage, 3 change found,
+    130 interrupted): typer's usage errors print typer's usage message; quiho's errors print one line.
+    """
     try:
-        app(args=argv, standalone_mode=False)
+        rv = app(args=argv, prog_name="quiho", standalone_mode=False)
     except ChangeFound:
         return EXIT_CHANGE
     except UsageError as exc:
-        print(f"quiho: usage error: {exc}", file=sys.stderr)
+        print(f"quiho: usage error: {printable(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except QuihoError as exc:
-        print(f"quiho: error: {exc}", file=sys.stderr)
+        print(f"quiho: error: {printable(exc)}", file=sys.stderr)
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("quiho: interrupted", file=sys.stderr)
-        return 130
-    except SystemExit as exc:  # click's own --help / usage exits
-        return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
-    except Exception as exc:  # click usage errors arrive as ClickException subclasses
-        import click
-
-        if isinstance(exc, click.exceptions.UsageError):
-            exc.show()
-            return EXIT_USAGE
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            return EXIT_ERROR
-        if isinstance(exc, click.exceptions.Abort):
-            return 130
-        raise
-    return EXIT_OK
+    except (KeyboardInterrupt, typer.Abort):  # typer < 0.20 turns Ctrl-C into Abort
+        return _interrupted()
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    except _CLICK_USAGE_ERROR as exc:  # unknown command or option, bad value, missing argument
+        exc.show()  # type: ignore[attr-defined]
+        return EXIT_USAGE
+    except _CLICK_EXCEPTION as exc:
+        exc.show()  # type: ignore[attr-defined]
+        return EXIT_ERROR
+    # Non-standalone typer returns the code of a ``typer.Exit`` (``--help`` → 0; Ctrl-C → 130 in typer ≥ 0.20)
+    # and a command's own return value (None).
+    if rv == EXIT_INTERRUPTED:
+        return _interrupted()
+    return rv if isinstance(rv, int) else EXIT_OK
 
 
 def entry() -> None:  # console_scripts target

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from quiho._text import printable
 from quiho.detect import Profile, Samples
 from quiho.errors import ImportDataError, UsageError
 
@@ -82,43 +84,98 @@ def profile_from_calls(calls: pd.DataFrame, x: str = "order", amount: str = "inc
     return Profile(funcs, "ns", source)
 
 
+_Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+
+
+class _PerunResource(BaseModel):
+    """One ``resources`` entry: lists of numbers keyed by what they measure (other keys are kept unchecked)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    amount: list[_Number] = []
+    exclusive: list[_Number] | None = None
+
+
+class _PerunResourceType(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    uid: str | int | None = None
+
+
+class _PerunHeader(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    units: dict[str, str] = {}
+
+
+class _PerunDocument(BaseModel):
+    """The parts of a Perun ``.perf`` document quiho reads; the shape is checked here, once, at the boundary."""
+
+    model_config = ConfigDict(extra="allow")
+
+    header: _PerunHeader = _PerunHeader()
+    resources: dict[str, _PerunResource]
+    resource_type_map: dict[str, _PerunResourceType]
+
+
+_NUMBERS = TypeAdapter(list[_Number])
+#: Pydantic error types in JSON words (its own messages name Python classes).
+_JSON_KINDS = {"model_type": "should be a JSON object", "dict_type": "should be a JSON object",
+               "list_type": "should be a JSON array", "float_type": "should be a number",
+               "finite_number": "should be a finite number", "string_type": "should be a string"}
+
+
+def _validation_line(exc: ValidationError) -> str:
+    """First problem of a validation error as ``where: what`` (plus how many more), on one line."""
+    errs = exc.errors()
+    first = errs[0]
+    where = ".".join(str(x) for x in first["loc"]) or "value"
+    what = _JSON_KINDS.get(first["type"], first["msg"])
+    more = f" (and {len(errs) - 1} more problem(s))" if len(errs) > 1 else ""
+    return printable(f"{where}: {what}{more}")
+
+
 def load_perun_profile(path: Path, x_key: str | None = None) -> Profile:
     """Read a Perun ``.perf`` JSON profile (resources, not its stored models).
 
     ``amount`` becomes ``y``; ``x`` is ``x_key`` if given, else ``structure-unit-size``, else ``call-order``,
     else the position. ``exclusive`` is used when present. The unit is taken from the header but Perun's trace
-    profiles label nanoseconds as ``us`` (notes §2.1.3); that label is passed through unchanged.
+    profiles label nanoseconds as ``us`` (notes §2.1.3); that label is passed through unchanged. The document's
+    shape (objects where objects belong, finite numbers in the value lists) is validated before anything is read.
 
     Raises
     ------
     ImportDataError
-        The file is missing, not JSON, or not a Perun profile.
+        The file is missing, not JSON, or not a Perun profile of the expected shape.
     """
     try:
-        doc: dict[str, Any] = json.loads(Path(path).read_text())
+        raw: Any = json.loads(Path(path).read_bytes())
     except OSError as exc:
         raise ImportDataError(f"cannot read {path}: {exc.strerror}") from exc
-    except json.JSONDecodeError as exc:
-        raise ImportDataError(f"{path} is not JSON ({exc.msg} at line {exc.lineno})") from exc
-    if not isinstance(doc, dict) or "resources" not in doc or "resource_type_map" not in doc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ImportDataError(f"{path} is not JSON ({_json_reason(exc)})") from exc
+    except RecursionError as exc:
+        raise ImportDataError(f"{path} is not a Perun profile (JSON nested too deeply)") from exc
+    if not isinstance(raw, dict) or "resources" not in raw or "resource_type_map" not in raw:
         raise ImportDataError(f"{path} is not a Perun profile (no 'resources' / 'resource_type_map')")
-    units = doc.get("header", {}).get("units", {})
-    unit = next(iter(units.values()), "") if isinstance(units, dict) and units else ""
+    try:
+        doc = _PerunDocument.model_validate(raw)
+    except ValidationError as exc:
+        raise ImportDataError(f"{path} is not a Perun profile of the expected shape: {_validation_line(exc)}") from exc
+    unit = next(iter(doc.header.units.values()), "")
     acc: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]] = {}
-    for key, res in doc["resources"].items():
-        meta = doc["resource_type_map"].get(key, {})
-        uid = str(meta.get("uid", key.rsplit("#", 1)[0]))
+    for key, res in doc.resources.items():
+        meta = doc.resource_type_map.get(key)
+        uid = str(meta.uid if meta is not None and meta.uid is not None else key.rsplit("#", 1)[0])
         if uid.startswith("!"):  # Perun's !ProcessResource! / !ThreadResource! lifetimes
             continue
-        y = np.asarray(res.get("amount", []), dtype=float)
-        keys = [x_key] if x_key else ["structure-unit-size", "call-order"]
-        xs = next((res[k] for k in keys if k and k in res), None)
-        if x_key and xs is None:
-            raise ImportDataError(f"{path}: resource {key} has no {x_key!r}")
-        xv = np.arange(y.size, dtype=float) if xs is None else np.asarray(xs, dtype=float)
-        ex = np.asarray(res["exclusive"], dtype=float) if "exclusive" in res else None
-        if xv.size != y.size:
-            raise ImportDataError(f"{path}: resource {key} has {xv.size} x values for {y.size} amounts")
+        y = np.asarray(res.amount, dtype=float)
+        xs = _x_values(path, key, res, x_key)
+        xv = np.arange(y.size, dtype=float) if xs is None else xs
+        ex = np.asarray(res.exclusive, dtype=float) if res.exclusive is not None else None
+        if xv.size != y.size or (ex is not None and ex.size != y.size):
+            raise ImportDataError(f"{path}: resource {printable(key)} has {xv.size} x values and "
+                                  f"{'no' if ex is None else ex.size} exclusive values for {y.size} amounts")
         acc.setdefault(uid, []).append((xv, y, ex))
     funcs = {}
     for uid, parts in acc.items():
@@ -128,3 +185,24 @@ def load_perun_profile(path: Path, x_key: str | None = None) -> Profile:
         ex = np.concatenate([e for e in exl if e is not None]) if all(e is not None for e in exl) else None
         funcs[uid] = Samples.of(xv, y, ex)
     return Profile(funcs, unit or "?", str(path))
+
+
+def _json_reason(exc: ValueError) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at line {exc.lineno}"
+    return "not UTF-8 text"
+
+
+def _x_values(path: Path, key: str, res: _PerunResource, x_key: str | None) -> np.ndarray | None:
+    """The resource's x values: ``x_key``, else the first of Perun's x keys present, else None (positions)."""
+    keys = [x_key] if x_key else ["structure-unit-size", "call-order"]
+    extra = res.model_extra or {}
+    k = next((k for k in keys if k in extra), None)
+    if k is None:
+        if x_key:
+            raise ImportDataError(f"{path}: resource {printable(key)} has no {x_key!r}")
+        return None
+    try:
+        return np.asarray(_NUMBERS.validate_python(extra[k]), dtype=float)
+    except ValidationError as exc:
+        raise ImportDataError(f"{path}: resource {printable(key)}, {printable(k)}: {_validation_line(exc)}") from exc
