@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,3 +26,74 @@ def emit_json(doc: Any) -> None:
 def err(msg: str) -> None:
     """Logs, warnings and progress go to stderr."""
     print(msg, file=sys.stderr)
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
+
+
+def _range_text(lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) -> str:
+    if lo is not None and hi is not None:
+        return f"in {'(' if lo_open else '['}{_num(lo)}, {_num(hi)}{')' if hi_open else ']'}"
+    if lo is not None:
+        return f"{'>' if lo_open else '≥'} {_num(lo)}"
+    if hi is not None:
+        return f"{'<' if hi_open else '≤'} {_num(hi)}"
+    return "a finite number"
+
+
+def number(lo: float | None = None, hi: float | None = None, *, lo_open: bool = False,
+           hi_open: bool = False) -> Callable[[Any], Any]:
+    """Option callback that refuses nan, ±inf and values outside ``lo``..``hi`` (a usage error, exit 2).
+
+    The one validator of numeric options: typer's own ``min``/``max`` let ``nan`` through (every comparison
+    with it is false) and have no upper bound for absurd values such as ``1e300`` hours.
+
+    Parameters
+    ----------
+    lo, hi : float, optional
+        Smallest and largest accepted value (inclusive unless ``lo_open`` / ``hi_open``).
+
+    Returns
+    -------
+    callable
+        ``check(value) -> value`` for ``typer.Option(callback=...)``; ``None`` (option not given) passes.
+
+    Examples
+    --------
+    >>> number(0, 1, lo_open=True)(0.5)
+    0.5
+    """
+    def check(value: Any) -> Any:
+        if value is None:
+            return value
+        for v in value if isinstance(value, list | tuple) else (value,):
+            bad = isinstance(v, float) and not math.isfinite(v)
+            bad = bad or (lo is not None and (v < lo or (lo_open and v == lo)))
+            bad = bad or (hi is not None and (v > hi or (hi_open and v == hi)))
+            if bad:
+                raise typer.BadParameter(f"{v} is not {_range_text(lo, hi, lo_open, hi_open)}")
+        return value
+
+    return check
+
+
+#: Seeds: numpy's legacy generators take 0 ≤ seed < 2**32.
+seed = number(0, 2**32 - 1)
+#: Probabilities such as a significance level.
+probability = number(0, 1, lo_open=True)
+#: Timeouts in seconds: positive, at most a year (larger ones overflow the OS timers).
+timeout_s = number(0, 366 * 86400, lo_open=True)
+
+
+def plot_path(value: Path | None) -> Path | None:
+    """Option callback: a ``--plot``/``-o`` file must be .png/.svg in a writable place (checked before any work)."""
+    from quiho._plotting import check_plot_path
+    from quiho.errors import UsageError
+
+    if value is None:
+        return value
+    try:
+        return check_plot_path(value)
+    except UsageError as exc:
+        raise typer.BadParameter(str(exc)) from exc

@@ -10,7 +10,7 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err
+from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err, plot_path
 
 RevCol = Annotated[str, typer.Option("--revision-col", help="CSV column with the revision id.")]
 ValCol = Annotated[str, typer.Option("--value-col", help="CSV column with the metric.")]
@@ -141,7 +141,7 @@ def register(app: typer.Typer) -> None:
     @hist.command("plot")
     def plot_(
         target: Annotated[str, typer.Argument(metavar="FILE_OR_SERIES", help="CSV file or stored series name.")],
-        output: Annotated[Path, typer.Option("--output", "-o", help="Output .png or .svg.")],
+        output: Annotated[Path, typer.Option("--output", "-o", callback=plot_path, help="Output .png or .svg.")],
         method: MethodOpt = "auto",
         kernel: KernelOpt = "brownian",
         min_size: MinSize = 5,

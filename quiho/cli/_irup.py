@@ -10,12 +10,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err
+from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err, plot_path
 
 ImportanceOpt = Annotated[
     str, typer.Option("--importance", help="classic (paper), impurity (current scikit-learn) or permutation.")
 ]
-SeedsOpt = Annotated[int, typer.Option("--seeds", min=1, help="Model fits; spread and stability are over these.")]
+SeedsOpt = Annotated[int, typer.Option("--seeds", min=1, max=10_000, help="Model fits; spread and stability are "
+                                                                         "over these.")]
 RandomOpt = Annotated[int, typer.Option("--random-state", help="Master seed (same seed, same result).")]
 ResampleOpt = Annotated[
     str, typer.Option("--resample", help="groups: each seed bootstraps hardware groups; none: paper (all rows).")
@@ -88,8 +89,9 @@ def register(app: typer.Typer) -> None:
         random_state: RandomOpt = 0,
         resample: ResampleOpt = "groups",
         batch: BatchOpt = None,
-        top: Annotated[int, typer.Option("--top", help="Rows shown in the text output.")] = 10,
-        plot: Annotated[Path | None, typer.Option("--plot", help="Write the IRUP bars (PNG or SVG).")] = None,
+        top: Annotated[int, typer.Option("--top", min=1, help="Rows shown in the text output.")] = 10,
+        plot: Annotated[Path | None, typer.Option("--plot", callback=plot_path, help="Write the IRUP bars (PNG or "
+                                                  "SVG).")] = None,
         model: ModelOpt = "paper",
         jobs: JobsOpt = -1,
         json_out: JsonOpt = False,
@@ -117,8 +119,9 @@ def register(app: typer.Typer) -> None:
             int | None, typer.Option("--random-state-b", help="Seed for B (default: same as A).")
         ] = None,
         resample: ResampleOpt = "groups",
-        top_k: Annotated[int, typer.Option("--top-k", help="A divergence at rank ≤ K means different.")] = 3,
-        plot: Annotated[Path | None, typer.Option("--plot", help="Write both IRUPs side by side.")] = None,
+        top_k: Annotated[int, typer.Option("--top-k", min=1, help="A divergence at rank ≤ K means different.")] = 3,
+        plot: Annotated[Path | None, typer.Option("--plot", callback=plot_path, help="Write both IRUPs side by "
+                                                  "side.")] = None,
         model: ModelOpt = "paper",
         jobs: JobsOpt = -1,
         json_out: JsonOpt = False,
@@ -151,7 +154,8 @@ def register(app: typer.Typer) -> None:
     def advise_cmd(
         target: Annotated[str, typer.Argument(help="Target to advise on.")],
         store: StoreOpt = None,
-        draws: Annotated[int, typer.Option("--draws", min=1, help="Random group subsets per fleet size.")] = 8,
+        draws: Annotated[int, typer.Option("--draws", min=1, max=10_000, help="Random group subsets per fleet "
+                                                                   "size.")] = 8,
         random_state: RandomOpt = 0,
         jobs: JobsOpt = -1,
         json_out: JsonOpt = False,

@@ -8,8 +8,9 @@ from typing import Annotated, Any
 
 import typer
 
+from quiho._plotting import literal_text, save_figure
 from quiho._text import printable
-from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err
+from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err, plot_path, timeout_s
 from quiho.errors import UsageError
 
 
@@ -33,9 +34,12 @@ def _params(items: list[str]) -> dict[str, dict[str, float]]:
         if not sep or not dot:
             raise UsageError(f"--set expects METHOD.PARAM=VALUE, got {it!r}")
         try:
-            out.setdefault(meth, {})[name] = float(val) if "." in val or "e" in val.lower() else int(val)
+            num = float(val) if "." in val or "e" in val.lower() or "n" in val.lower() else int(val)
         except ValueError as exc:
             raise UsageError(f"--set {it!r}: value is not a number") from exc
+        if not math.isfinite(num) or abs(num) > 1e12:
+            raise UsageError(f"--set {it!r}: value is not a finite number of sensible size")
+        out.setdefault(meth, {})[name] = num
     return out
 
 
@@ -51,10 +55,12 @@ def register(app: typer.Typer) -> None:
         functions: Annotated[str | None, typer.Option("--functions", help="Comma-separated function names.")] = None,
         matching: Annotated[str | None, typer.Option("--functions-matching", help="Regex over the binary's "
                                                      "function symbols.")] = None,
-        sample: Annotated[int, typer.Option("--sample", help="Record every N-th call per function and thread.")] = 1,
+        sample: Annotated[int, typer.Option("--sample", min=1, max=10**9, help="Record every N-th call per "
+                                            "function and thread.")] = 1,
         binary: Annotated[Path | None, typer.Option("--binary", help="Binary holding the functions (default: "
                                                     "the command's executable).")] = None,
-        timeout: Annotated[float, typer.Option("--timeout", help="Seconds before the traced run is killed.")] = 600,
+        timeout: Annotated[float, typer.Option("--timeout", callback=timeout_s,
+                                                    help="Seconds before the traced run is killed.")] = 600,
         store: StoreOpt = None,
         json_out: JsonOpt = False,
     ) -> None:
@@ -102,10 +108,11 @@ def register(app: typer.Typer) -> None:
         """Which functions changed between two versions, how (kind) and by how much."""
         from quiho.detect import DEFAULT_METHODS, detect
 
+        params = _params(set_ or [])  # option values first: a typo must not wait for two profiles to load
         amount = "exclusive_ns" if exclusive else "inclusive_ns"
         pb = _profile(baseline, store, x, amount)
         pt = _profile(target, store, x, amount)
-        changes = detect(pb, pt, method or list(DEFAULT_METHODS), _params(set_ or []))
+        changes = detect(pb, pt, method or list(DEFAULT_METHODS), params)
         if json_out:
             emit_json({"baseline": pb.source, "target": pt.source, "unit": pb.unit,
                        "changes": [c.as_dict() for c in changes]})
@@ -128,7 +135,8 @@ def register(app: typer.Typer) -> None:
     def models_cmd(
         run: Annotated[str, typer.Argument(help="Stored trace run (id or APP@VERSION) or Perun .perf file.")],
         function: Annotated[str, typer.Option("--function", "-f", help="Function to model.")],
-        plot: Annotated[Path | None, typer.Option("--plot", help="Write a PNG/SVG of points and models.")] = None,
+        plot: Annotated[Path | None, typer.Option("--plot", callback=plot_path,
+                                                         help="Write a PNG/SVG of points and models.")] = None,
         x: Annotated[str, typer.Option("--x", help="Independent variable: order, arg, sort-order, "
                                        "sliding-window.")] = "order",
         exclusive: Annotated[bool, typer.Option("--exclusive", help="Model exclusive durations.")] = False,
@@ -165,10 +173,8 @@ def register(app: typer.Typer) -> None:
     del trace_cmd, detect_cmd, models_cmd
 
 
+@literal_text()
 def _plot(path: Path, function: str, unit: str, s: Any, par: Any, curves: list[Any], x: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -187,9 +193,4 @@ def _plot(path: Path, function: str, unit: str, s: Any, par: Any, curves: list[A
     ax.set_title(function)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    try:
-        fig.savefig(path)
-    except OSError as exc:
-        raise UsageError(f"cannot write plot {path}: {exc.strerror}") from exc
-    finally:
-        plt.close(fig)
+    save_figure(fig, path)

@@ -7,12 +7,14 @@ from pathlib import Path
 
 import numpy as np
 
+from quiho._plotting import literal_text, save_figure
 from quiho.errors import UsageError
 from quiho.history._model import Detection, History
 
 __all__ = ["plot_history"]
 
 
+@literal_text()  # names and units are drawn as written, never as mathtext
 def plot_history(history: History, path: str | Path, *, detection: Detection | None = None,
                  kernel: str | None = "brownian", n_orders: int | None = None,
                  failed_orders: Sequence[int] = (), title: str | None = None) -> Path:
@@ -76,7 +78,5 @@ def plot_history(history: History, path: str | Path, *, detection: Detection | N
     ax.set_title(title, fontsize=10)
     ax.legend(loc="best", fontsize=8, frameon=False)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
+    save_figure(fig, out)
     return out

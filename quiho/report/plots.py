@@ -15,6 +15,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from quiho._plotting import literal_text, save_figure
 from quiho.irup.engine import Irup
 
 __all__ = ["irup_bars", "irup_pair", "fingerprint_correlation", "pca_variance", "save"]
@@ -39,6 +40,7 @@ def _legend(ax: plt.Axes, classes: set[str]) -> None:
     ax.legend(handles=handles, title="stress-ng class", loc="lower right", fontsize=8)
 
 
+@literal_text()
 def irup_bars(irup: Irup, *, top: int | None = None, ax: plt.Axes | None = None) -> Figure:
     """Horizontal bars of one IRUP (top = 100), coloured by class, with seed error bars."""
     feats = irup.features[: top or len(irup.features)]
@@ -60,6 +62,7 @@ def irup_bars(irup: Irup, *, top: int | None = None, ax: plt.Axes | None = None)
     return fig
 
 
+@literal_text()
 def irup_pair(a: Irup, b: Irup, *, top: int = 15) -> Figure:
     """Two IRUPs side by side on a shared stressor axis (ordered by ``a``)."""
     names = [f.stressor for f in a.features[:top]]
@@ -84,6 +87,7 @@ def irup_pair(a: Irup, b: Irup, *, top: int = 15) -> Figure:
     return fig
 
 
+@literal_text()
 def fingerprint_correlation(X: pd.DataFrame) -> Figure:
     """Spearman correlation heat-map of stressors across fingerprint rows (grey-scale friendly colormap)."""
     C = X.loc[:, X.std() > 0].corr(method="spearman")
@@ -98,6 +102,7 @@ def fingerprint_correlation(X: pd.DataFrame) -> Figure:
     return fig
 
 
+@literal_text()
 def pca_variance(X: pd.DataFrame) -> Figure:
     """Explained variance of principal components of the log fingerprints (how many independent axes the fleet has)."""
     L = np.log(X.loc[:, X.std() > 0].clip(lower=1e-12).to_numpy(dtype=float))
@@ -118,9 +123,11 @@ def pca_variance(X: pd.DataFrame) -> Figure:
 
 
 def save(fig: Figure, path: str | Path) -> Path:
-    """Save as PNG or SVG (by extension) and close the figure."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(p, dpi=120)
-    plt.close(fig)
-    return p
+    """Save as PNG or SVG (by extension) and close the figure (text drawn literally; see :mod:`quiho._plotting`).
+
+    Raises
+    ------
+    UsageError
+        Another suffix, or a path that cannot be written.
+    """
+    return save_figure(fig, path, dpi=120)

@@ -10,9 +10,12 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from quiho._plotting import literal_text
+
 __all__ = ["metric_per_host", "fingerprint_overview"]
 
 
+@literal_text()
 def metric_per_host(runs: pd.DataFrame, version_a: str, version_b: str, *, label_b: str | None = None,
                     unit: str = "", title: str = "") -> Figure:
     """Every successful run, per host, for both versions (circles: A, triangles: B; bars: medians).
@@ -53,6 +56,7 @@ def metric_per_host(runs: pd.DataFrame, version_a: str, version_b: str, *, label
     return fig
 
 
+@literal_text()
 def fingerprint_overview(wide: pd.DataFrame) -> Figure:
     """Heat map of each host's fingerprint relative to the fleet median per stressor (log2 ratio).
 
