@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err
+from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err, number, probability
 
 RootOpt = Annotated[Path, typer.Option("--root", help="Install below this directory (a sandbox); default /.")]
 NameOpt = Annotated[str, typer.Option("--name", help="Timer / cron entry name.")]
@@ -18,6 +18,15 @@ def _store_path(store: Path | None) -> Path:
     from quiho.store import default_store_path
 
     return Path(store) if store is not None else default_store_path()
+
+
+def _drift_method(value: str) -> str:
+    """Option callback: ``fleet drift --method`` is maxt or a history detector (checked before the store is read)."""
+    from quiho.history import DETECTORS
+
+    if value != "maxt" and value not in DETECTORS:
+        raise typer.BadParameter(f"{value!r} is not maxt or a history detector ({', '.join(sorted(DETECTORS))})")
+    return value
 
 
 def _group(app: typer.Typer, name: str, help_: str) -> typer.Typer:
@@ -114,10 +123,14 @@ def register(app: typer.Typer) -> None:
     @fleet.command("drift")
     def drift(
         store: StoreOpt = None,
-        method: Annotated[str, typer.Option("--method", help="maxt, or a history detector name.")] = "maxt",
-        alpha: Annotated[float, typer.Option("--alpha", help="Family-wise error rate over all series.")] = 0.05,
-        min_change: Annotated[float, typer.Option("--min-change", help="Smallest relative change.")] = 0.05,
-        max_age: Annotated[float | None, typer.Option("--max-age", help="Hours; older hosts are stale.")] = None,
+        method: Annotated[str, typer.Option("--method", callback=_drift_method, help="maxt, or a history detector "
+                                            "name.")] = "maxt",
+        alpha: Annotated[float, typer.Option("--alpha", callback=probability, help="Family-wise error rate over "
+                                             "all series.")] = 0.05,
+        min_change: Annotated[float, typer.Option("--min-change", callback=number(0, 1000), help="Smallest "
+                                                  "relative change.")] = 0.05,
+        max_age: Annotated[float | None, typer.Option("--max-age", callback=number(0, 100 * 366 * 24),
+                                                      help="Hours; older hosts are stale.")] = None,
         json_out: JsonOpt = False,
     ) -> None:
         """Hosts whose fingerprints changed (which stressors, when, how much), regrouped or stale hosts."""

@@ -1,0 +1,64 @@
+"""Numeric options: nan, ±inf and absurd values are usage errors (exit 2) before any store or file is read."""
+
+from __future__ import annotations
+
+import pytest
+import typer
+
+from quiho.cli._common import number, probability, seed
+from quiho.cli.main import main
+
+# (argv before the bad value, option, bad values). The store named does not exist: a run that got past option
+# validation would fail with exit 1 ("no store"), so exit 2 proves the option was refused first.
+NO_STORE = "/nonexistent-h5/q.db"
+CASES = [
+    (["fleet", "drift", "--store", NO_STORE], "--alpha", ["2", "0", "nan", "-0.1", "inf"]),
+    (["fleet", "drift", "--store", NO_STORE], "--max-age", ["nan", "1e300", "-1", "inf"]),
+    (["fleet", "drift", "--store", NO_STORE], "--min-change", ["nan", "-1", "inf"]),
+    (["fleet", "drift", "--store", NO_STORE], "--method", ["nope", ""]),
+    (["trace", "a@1", "--store", NO_STORE], "--timeout", ["nan", "inf", "0", "-5", "1e300"]),
+    (["trace", "a@1", "--store", NO_STORE], "--sample", ["0", "-1", "99999999999999999999"]),
+    (["irup", "t", "--store", NO_STORE], "--top", ["0", "-3"]),
+    (["irup", "t", "--store", NO_STORE], "--seeds", ["0", "10000000", "1e3"]),
+    (["compare", "a", "b", "--store", NO_STORE], "--top-k", ["0", "-1"]),
+    (["advise", "t", "--store", NO_STORE], "--draws", ["0", "99999999"]),
+]
+
+
+@pytest.mark.parametrize(("head", "opt", "values"), CASES, ids=[f"{' '.join(h[:2])} {o}" for h, o, _ in CASES])
+def test_bad_numeric_option_is_a_usage_error(head, opt, values, capsys):
+    for v in values:
+        argv = [*head, opt, v]
+        if head[0] == "trace":
+            argv += ["--", "/bin/true"]
+        assert main(argv) == 2, (argv, capsys.readouterr().err)
+        err = capsys.readouterr().err
+        assert opt in err and "Traceback" not in err, err
+
+
+def test_fleet_drift_method_nope_exits_2_even_without_series(tmp_path, capsys):
+    from quiho.datasets.fleet import fingerprint_history, store_fingerprint_history
+    from quiho.store import open_store
+
+    db = tmp_path / "q.db"
+    with open_store(db) as st:  # two runs: too few to test any series, the case that used to exit 0
+        store_fingerprint_history(st, fingerprint_history(n_hosts=2, n_runs=2, stressors=("cpu", "stream")))
+    assert main(["fleet", "drift", "--store", str(db), "--method", "nope", "--alpha", "2"]) == 2
+    assert main(["fleet", "drift", "--store", str(db)]) == 0
+
+
+def test_detect_set_refuses_non_finite_values(capsys):
+    for v in ("nan", "inf", "-inf", "1e400", "1e300"):
+        assert main(["detect", "a", "b", "--set", f"joint.alpha={v}"]) == 2
+        assert "finite" in capsys.readouterr().err
+
+
+def test_number_validator():
+    check = number(0, 1, lo_open=True)
+    assert check(None) is None and check(1.0) == 1.0 and check([0.5, 1]) == [0.5, 1]
+    for bad in (0.0, 1.5, float("nan"), float("inf"), [0.5, 2.0]):
+        with pytest.raises(typer.BadParameter):
+            check(bad)
+    assert probability(0.05) == 0.05
+    with pytest.raises(typer.BadParameter, match=r"in \[0, 4294967295\]"):
+        seed(-1)
