@@ -77,16 +77,6 @@ def _progress(total_hosts: int, label: str) -> Iterator[Callable[[object], None]
         yield on_plain
 
 
-def _terminate_as_interrupt() -> None:
-    """Let SIGTERM unwind like Ctrl-C, so the runs' cleanup (process trees, cgroups) happens in ``finally``."""
-    import signal
-
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, handler)
-
-
 def register(app: typer.Typer) -> None:
     @app.command("fingerprint")
     def fingerprint_cmd(
@@ -107,7 +97,6 @@ def register(app: typer.Typer) -> None:
         from quiho.store import open_store
 
         inv = load_inventory(inventory)  # validate before touching the store
-        _terminate_as_interrupt()
         with open_store(store) as st, _progress(len(inv.hosts), "fingerprint") as on_event:
             run = fingerprint(
                 inventory, store=st, battery=battery, seconds=seconds, repetitions=repetitions,
@@ -142,7 +131,6 @@ def register(app: typer.Typer) -> None:
 
         spec = load_app_spec(app_spec)
         inv = load_inventory(inventory)
-        _terminate_as_interrupt()
         with open_store(store) as st, _progress(len(inv.hosts), f"{spec.name} {version}") as on_event:
             run = run_app(spec, version, inventory, store=st, forks=forks, host_key_checking=not insecure,
                           on_event=on_event)
@@ -169,6 +157,7 @@ def register(app: typer.Typer) -> None:
         from dataclasses import asdict
 
         from quiho.fleet import fleet_show
+        from quiho.fleet.show import show_lines
         from quiho.store import open_store
 
         with open_store(store, create=False) as st:
@@ -176,10 +165,4 @@ def register(app: typer.Typer) -> None:
         if json_out:
             emit_json([asdict(h) for h in hosts])
             return
-        if not hosts:
-            print("no fleet hosts yet: run 'quiho fingerprint'")
-        for h in hosts:
-            age = f"{h.age_s / 3600:.1f} h ago" if h.age_s is not None else "never"
-            cpu = h.facts.get("cpu_model") or "?"
-            print(f"{h.name:24} groups {','.join(h.groups) or '-':14} last fingerprint {h.last_fingerprint or '-'} "
-                  f"({h.last_status or '-'}, {age}, ok {h.ok}, failed {h.failed})  {cpu}")
+        print("\n".join(show_lines(hosts)))

@@ -19,44 +19,6 @@ def _split(target: str) -> tuple[str, str]:
     return app, version
 
 
-def _print_summary(res, report_dir: Path | None) -> None:  # noqa: ANN001 - ProfileResult, imported lazily
-    from rich.console import Console
-    from rich.markup import escape
-
-    out = Console(highlight=False)
-    m = res.metric
-    out.print(f"[bold]quiho profile[/bold] {escape(res.application)}@{escape(res.version_a)} → "
-              f"@{escape(res.version_b)}   ({m.hosts_used} hosts, batch {escape(res.batch)})")
-    out.print(f"verdict: [bold]{res.verdict.upper()}[/bold]  change {m.change:+.1%} "
-              f"(95% CI {m.ci_low:+.1%} … {m.ci_high:+.1%}, Wilcoxon p = {m.wilcoxon_p:.3g}, "
-              f"floor ±{m.min_change:.0%})" if m.hosts_used else f"verdict: [bold]{res.verdict.upper()}[/bold]")
-    out.print("  " + escape(m.reason))
-    for key, irup, name in (("a", res.irup_a, res.version_a), ("b", res.irup_b, res.version_b)):
-        if irup is None:
-            out.print(f"IRUP {escape(name)}: unavailable — {escape(res.irup_errors.get(key, ''))}")
-        else:
-            top = ", ".join(f"{escape(f.stressor)} {f.importance:.0f}±{f.std:.0f}" for f in irup.top(3))
-            out.print(f"IRUP {escape(name)}: {top}  [{escape(irup.validity.verdict)}, LOGO R² = "
-                      f"{irup.validity.r2_group_cv:.2f}]")
-    if res.comparison is not None:
-        shares = list(res.comparison.class_shares.values())
-        cls = "  ".join(f"{escape(k)} {shares[0].get(k, 0):.0%}→{shares[-1].get(k, 0):.0%}"
-                        for k in sorted(set(shares[0]) | set(shares[-1]))
-                        if shares[0].get(k, 0) or shares[-1].get(k, 0))
-        out.print(f"resource profile: [bold]{escape(res.comparison.verdict)}[/bold]  class shares: {cls}")
-    if res.hints:
-        out.print("where to look first:")
-        for h in res.hints[:6]:
-            out.print(f"  - {escape(h.message)}")
-    for p in res.partial:
-        out.print(f"[yellow]partial:[/yellow] {escape(p)}")
-    for n in res.notes:
-        if n.startswith("warning:"):
-            out.print(f"[yellow]{escape(n)}[/yellow]")
-    if report_dir is not None:
-        out.print(f"report: {escape(str(report_dir / 'report.html'))}")
-
-
 def register(app: typer.Typer) -> None:
     @app.command("profile")
     def profile_cmd(
@@ -78,8 +40,8 @@ def register(app: typer.Typer) -> None:
                                                            "a new fingerprint (default: the battery's).")] = None,
         repetitions: Annotated[int | None, typer.Option("--repetitions", min=1, help="Runs per version per host "
                                                                                     "(default: the spec's).")] = None,
-        warmup: Annotated[int, typer.Option("--warmup", min=0, help="Discarded warm-up runs per version per host."
-                                            )] = 1,
+        warmup: Annotated[int | None, typer.Option("--warmup", min=0, help="Discarded warm-up runs per version per "
+                                                   "host (default 1).")] = None,
         min_change: Annotated[float | None, typer.Option("--min-change", help="Magnitude floor as a fraction "
                                                                               "(default 0.05 = 5 %).")] = None,
         alpha: Annotated[float, typer.Option("--alpha", help="Significance level of the paired test.")] = 0.05,
@@ -88,6 +50,8 @@ def register(app: typer.Typer) -> None:
         random_state: Annotated[int, typer.Option("--random-state", help="Master seed.")] = 0,
         batch: Annotated[str | None, typer.Option("--batch", help="Re-analyse the runs of an earlier profile "
                                                                   "(nothing is run).")] = None,
+        resume: Annotated[str | None, typer.Option("--resume", help="Continue an interrupted profile BATCH: run "
+                                                                    "only the hosts it has no runs of.")] = None,
         report: Annotated[Path | None, typer.Option("--report", help="Write report.html, report.json and PNGs "
                                                                      "here.")] = None,
         fail_on_change: Annotated[bool, typer.Option("--fail-on-change", help="Exit 3 when a regression is found."
@@ -107,6 +71,7 @@ def register(app: typer.Typer) -> None:
         from quiho.cli.main import ChangeFound
         from quiho.errors import UsageError
         from quiho.profile import analyse_profile, load_project, parse_age, resolve_spec, run_profile, save_profile
+        from quiho.profile.project import DEFAULTS
         from quiho.store import open_store
 
         app_a, v1 = _split(a)
@@ -114,12 +79,10 @@ def register(app: typer.Typer) -> None:
         if app_a != app_b:
             raise UsageError(f"both versions must be of one application ({app_a!r} vs {app_b!r})")
         proj = load_project(project)
-        d = proj.profile if proj else None
-        floor = min_change if min_change is not None else (d.min_change if d and d.min_change is not None else 0.05)
-        if not 0 <= floor < 1:
-            raise UsageError("--min-change is a fraction in [0, 1), e.g. 0.05 for 5 %")
-        analysis: dict[str, Any] = dict(min_change=floor, alpha=alpha,
-                                        seeds=seeds or (d.seeds if d and d.seeds else 10),
+        d = (proj.profile if proj else DEFAULTS).with_options(
+            min_change=min_change, seeds=seeds, battery=battery, max_age=max_age, repetitions=repetitions,
+            warmup=warmup, inventory=str(inventory) if inventory is not None else None)
+        analysis: dict[str, Any] = dict(min_change=d.min_change, alpha=alpha, seeds=d.seeds,
                                         random_state=random_state, n_jobs=jobs)
         with open_store(store) as st:
             if traces or trace_baseline or trace_target:
@@ -134,18 +97,16 @@ def register(app: typer.Typer) -> None:
                 save_profile(st, res)
             else:
                 s = resolve_spec(app_a, spec=spec, project=proj)
-                inv = inventory if inventory is not None else (Path(d.inventory) if d and d.inventory else None)
-                age = parse_age(max_age if max_age is not None else (d.max_age if d and d.max_age else "24h"))
+                age = parse_age(d.max_age)
                 from quiho.cli._fleet import _progress
                 from quiho.fleet import load_inventory
 
-                n_hosts = len(load_inventory(inv).names)
+                n_hosts = len(load_inventory(d.inventory).names)
                 with _progress(n_hosts, "profile") as on_event:
                     res = run_profile(
-                        s, v1, v2, store=st, inventory=inv, max_age_s=age,
-                        battery=battery or (d.battery if d and d.battery else "quick"),
-                        repetitions=repetitions or (d.repetitions if d else None), on_event=on_event,
-                        fingerprint_seconds=fp_seconds, fingerprint_repetitions=fp_repetitions, warmup=warmup,
+                        s, v1, v2, store=st, inventory=d.inventory, max_age_s=age, battery=d.battery,
+                        repetitions=d.repetitions, on_event=on_event, resume=resume,
+                        fingerprint_seconds=fp_seconds, fingerprint_repetitions=fp_repetitions, warmup=d.warmup,
                         on_step=lambda msg: err(f"quiho profile: {msg}"), **analysis,
                     )
         if report is not None:
@@ -155,6 +116,8 @@ def register(app: typer.Typer) -> None:
         if json_out:
             emit_json(res.to_dict())
         else:
-            _print_summary(res, report)
+            from quiho.profile.text import summary_lines
+
+            print("\n".join(summary_lines(res, report)))
         if fail_on_change and res.verdict == "regression":
             raise ChangeFound()

@@ -71,15 +71,14 @@ def register(app: typer.Typer) -> None:
         """Show the installed schedule and the store's latest fingerprint run."""
         from quiho.schedule import schedule_status
         from quiho.store import open_store
+        from quiho.store.fleet import latest_fleet_run
 
         s = schedule_status(name=name, root=root)
         last = None
         sp = _store_path(store)
         if sp.exists():
             with open_store(sp, create=False) as st:
-                row = st.conn.execute("SELECT batch, status, started_at FROM fingerprint_runs WHERE source='fleet' "
-                                      "ORDER BY started_at DESC, id DESC LIMIT 1").fetchone()
-                last = dict(row) if row else None
+                last = latest_fleet_run(st)
         if json_out:
             emit_json({"schedule": s.to_dict() if s else None, "last_run": last})
             return
@@ -134,7 +133,7 @@ def register(app: typer.Typer) -> None:
         json_out: JsonOpt = False,
     ) -> None:
         """Hosts whose fingerprints changed (which stressors, when, how much), regrouped or stale hosts."""
-        from quiho.fleet.drift import detect_drift
+        from quiho.fleet.drift import detect_drift, drift_lines
         from quiho.store import open_store
 
         with open_store(store, create=False) as st:
@@ -143,23 +142,7 @@ def register(app: typer.Typer) -> None:
         if json_out:
             emit_json(rep.to_dict())
             return
-        print(f"{rep.runs} fingerprint runs, {rep.hosts} hosts, {rep.series_tested} host×stressor series tested "
-              f"({rep.method}, family-wise α = {rep.alpha}, floor {rep.min_change:.0%})")
-        by_host = rep.drifted_hosts()
-        if not by_host:
-            print("no drift")
-        for host, ds in by_host.items():
-            print(f"{host}: {len(ds)} stressor(s) changed")
-            for d in ds:
-                print(f"  {d.stressor:12} ({d.primary}) {d.magnitude:+.1%} at run {d.batch} ({d.when}), "
-                      f"p = {d.p_adjusted:.3g} (Bonferroni)")
-        for g in rep.group_changes:
-            print(f"{g.host}: {'became a look-alike of' if g.kind == 'look-alike' else 'split from'} "
-                  f"{', '.join(g.others)}")
-        for s in rep.stale:
-            print(f"{s.host}: stale (last fingerprint {s.last_fingerprint})")
-        if rep.not_meaningful:
-            print(f"not tested (too few runs): {len(rep.not_meaningful)} series")
+        print("\n".join(drift_lines(rep)))
 
     store_grp = _group(app, "store", "Maintain the store.")
 

@@ -21,10 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
-import sys
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,17 +30,26 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from quiho._yaml import read_yaml_mapping
-from quiho.errors import AppSpecError, UsageError
-from quiho.fleet._store import host_id, remember_hosts, set_host_status
-from quiho.fleet.emulate import cleanup_emulation, local_fleet_lock
+from quiho.errors import AppSpecError
 from quiho.fleet.inventory import load_inventory
-from quiho.fleet.runner import FleetEvent, run_playbook
-from quiho.store._db import Store, dumps
+from quiho.fleet.runner import FleetEvent, PlaybookResult
+from quiho.fleet.session import (
+    FleetSession,
+    app_budget,
+    measuring,
+    new_batch,
+    rc_failure,
+    remember_inventory,
+    stderr_tail,
+)
+from quiho.store import Store
+from quiho.store import fleet as fleet_store
+from quiho.store.fleet import AppRunRow
 
-__all__ = ["AppSpec", "AppVersion", "Metric", "AppRun", "AppRepResult", "load_app_spec", "run_app", "extract_metric"]
+__all__ = ["AppSpec", "AppVersion", "Metric", "AppRun", "AppRepResult", "app_records", "load_app_spec", "run_app",
+           "extract_metric"]
 
 APP_SCHEMA_VERSION = 1
-STDERR_TAIL = 2000
 
 
 class AppVersion(BaseModel):
@@ -100,6 +106,19 @@ class AppSpec(BaseModel):
     metric: Metric = Metric()
     repetitions: int = Field(3, ge=1, le=100)
     timeout: int = Field(600, ge=1, le=86400)
+
+    def require_versions(self, *names: str) -> None:
+        """The one check that ``names`` are versions of this application.
+
+        Raises
+        ------
+        AppSpecError
+            A name is not in ``versions`` (says which ones are).
+        """
+        for v in names:
+            if v not in self.versions:
+                raise AppSpecError(f"application {self.name!r} has no version {v!r}; known versions: "
+                                   f"{', '.join(self.versions)}")
 
     @field_validator("schema_version")
     @classmethod
@@ -241,18 +260,24 @@ def strip_markers(stdout: str) -> str:
     return _EXEC_AT.sub("", stdout)
 
 
-def latest_fingerprint(store: Store, host_ids: list[int]) -> int | None:
-    """The most recent complete or partial fleet fingerprint run with data for any of ``host_ids``."""
-    if not host_ids:
-        return None
-    marks = ",".join("?" * len(host_ids))
-    row = store.conn.execute(
-        f"SELECT r.id FROM fingerprint_runs r WHERE r.source='fleet' AND r.status IN ('complete','partial') "
-        f"AND EXISTS (SELECT 1 FROM measurements m WHERE m.run_id=r.id AND m.host_id IN ({marks})) "
-        "ORDER BY r.started_at DESC, r.id DESC LIMIT 1",
-        host_ids,
-    ).fetchone()
-    return int(row["id"]) if row else None
+def app_records(
+    res: PlaybookResult, spec: AppSpec, version: str, *, fingerprint_run_id: int | None = None
+) -> list[AppRepResult]:
+    """One :class:`AppRepResult` per ``quiho app run`` item in ``res`` (timeout, exit code, metric or its absence)."""
+    out = []
+    for data in res.items("quiho app run"):
+        r = data.get("res") or {}
+        tail = stderr_tail(r)
+        why = rc_failure(r.get("rc"), spec.timeout)
+        wall = command_wall(r)
+        value = None
+        if why is None and wall is None:
+            why = "no wall time reported"
+        elif why is None:
+            value, why = extract_metric(spec.metric, strip_markers(str(r.get("stdout", ""))), wall or 0.0)
+        out.append(AppRepResult(str(data.get("host")), int(r.get("item", 0)), "ok" if why is None else "failed",
+                                value, why, tail))
+    return out
 
 
 def run_app(
@@ -270,88 +295,52 @@ def run_app(
 
     A repetition that exits non-zero, times out or yields no metric is stored as
     failed with its reason and stderr tail; the other hosts and repetitions are kept.
+    Holds the store's measurement lock; the runs are paired with the fingerprint run
+    that applies to the hosts (:func:`quiho.store.fleet.applicable_fingerprint_run`, any age).
 
     Returns
     -------
     AppRun
         ``status`` is ``complete`` (every host and repetition ok), ``partial`` or ``failed``.
+
+    Raises
+    ------
+    AppSpecError
+        ``version`` is not in the spec (nothing is run).
     """
-    if version not in spec.versions:
-        raise UsageError(f"application {spec.name} has no version {version!r}; known: {', '.join(spec.versions)}")
+    spec.require_versions(version)
     v = spec.versions[version]
     inv = load_inventory(inventory)
-    ids = remember_hosts(store, inv)
-    fp_run = latest_fingerprint(store, list(ids.values()))
-    batch = f"app-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
-    t0 = datetime.now(UTC)
-    reps = list(range(1, spec.repetitions + 1))
-    extravars = {
-        "quiho_batch": batch,
-        "quiho_remote_root": f"/tmp/quiho-remote/{batch}",
-        "quiho_app": {"command": list(v.command), "setup": list(v.setup), "workdir": v.workdir or ""},
-        "quiho_reps": reps,
-        "quiho_app_timeout": spec.timeout,
-        "quiho_cgroup_prefix": cgroup_prefix,
-        "quiho_emulate_seconds": spec.timeout * (len(reps) + 1) + 60,
-    }
-    per_host = spec.timeout * (len(reps) + 1) + 30 * (len(reps) + 2) + 120
-    groups = [[h] for h in inv.names] if inv.shares_machine else [inv.names]
-    results: list[AppRepResult] = []
-    statuses: dict[str, tuple[str, str | None]] = {}
-    for group in groups:
-        local = any(inv.host(h).connection == "local" for h in group)
-        try:
-            with local_fleet_lock() if local else nullcontext():
-                res = run_playbook(
-                    "run.yml",
-                    inv.path,
-                    extravars,
-                    limit=group,
-                    forks=forks,
-                    timeout_s=per_host * len(group),
-                    host_key_checking=host_key_checking,
-                    on_event=on_event,
-                    python_interpreter=sys.executable
-                    if all(inv.host(h).connection == "local" for h in group)
-                    else "auto_silent",
-                )
-        finally:
-            if any(inv.host(h).emulated for h in group):
-                cleanup_emulation(f"{cgroup_prefix}-{batch}-")
-        for h in group:
-            out = res.hosts.get(h)
-            statuses[h] = (out.status, out.reason) if out else ("unreachable", "no events for this host")
-        for data in res.items("quiho app run"):
-            h = str(data.get("host"))
-            r = data.get("res") or {}
-            rep = int(r.get("item", 0))
-            rc = r.get("rc")
-            wall = command_wall(r)
-            tail = str(r.get("stderr", ""))[-STDERR_TAIL:] or None
-            if rc == 124 or rc == 137:
-                results.append(AppRepResult(h, rep, "failed", None, f"timed out after {spec.timeout} s", tail))
-            elif rc != 0:
-                results.append(AppRepResult(h, rep, "failed", None, f"exit code {rc}", tail))
-            elif wall is None:
-                results.append(AppRepResult(h, rep, "failed", None, "no wall time reported", tail))
-            else:
-                value, why = extract_metric(spec.metric, strip_markers(str(r.get("stdout", ""))), wall)
-                results.append(AppRepResult(h, rep, "ok" if why is None else "failed", value, why, tail))
-    with store.transaction() as conn:
-        for rr in results:
-            hid = host_id(conn, rr.host)
-            conn.execute(
-                "INSERT INTO app_runs(source, batch, fingerprint_run_id, host_id, application, version, test, "
-                "repetition, value, unit, higher_is_better, status, reason, stderr_tail, started_at, extra_json) "
-                "VALUES ('fleet',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (batch, fp_run, hid, spec.name, version, spec.metric.test, rr.repetition, rr.value, spec.metric.unit,
-                 int(spec.metric.higher_is_better), rr.status, rr.reason, rr.stderr_tail, t0.isoformat(),
-                 dumps({"command": list(v.command), "timeout_s": spec.timeout, "metric": spec.metric.kind})),
-            )
-        for h, (st, reason) in statuses.items():
-            set_host_status(conn, "app", batch, ids[h], st if st in ("ok", "failed", "unreachable", "timeout")
-                            else "failed", reason)
+    with measuring(store, f"quiho run {spec.name}@{version}"):
+        remember_inventory(store, inv)
+        fp = fleet_store.applicable_fingerprint_run(store, inv.names)
+        session = FleetSession(inv, "run.yml", new_batch("app"), cgroup_prefix=cgroup_prefix,
+                               host_key_checking=host_key_checking, forks=forks, on_event=on_event)
+        t0 = datetime.now(UTC)
+        reps = list(range(1, spec.repetitions + 1))
+        per_host, emulate_s = app_budget(spec.timeout, len(reps))
+        extravars = {
+            "quiho_app": {"command": list(v.command), "setup": list(v.setup), "workdir": v.workdir or ""},
+            "quiho_reps": reps,
+            "quiho_app_timeout": spec.timeout,
+            "quiho_emulate_seconds": emulate_s,
+        }
+        results: list[AppRepResult] = []
+        statuses: dict[str, tuple[str, str | None]] = {}
+        for group in session.groups(inv.names):
+            res = session.run(group, extravars, per_host * len(group))
+            statuses.update(session.host_statuses(res, group))
+            results.extend(app_records(res, spec, version))
+        extra = {"command": list(v.command), "timeout_s": spec.timeout, "metric": spec.metric.kind}
+        fleet_store.insert_app_runs(
+            store, source="fleet", batch=session.batch, fingerprint_run_id=fp.run_id if fp else None,
+            application=spec.name, test=spec.metric.test, unit=spec.metric.unit,
+            higher_is_better=spec.metric.higher_is_better, started_at=t0.isoformat(),
+            rows=[AppRunRow(r.host, version, r.repetition, r.status, r.value, r.reason, r.stderr_tail, extra)
+                  for r in results],
+            host_statuses=statuses,
+        )
     n_ok = sum(r.status == "ok" for r in results)
     status = "complete" if n_ok == len(inv.names) * len(reps) else ("partial" if n_ok else "failed")
-    return AppRun(batch, spec.name, version, fp_run, status, tuple(results), statuses,
+    return AppRun(session.batch, spec.name, version, fp.run_id if fp else None, status, tuple(results), statuses,
                   (datetime.now(UTC) - t0).total_seconds())

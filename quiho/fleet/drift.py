@@ -28,8 +28,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from quiho._text import printable
 from quiho.errors import NotEnoughData
-from quiho.store._db import Store
+from quiho.fingerprint.catalog import load_catalog
+from quiho.history import detect
+from quiho.irup.groups import hardware_groups
+from quiho.store import Store
 
 __all__ = [
     "StressorDrift", "GroupChange", "StaleHost", "DriftReport", "fingerprint_history", "detect_drift", "drift_warnings",
@@ -175,8 +179,6 @@ def max_t_split(values: np.ndarray, *, min_segment: int = 3, n_perm: int = 9999,
 
 
 def _group_changes(hist: pd.DataFrame) -> list[GroupChange]:
-    from quiho.irup.groups import hardware_groups
-
     runs = hist.drop_duplicates("run_id")[["run_id", "started_at"]].sort_values(["started_at", "run_id"])
     if len(runs) < 2:
         return []
@@ -242,9 +244,6 @@ def detect_drift(
     NotEnoughData
         No fingerprint history at all.
     """
-    from quiho.fingerprint.catalog import load_catalog
-    from quiho.history import detect
-
     hist = fingerprint_history(store, source=source)
     if hist.empty:
         raise NotEnoughData(f"no '{source}' fingerprints in the store: run quiho fingerprint first")
@@ -291,6 +290,25 @@ def detect_drift(
         min_change=min_change, drifts=tuple(sorted(drifts, key=lambda d: (d.host, d.index, d.stressor))),
         group_changes=tuple(_group_changes(hist)), stale=tuple(stale), not_meaningful=tuple(short),
     )
+
+
+def drift_lines(rep: DriftReport) -> list[str]:
+    """The terminal text of ``quiho fleet drift`` (host names escaped with :func:`quiho._text.printable`)."""
+    out = [f"{rep.runs} fingerprint runs, {rep.hosts} hosts, {rep.series_tested} host×stressor series tested "
+           f"({rep.method}, family-wise α = {rep.alpha}, floor {rep.min_change:.0%})"]
+    by_host = rep.drifted_hosts()
+    if not by_host:
+        out.append("no drift")
+    for host, ds in by_host.items():
+        out.append(f"{printable(host)}: {len(ds)} stressor(s) changed")
+        out.extend(f"  {d.stressor:12} ({d.primary}) {d.magnitude:+.1%} at run {printable(d.batch)} ({d.when}), "
+                   f"p = {d.p_adjusted:.3g} (Bonferroni)" for d in ds)
+    out.extend(f"{printable(g.host)}: {'became a look-alike of' if g.kind == 'look-alike' else 'split from'} "
+               f"{', '.join(map(printable, g.others))}" for g in rep.group_changes)
+    out.extend(f"{printable(s.host)}: stale (last fingerprint {s.last_fingerprint})" for s in rep.stale)
+    if rep.not_meaningful:
+        out.append(f"not tested (too few runs): {len(rep.not_meaningful)} series")
+    return out
 
 
 def drift_warnings(store: Store, hosts: list[str] | None = None, **kwargs: Any) -> list[str]:

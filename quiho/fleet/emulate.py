@@ -28,11 +28,19 @@ LOCK_PATH = Path("/run/lock/quiho-local-fleet.lock") if Path("/run/lock").is_dir
 def local_fleet_lock(path: Path = LOCK_PATH, *, blocking: bool = True) -> Iterator[float]:
     """Hold the machine-wide local-fleet lock; yields the seconds spent waiting for it.
 
-    With ``blocking=False`` a lock held elsewhere raises :class:`BlockingIOError` at once.
+    With ``blocking=False`` a lock held elsewhere raises :class:`BlockingIOError` at once. Waiting
+    polls every 0.2 s in Python rather than blocking in ``flock``, so Ctrl-C ends a wait at once.
     """
     t0 = time.monotonic()
     with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not blocking:
+                    raise
+                time.sleep(0.2)
         try:
             yield time.monotonic() - t0
         finally:

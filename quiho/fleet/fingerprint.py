@@ -11,14 +11,9 @@ from __future__ import annotations
 import base64
 import io
 import json
-import math
 import os
-import secrets
-import statistics
-import sys
 import tarfile
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,18 +22,17 @@ from typing import Any
 from quiho._version import __version__
 from quiho.errors import FingerprintParseError, UsageError
 from quiho.fingerprint.battery import load_battery, render_job
-from quiho.fingerprint.parse import StressorResult, last_started, parse_stressng_yaml, running_stressor
-from quiho.fleet._store import host_id, parse_facts, remember_hosts, set_host_status
-from quiho.fleet.emulate import cleanup_emulation, local_fleet_lock
+from quiho.fingerprint.parse import last_started, parse_stressng_yaml, running_stressor
 from quiho.fleet.inventory import Inventory, load_inventory
-from quiho.fleet.runner import FleetEvent, PlaybookResult, reap_cwd, run_playbook
-from quiho.store._db import Store, dumps, utcnow
+from quiho.fleet.runner import FleetEvent, PlaybookResult
+from quiho.fleet.session import TIMEOUT_RCS, FleetSession, measuring, new_batch, remember_inventory
+from quiho.store import Store, utcnow
+from quiho.store import fleet as fleet_store
+from quiho.store.fleet import UNSTABLE_COV, summarise_run
 
-__all__ = ["FingerprintRun", "HostReport", "fingerprint", "outer_timeout", "summarise_run", "UNSTABLE_COV"]
+__all__ = ["FingerprintRun", "HostRecords", "HostReport", "fingerprint", "fingerprint_records", "outer_timeout",
+           "parse_facts", "summarise_run", "unpack_artifacts", "UNSTABLE_COV"]
 
-#: pyperf's stability rule: spread ≥ 10 % of the mean is flagged.
-UNSTABLE_COV = 0.10
-_TIMEOUT_RCS = (124, 137)
 MAX_PASSES = 3
 
 
@@ -88,33 +82,40 @@ class FingerprintRun:
         }
 
 
-def _new_batch() -> str:
-    return f"fp-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
-
-
-def _load_run(store: Store, ref: str) -> dict[str, Any]:
-    conn = store.conn
-    row = conn.execute("SELECT * FROM fingerprint_runs WHERE source='fleet' AND batch = ?", (ref,)).fetchone()
-    if row is None and ref.isdigit():
-        row = conn.execute("SELECT * FROM fingerprint_runs WHERE source='fleet' AND id = ?", (int(ref),)).fetchone()
-    if row is None:
-        raise UsageError(f"no fleet fingerprint run {ref!r} in {store.path} (see 'quiho fleet show')")
-    return dict(row)
-
-
-def _missing(store: Store, run_id: int, hid: int, stressors: list[str], reps: int) -> dict[int, list[str]]:
-    have = {
-        (r["repetition"], r["stressor"])
-        for r in store.conn.execute(
-            "SELECT repetition, stressor FROM measurements WHERE run_id = ? AND host_id = ?", (run_id, hid)
-        )
+def _start(
+    store: Store, inventory: str | os.PathLike[str] | None, resume: str | None, battery: str,
+    battery_file: Path | None, overrides: dict[str, int | None], forks: int,
+) -> tuple[Inventory, int, str, dict[str, Any]]:
+    """Open a new run (validated parameters) or reopen ``resume``; return inventory, run id, batch and params."""
+    if resume is not None:
+        run = fleet_store.fingerprint_run(store, resume)
+        params = json.loads(run["params_json"])
+        inv = load_inventory(inventory if inventory is not None else params["inventory"])
+        fleet_store.set_run_status(store, int(run["id"]), "running")
+        return inv, int(run["id"]), str(run["batch"]), params
+    inv = load_inventory(inventory)
+    bat = load_battery(battery, battery_file)
+    secs = int(overrides["seconds"] if overrides["seconds"] is not None else bat.seconds)
+    reps = int(overrides["repetitions"] if overrides["repetitions"] is not None else bat.repetitions)
+    if secs < 1 or reps < 1:
+        raise UsageError("--seconds and --repetitions must be at least 1")
+    warm = overrides["warmup_seconds"]
+    params = {
+        "schema": 1,
+        "battery": bat.name,
+        "stressors": list(bat.stressors),
+        "options": bat.options,
+        "seconds": secs,
+        "repetitions": reps,
+        "warmup_seconds": int(warm if warm is not None else bat.warmup_seconds),
+        "outer_timeout_s": overrides["outer_timeout_s"] or outer_timeout(len(bat.stressors), secs),
+        "inventory": str(Path(inv.path).resolve()),
+        "hosts": inv.names,
+        "forks": forks,
+        "value": "bogo-ops-per-second-real-time",
     }
-    out: dict[int, list[str]] = {}
-    for rep in range(1, reps + 1):
-        miss = [s for s in stressors if (rep, s) not in have]
-        if miss:
-            out[rep] = miss
-    return out
+    batch = new_batch("fp")
+    return inv, fleet_store.create_fingerprint_run(store, batch, bat.name, params, __version__), batch, params
 
 
 def fingerprint(
@@ -135,6 +136,10 @@ def fingerprint(
     on_event: Callable[[FleetEvent], None] | None = None,
 ) -> FingerprintRun:
     """Fingerprint every host of ``inventory`` (default: the local fleet) and store the results.
+
+    Holds the store's measurement lock for the whole run (waiting for another holder).
+    Interrupted (Ctrl-C, SIGTERM), the run is marked ``partial`` after the cleanup and the
+    interrupt propagates; ``resume`` completes it.
 
     Parameters
     ----------
@@ -174,172 +179,120 @@ def fingerprint(
         Bad input; nothing is run.
     """
     t_start = datetime.now(UTC)
-    if resume is not None:
-        run = _load_run(store, resume)
-        params = json.loads(run["params_json"])
-        inv = load_inventory(inventory if inventory is not None else params["inventory"])
-        run_id, batch = int(run["id"]), str(run["batch"])
-        with store.transaction() as conn:
-            conn.execute("UPDATE fingerprint_runs SET status='running', finished_at=NULL WHERE id=?", (run_id,))
-    else:
-        inv = load_inventory(inventory)
-        bat = load_battery(battery, battery_file)
-        secs = int(seconds if seconds is not None else bat.seconds)
-        reps = int(repetitions if repetitions is not None else bat.repetitions)
-        if secs < 1 or reps < 1:
-            raise UsageError("--seconds and --repetitions must be at least 1")
-        params = {
-            "schema": 1,
-            "battery": bat.name,
-            "stressors": list(bat.stressors),
-            "options": bat.options,
-            "seconds": secs,
-            "repetitions": reps,
-            "warmup_seconds": int(warmup_seconds if warmup_seconds is not None else bat.warmup_seconds),
-            "outer_timeout_s": outer_timeout_s or outer_timeout(len(bat.stressors), secs),
-            "inventory": str(Path(inv.path).resolve()),
-            "hosts": inv.names,
-            "forks": forks,
-            "value": "bogo-ops-per-second-real-time",
-        }
-        batch = _new_batch()
-        with store.transaction() as conn:
-            cur = conn.execute(
-                "INSERT INTO fingerprint_runs(source, batch, battery, status, params_json, started_at, quiho_version) "
-                "VALUES ('fleet', ?, ?, 'running', ?, ?, ?)",
-                (batch, bat.name, dumps(params), utcnow(), __version__),
-            )
-            run_id = int(cur.lastrowid or 0)
-    if outer_timeout_s is not None:
-        params["outer_timeout_s"] = outer_timeout_s
+    overrides = {"seconds": seconds, "repetitions": repetitions, "warmup_seconds": warmup_seconds,
+                 "outer_timeout_s": outer_timeout_s}
+    with measuring(store, "quiho fingerprint"):
+        inv, run_id, batch, params = _start(store, inventory, resume, battery, battery_file, overrides, forks)
+        if outer_timeout_s is not None:
+            params["outer_timeout_s"] = outer_timeout_s
+        session = FleetSession(inv, "fingerprint.yml", batch, cgroup_prefix=cgroup_prefix,
+                               host_key_checking=host_key_checking, forks=forks, on_event=on_event)
+        try:
+            passes, statuses, errors = _measure(store, session, run_id, params, run_timeout_s)
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):
+                fleet_store.set_run_status(store, run_id, "partial",
+                                           note=f"interrupted ({exc}) at {utcnow()}; resumable")
+            raise
+        reports, gone = _reports(store, run_id, inv, params, statuses)
+        errors = [f"host {h} is no longer in inventory {inv.path}" for h in gone] + errors
+        total_missing = sum(r.missing for r in reports) + len(gone) * int(params["repetitions"]) * len(
+            params["stressors"])
+        total_ok = sum(r.ok for r in reports)
+        status = "complete" if total_missing == 0 and total_ok > 0 else ("partial" if total_ok > 0 else "failed")
+        fleet_store.summarise_run(store, run_id)
+        fleet_store.set_run_status(store, run_id, status)
+    elapsed = (datetime.now(UTC) - t_start).total_seconds()
+    return FingerprintRun(run_id, batch, status, tuple(reports), elapsed, passes, tuple(errors))
+
+
+def _measure(
+    store: Store, session: FleetSession, run_id: int, params: dict[str, Any], run_timeout_s: float | None
+) -> tuple[int, dict[str, tuple[str, str | None]], list[str]]:
+    """Up to :data:`MAX_PASSES` passes over what is missing; return passes, host statuses and errors."""
+    inv = session.inventory
     hosts = [h for h in params["hosts"] if h in inv.names]
-    gone = [h for h in params["hosts"] if h not in inv.names]
-    ids = remember_hosts(store, inv)
+    ids = remember_inventory(store, inv)
     stressors: list[str] = list(params["stressors"])
     reps = int(params["repetitions"])
-    artifacts = store.path.parent / "fleet" / batch
-    errors: list[str] = [f"host {h} is no longer in inventory {inv.path}" for h in gone]
+    artifacts = store.path.parent / "fleet" / session.batch
+    errors: list[str] = []
     statuses: dict[str, tuple[str, str | None]] = {}
-
     passes = 0
     retry = set(hosts)
     while retry and passes < MAX_PASSES:
-        plan = {h: _missing(store, run_id, ids[h], stressors, reps) for h in hosts if h in retry}  # inventory order
+        plan = {h: fleet_store.missing_measurements(store, run_id, ids[h], stressors, reps)
+                for h in hosts if h in retry}  # inventory order
         plan = {h: m for h, m in plan.items() if m}
         if not plan:
             break
         passes += 1
         warm = int(params["warmup_seconds"]) if passes == 1 else 0
-        groups = [[h] for h in plan] if inv.shares_machine else [list(plan)]
         retry = set()
-        for group in groups:
-            res = _invoke(inv, group, plan, params, batch, warm, forks, run_timeout_s, host_key_checking,
-                          cgroup_prefix, on_event, artifacts)
+        for group in session.groups(list(plan)):
+            extravars, budget = _plan_vars(group, plan, params, warm)
+            res = session.run(group, extravars, run_timeout_s or budget)
+            unpack_artifacts(res, group, artifacts)
             for h in group:
-                st, reason, progressed, errs = _record(store, run_id, ids[h], h, plan[h], params, res, artifacts)
-                statuses[h] = (st, reason)
-                errors.extend(errs)
-                if st == "ok" and progressed and _missing(store, run_id, ids[h], stressors, reps):
+                rec = fingerprint_records(res, h, plan[h], params, artifacts)
+                fleet_store.upsert_measurements(store, run_id, h, rec.rows, facts=rec.facts, status=rec.status,
+                                                reason=rec.reason)
+                statuses[h] = (rec.status, rec.reason)
+                errors.extend(rec.errors)
+                if rec.status == "ok" and rec.rows and fleet_store.missing_measurements(
+                        store, run_id, ids[h], stressors, reps):
                     retry.add(h)  # e.g. a hung stressor was recorded: run the rest of that repetition again
+    return passes, statuses, errors
 
+
+def _reports(
+    store: Store, run_id: int, inv: Inventory, params: dict[str, Any], statuses: dict[str, tuple[str, str | None]]
+) -> tuple[list[HostReport], list[str]]:
+    ids = remember_inventory(store, inv)
+    stressors, reps = list(params["stressors"]), int(params["repetitions"])
     reports = []
-    for h in hosts:
-        n_ok, n_failed = _counts(store, run_id, ids[h])
-        missing = sum(len(v) for v in _missing(store, run_id, ids[h], stressors, reps).values())
+    for h in [h for h in params["hosts"] if h in inv.names]:
+        n_ok, n_failed = fleet_store.host_counts(store, run_id, ids[h])
+        missing = sum(len(v) for v in fleet_store.missing_measurements(store, run_id, ids[h], stressors, reps).values())
         st, reason = statuses.get(h, ("ok", None))
         if missing == 0 and st in ("ok", "failed") and reason is None:
             st = "ok"
         elif missing:
             st = st if st != "ok" else "partial"
         reports.append(HostReport(h, st, reason, n_ok, n_failed, missing))
-    total_missing = sum(r.missing for r in reports) + len(gone) * reps * len(stressors)
-    total_ok = sum(r.ok for r in reports)
-    status = "complete" if total_missing == 0 and total_ok > 0 else ("partial" if total_ok > 0 else "failed")
-    summarise_run(store, run_id)
-    with store.transaction() as conn:
-        conn.execute(
-            "UPDATE fingerprint_runs SET status=?, finished_at=? WHERE id=?", (status, utcnow(), run_id)
-        )
-    elapsed = (datetime.now(UTC) - t_start).total_seconds()
-    return FingerprintRun(run_id, batch, status, tuple(reports), elapsed, passes, tuple(errors))
+    return reports, [h for h in params["hosts"] if h not in inv.names]
 
 
-def _counts(store: Store, run_id: int, hid: int) -> tuple[int, int]:
-    row = store.conn.execute(
-        "SELECT SUM(status='ok') AS ok, SUM(status='failed') AS failed FROM measurements "
-        "WHERE run_id=? AND host_id=?",
-        (run_id, hid),
-    ).fetchone()
-    return int(row["ok"] or 0), int(row["failed"] or 0)
-
-
-def _invoke(
-    inv: Inventory,
-    group: list[str],
-    plan: dict[str, dict[int, list[str]]],
-    params: dict[str, Any],
-    batch: str,
-    warm: int,
-    forks: int,
-    run_timeout_s: float | None,
-    host_key_checking: bool,
-    cgroup_prefix: str,
-    on_event: Callable[[FleetEvent], None] | None,
-    artifacts: Path,
-) -> tuple[PlaybookResult, Path]:
+def _plan_vars(
+    group: list[str], plan: dict[str, dict[int, list[str]]], params: dict[str, Any], warm: int
+) -> tuple[dict[str, Any], float]:
+    """Extra variables of one invocation (per-host job list) and its outer time budget."""
     secs = int(params["seconds"])
     options = params.get("options") or {}
+    cap = int(params["outer_timeout_s"])
     host_plan: dict[str, list[dict[str, Any]]] = {}
     budget = 0.0
-    max_outer = 0
     for h in group:
         items: list[dict[str, Any]] = []
         if warm > 0:
             all_s = sorted({s for v in plan[h].values() for s in v}, key=list(params["stressors"]).index)
-            outer = outer_timeout(len(all_s), warm)
-            items.append({"rep": 0, "job": render_job(all_s, warm, options), "outer": outer})
+            items.append({"rep": 0, "job": render_job(all_s, warm, options), "outer": outer_timeout(len(all_s), warm)})
         for rep, miss in sorted(plan[h].items()):
-            outer = int(params["outer_timeout_s"]) if len(miss) == len(params["stressors"]) else outer_timeout(
-                len(miss), secs
-            )
-            outer = min(outer, int(params["outer_timeout_s"]))
+            outer = cap if len(miss) == len(params["stressors"]) else min(outer_timeout(len(miss), secs), cap)
             items.append({"rep": rep, "job": render_job(miss, secs, options), "outer": outer})
         host_plan[h] = items
-        outers = [int(it["outer"]) for it in items]
-        max_outer = max([max_outer, *outers])
-        budget += sum(o + 15 for o in outers) + 120
-    emulate_s = int(sum(it["outer"] for h in group for it in host_plan[h]) + 60)
+        budget += sum(int(it["outer"]) + 15 for it in items) + 120
+    outers = [int(it["outer"]) for items in host_plan.values() for it in items]
     extravars = {
-        "quiho_batch": batch,
-        "quiho_remote_root": f"/tmp/quiho-remote/{batch}",
         "quiho_plan": host_plan,
-        "quiho_task_timeout": max_outer + 30,
-        "quiho_cgroup_prefix": cgroup_prefix,
-        "quiho_emulate_seconds": emulate_s,
+        "quiho_task_timeout": max(outers, default=0) + 30,
+        "quiho_emulate_seconds": int(sum(outers) + 60),
     }
-    local = any(inv.host(h).connection == "local" for h in group)
-    res: PlaybookResult | None = None
-    try:
-        with local_fleet_lock() if local else nullcontext():
-            res = run_playbook(
-                "fingerprint.yml",
-                inv.path,
-                extravars,
-                limit=group,
-                forks=forks,
-                timeout_s=run_timeout_s or budget,
-                host_key_checking=host_key_checking,
-                on_event=on_event,
-                python_interpreter=sys.executable
-                if all(inv.host(h).connection == "local" for h in group)
-                else "auto_silent",
-            )
-    finally:
-        if any(inv.host(h).emulated for h in group):
-            cleanup_emulation(f"{cgroup_prefix}-{batch}-")
-        if res is None or res.timed_out:
-            # stressors of a cancelled run on this machine (local/netns hosts) outlive ansible's process group
-            reap_cwd(f"/tmp/quiho-remote/{batch}")
+    return extravars, budget
+
+
+def unpack_artifacts(res: PlaybookResult, group: list[str], artifacts: Path) -> None:
+    """Unpack each host's ``quiho collect`` archive (stress-ng YAML, logs, /proc/stat) into ``artifacts/<host>``."""
     for ev in res.events:
         data = ev.get("event_data") or {}
         name = str(data.get("host"))
@@ -354,7 +307,25 @@ def _invoke(
         except (ValueError, tarfile.TarError, OSError, EOFError) as exc:
             # A damaged archive: whatever was unpacked is parsed (and named in errors) below.
             (dest / "unpack-error.txt").write_text(str(exc))
-    return res, artifacts
+
+
+def parse_facts(stdout: str) -> dict[str, Any]:
+    """The machine metadata printed by the playbooks' ``quiho facts`` task (``key=value`` lines)."""
+    raw = dict(line.split("=", 1) for line in stdout.splitlines() if "=" in line)
+    facts: dict[str, Any] = {
+        "stress_ng_version": raw.get("stress_ng") or None,
+        "cpu_model": raw.get("cpu_model") or None,
+        "kernel": raw.get("kernel") or None,
+        "arch": raw.get("arch") or None,
+        "os": raw.get("os") or None,
+        "l3_cache": raw.get("l3") or None,
+    }
+    for key, src, scale in (("vcpus", "vcpus", 1), ("cores", "cores", 1), ("memtotal_mb", "mem_kb", 1024)):
+        try:
+            facts[key] = int(raw.get(src, "")) // scale
+        except ValueError:
+            facts[key] = None
+    return facts
 
 
 def _stat_busy(path0: Path, path1: Path) -> tuple[float, float] | None:
@@ -371,21 +342,18 @@ def _stat_busy(path0: Path, path1: Path) -> tuple[float, float] | None:
     return (total - idle) / total, total / 100.0  # busy share of all CPUs, CPU-seconds elapsed (USER_HZ=100)
 
 
-def _record(
-    store: Store,
-    run_id: int,
-    hid: int,
-    host: str,
-    plan: dict[int, list[str]],
-    params: dict[str, Any],
-    invocation: tuple[PlaybookResult, Path],
-    artifacts: Path,
-) -> tuple[str, str | None, bool, list[str]]:
-    res, _ = invocation
-    outcome = res.hosts.get(host)
-    status = outcome.status if outcome else ("timeout" if res.timed_out else "unreachable")
-    reason = outcome.reason if outcome else "no events for this host"
-    errors: list[str] = []
+@dataclass(frozen=True)
+class HostRecords:
+    """What one invocation yielded for one host: measurement rows, facts, status and errors."""
+
+    status: str
+    reason: str | None
+    rows: tuple[tuple[int, str, float | None, str, str | None, dict[str, Any]], ...]
+    facts: dict[str, Any]
+    errors: tuple[str, ...]
+
+
+def _host_results(res: PlaybookResult, host: str) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
     facts: dict[str, Any] = {}
     rcs: dict[int, dict[str, Any]] = {}
     for ev in res.events:
@@ -400,8 +368,26 @@ def _record(
             item = r.get("item") or {}
             if "rep" in item:
                 rcs[int(item["rep"])] = r
+    return facts, rcs
+
+
+def fingerprint_records(
+    res: PlaybookResult, host: str, plan: dict[int, list[str]], params: dict[str, Any], artifacts: Path
+) -> HostRecords:
+    """Map one host's events and unpacked files to measurement rows (no store access).
+
+    A job killed by the outer timeout (rc 124/137) blames the stressor its log shows
+    running: that one is recorded failed, the ones before it keep their results and the
+    later ones stay missing (run again in the next pass). A job that wrote no YAML on an
+    ok host fails every stressor it was asked for, with the stderr tail.
+    """
+    outcome = res.hosts.get(host)
+    status = outcome.status if outcome else ("timeout" if res.timed_out else "unreachable")
+    reason = outcome.reason if outcome else "no events for this host"
+    errors: list[str] = []
+    facts, rcs = _host_results(res, host)
     secs = float(params["seconds"])
-    rows: list[tuple[int, StressorResult, dict[str, Any]]] = []
+    rows: list[tuple[int, str, float | None, str, str | None, dict[str, Any]]] = []
     hostdir = artifacts / host
     for rep, requested in sorted(plan.items()):
         yaml_path = hostdir / f"rep{rep}.yaml"
@@ -410,7 +396,7 @@ def _record(
         busy = _stat_busy(hostdir / f"rep{rep}.stat0", hostdir / f"rep{rep}.stat1")
         rep_extra = {"job_rc": rc, "machine_busy_share": busy[0] if busy else None}
         keep = list(requested)
-        if rc in _TIMEOUT_RCS:
+        if rc in TIMEOUT_RCS:
             log_path = hostdir / f"rep{rep}.log"
             log = log_path.read_text(errors="replace") if log_path.exists() else ""
             hung = running_stressor(log) or last_started(log)
@@ -419,9 +405,7 @@ def _record(
                               f"{log_path}")
                 continue
             why = f"hung: still running when the outer timeout ({_outer(r)} s) killed the job"
-            rows.append((rep, StressorResult(hung, "failed", None, why), rep_extra))
-            # stressors before it keep their results (if stress-ng still wrote them); later ones stay
-            # missing and run again in the next pass
+            rows.append((rep, hung, None, "failed", why, rep_extra))
             keep = requested[: requested.index(hung)]
             if not keep:
                 continue
@@ -434,29 +418,15 @@ def _record(
                 errors.append(str(exc))
                 status, reason = "failed", str(exc)
                 continue
-            for sr in results:
-                rows.append((rep, sr, rep_extra))
-        elif rc in _TIMEOUT_RCS:
+            rows.extend((rep, sr.stressor, sr.value, sr.status, sr.reason, {**sr.extra, **rep_extra})
+                        for sr in results)
+        elif rc in TIMEOUT_RCS:
             continue  # no YAML after a timeout: the stressors before the hung one stay missing
         elif r is not None and status == "ok":
             tail = str(r.get("stderr", "")).strip()[-300:]
-            for s in requested:
-                rows.append((rep, StressorResult(s, "failed", None, f"stress-ng rc {rc} wrote no YAML: {tail}"),
-                             rep_extra))
-    with store.transaction() as conn:
-        if facts:
-            host_id(conn, host, facts)
-        for rep, sr, rep_extra in rows:
-            extra = {**sr.extra, **rep_extra}
-            conn.execute(
-                "INSERT INTO measurements(run_id, host_id, repetition, stressor, value, unit, status, reason, "
-                "extra_json) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(run_id, host_id, repetition, stressor) DO UPDATE "
-                "SET value=excluded.value, status=excluded.status, reason=excluded.reason, "
-                "extra_json=excluded.extra_json",
-                (run_id, hid, rep, sr.stressor, sr.value, "bogo-ops/s", sr.status, sr.reason, dumps(extra)),
-            )
-        set_host_status(conn, "fingerprint", _batch_of(store, run_id), hid, status, reason)
-    return status, reason, bool(rows), errors
+            rows.extend((rep, s, None, "failed", f"stress-ng rc {rc} wrote no YAML: {tail}", rep_extra)
+                        for s in requested)
+    return HostRecords(status, reason, tuple(rows), facts, tuple(errors))
 
 
 def _outer(r: dict[str, Any] | None) -> str:
@@ -464,38 +434,3 @@ def _outer(r: dict[str, Any] | None) -> str:
         return str((r or {}).get("item", {}).get("outer", "?"))
     except AttributeError:
         return "?"
-
-
-def _batch_of(store: Store, run_id: int) -> str:
-    row = store.conn.execute("SELECT batch FROM fingerprint_runs WHERE id=?", (run_id,)).fetchone()
-    return str(row["batch"])
-
-
-def summarise_run(store: Store, run_id: int) -> None:
-    """Median and spread per host and stressor of one run into ``fleet_fingerprint_summary``.
-
-    ``cov`` is the population standard deviation over the mean of the ok
-    repetitions; ``unstable`` flags cov ≥ 10 % or a value ≥ 50 % away from the median.
-    """
-    rows = store.conn.execute(
-        "SELECT host_id, stressor, status, value FROM measurements WHERE run_id=?", (run_id,)
-    ).fetchall()
-    groups: dict[tuple[int, str], list[tuple[str, float | None]]] = {}
-    for r in rows:
-        groups.setdefault((r["host_id"], r["stressor"]), []).append((r["status"], r["value"]))
-    with store.transaction() as conn:
-        conn.execute("DELETE FROM fleet_fingerprint_summary WHERE run_id=?", (run_id,))
-        for (hid, s), vals in groups.items():
-            ok = [float(v) for st, v in vals if st == "ok" and v is not None]
-            n_failed = sum(1 for st, _ in vals if st == "failed")
-            med = statistics.median(ok) if ok else None
-            mean = statistics.fmean(ok) if ok else None
-            cov = statistics.pstdev(ok) / mean if ok and mean else None
-            far = bool(med) and any(abs(v - med) / med >= 0.5 for v in ok)  # type: ignore[operator]
-            unstable = int((cov is not None and cov >= UNSTABLE_COV) or far)
-            conn.execute(
-                "INSERT INTO fleet_fingerprint_summary(run_id, host_id, stressor, n_ok, n_failed, median, cov, min, "
-                "max, unstable) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (run_id, hid, s, len(ok), n_failed, med, None if cov is None or math.isnan(cov) else cov,
-                 min(ok) if ok else None, max(ok) if ok else None, unstable),
-            )

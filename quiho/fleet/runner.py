@@ -1,6 +1,6 @@
 """Run one playbook through ansible-runner, robust to dead hosts, and summarise it per host.
 
-What makes a dead or cut-off host unable to hang the run (fleet-feasibility §3.3-3.4):
+What makes a dead or cut-off host unable to hang the run:
 the playbooks use ``strategy: free`` and task-level ``timeout:``; ssh gets
 ``ServerAliveInterval``/``ServerAliveCountMax``/``ConnectTimeout``; every
 invocation gets a fresh ``ANSIBLE_SSH_CONTROL_PATH_DIR`` (a reused ControlPersist
@@ -12,6 +12,7 @@ every process still referring to this invocation's private directory
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -28,7 +29,9 @@ __all__ = [
     "HostOutcome",
     "PlaybookResult",
     "FleetEvent",
+    "EventLog",
     "run_playbook",
+    "unsafe_yaml",
     "playbooks_dir",
     "reap_processes",
     "reap_cwd",
@@ -108,14 +111,101 @@ def _msg(res: dict[str, Any] | None) -> str:
     return ""
 
 
-def reap_processes(marker: str) -> int:
-    """Kill (SIGKILL, by PID) every process whose command line contains ``marker``; return how many.
+class EventLog:
+    """Turns ansible-runner events into per-host outcomes and progress events (no I/O: testable on recorded events).
+
+    A host is ``ok`` when it reached the playbooks' final ``quiho done`` task without a
+    failure, ``failed`` on a task failure (not ``ignore_errors``) or when it never got to
+    the end, ``unreachable`` when Ansible lost it, ``timeout`` when the outer deadline
+    cancelled the run while the host was still running.
+    """
+
+    def __init__(self, on_event: Callable[[FleetEvent], None] | None = None) -> None:
+        self.hosts: dict[str, HostOutcome] = {}
+        self.events: list[dict[str, Any]] = []
+        self._on_event = on_event
+
+    def _host(self, name: str) -> HostOutcome:
+        if name not in self.hosts:
+            self.hosts[name] = HostOutcome(name)
+        return self.hosts[name]
+
+    def _emit(self, ev: FleetEvent) -> None:
+        if self._on_event is not None:
+            self._on_event(ev)
+
+    def __call__(self, ev: dict[str, Any]) -> bool:
+        """ansible-runner's ``event_handler``: record ``ev``; True keeps it in the artifacts."""
+        self.events.append(ev)
+        kind = ev.get("event")
+        data = ev.get("event_data") or {}
+        name = data.get("host")
+        task = data.get("task")
+        if not name:
+            return True
+        if kind == "runner_on_start":
+            self._host(name)
+            self._emit(FleetEvent("task", name, task))
+        elif kind == "runner_on_unreachable":
+            h = self._host(name)
+            h.status, h.reason = "unreachable", f"{task}: {_msg(data.get('res'))}"
+            self._emit(FleetEvent("unreachable", name, task, h.reason))
+        elif kind == "runner_on_failed" and not data.get("ignore_errors"):
+            h = self._host(name)
+            if h.status != "unreachable":
+                h.status, h.reason = "failed", f"{task}: {_msg(data.get('res'))}"
+            self._emit(FleetEvent("failed", name, task, h.reason))
+        elif kind == "runner_on_ok" and task == "quiho done":
+            h = self._host(name)
+            h.done = True
+            if h.status == "running":
+                h.status = "ok"
+            self._emit(FleetEvent("done", name, task))
+        elif kind == "runner_item_on_ok":
+            self._emit(FleetEvent("item", name, task))
+        return True
+
+    def result(
+        self, status: str, rc: int | None, *, cancelled: bool, timeout_s: float, elapsed_s: float = 0.0,
+        reaped: int = 0,
+    ) -> PlaybookResult:
+        """The :class:`PlaybookResult` of the events seen (hosts still running get their final status)."""
+        for h in self.hosts.values():
+            if h.status == "running":
+                if cancelled:
+                    h.status, h.reason = "timeout", f"outer timeout of {timeout_s:g} s: run cancelled"
+                elif not h.done:
+                    h.status, h.reason = "failed", h.reason or "did not reach the end of the play"
+        return PlaybookResult(status="timeout" if cancelled else status, rc=rc, hosts=self.hosts, events=self.events,
+                              timed_out=cancelled, elapsed_s=elapsed_s, reaped=reaped)
+
+
+def unsafe_yaml(value: Any) -> str:
+    """``value`` as YAML in which every string is tagged ``!unsafe``, so Ansible never templates it.
+
+    Extra variables carry user data (application argv, paths, job files); a ``{{ ... }}``
+    in them must reach the host literally instead of being evaluated on the controller.
+    JSON string escapes are valid in YAML double-quoted scalars.
+    """
+    if isinstance(value, str):
+        return "!unsafe " + json.dumps(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(str(k))}: {unsafe_yaml(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(unsafe_yaml(v) for v in value) + "]"
+    if value is None or isinstance(value, bool | int | float):
+        return json.dumps(value)
+    raise TypeError(f"extra variable of type {type(value).__name__} cannot be passed to Ansible")
+
+
+def reap_processes(marker: str) -> list[int]:
+    """Kill (SIGKILL, by PID) every process whose command line contains ``marker``; return their PIDs.
 
     ``marker`` is a unique per-invocation directory, so only processes this
     invocation started can match. Zombies are skipped (they are already dead).
     """
     me = os.getpid()
-    killed = 0
+    killed: list[int] = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == me:
             continue
@@ -129,7 +219,7 @@ def reap_processes(marker: str) -> int:
         if marker in cmd and state != "Z":
             try:
                 os.kill(int(entry), signal.SIGKILL)
-                killed += 1
+                killed.append(int(entry))
             except ProcessLookupError:
                 pass
     return killed
@@ -161,111 +251,8 @@ def reap_cwd(prefix: str) -> int:
     return killed
 
 
-def run_playbook(
-    playbook: str,
-    inventory: str | os.PathLike[str],
-    extravars: dict[str, Any],
-    *,
-    limit: list[str] | None = None,
-    forks: int = 1,
-    timeout_s: float = 3600.0,
-    host_key_checking: bool = True,
-    on_event: Callable[[FleetEvent], None] | None = None,
-    keep_dir: Path | None = None,
-    python_interpreter: str = "auto_silent",
-    local_lock: bool = False,
-) -> PlaybookResult:
-    """Run ``playbooks/<playbook>`` on ``inventory`` and return per-host outcomes and all events.
-
-    Parameters
-    ----------
-    playbook : str
-        File name under ``playbooks/``.
-    inventory : path-like
-        Inventory file or directory.
-    extravars : dict
-        Passed as ``--extra-vars``.
-    limit : list of str, optional
-        Only these hosts.
-    forks : int, default 1
-        Parallel hosts. Keep 1 when hosts share hardware (netns, local fleet): parallel forks on
-        2 vCPUs cut the cpu stressor from ~1850 to 1050-1350 ops/s (fleet-feasibility §3.2).
-    timeout_s : float
-        Outer deadline; past it the run is cancelled and its process tree killed.
-    host_key_checking : bool, default True
-        SSH host-key checking. False only through an explicitly named opt-in of the caller.
-    on_event : callable, optional
-        Receives :class:`FleetEvent` s for progress displays.
-    keep_dir : Path, optional
-        Where to copy the artifacts (job events) for later inspection.
-    python_interpreter : str, default "auto_silent"
-        Ansible's ``interpreter_python`` (a host's ``ansible_python_interpreter`` still wins). Callers pass
-        the controller's own Python when every host is ``ansible_connection: local``: discovery would pick
-        /usr/bin/python3, which may lack what the controller's Ansible needs.
-    local_lock : bool, default False
-        Hold :func:`quiho.fleet.emulate.local_fleet_lock` for the whole invocation (set it when the hosts
-        are this machine: two quiho processes measuring local hosts at once disturb each other).
-    """
-    if local_lock:
-        from quiho.fleet.emulate import local_fleet_lock
-
-        with local_fleet_lock():
-            return run_playbook(
-                playbook, inventory, extravars, limit=limit, forks=forks, timeout_s=timeout_s,
-                host_key_checking=host_key_checking, on_event=on_event, keep_dir=keep_dir,
-                python_interpreter=python_interpreter, local_lock=False,
-            )
-    import ansible_runner
-
-    # $QUIHO_RUN_DIR lets a caller (tests) find every process of its own runs by path.
-    run_root = os.environ.get("QUIHO_RUN_DIR")
-    if run_root:
-        Path(run_root).mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="qh-run-", dir=run_root or None))
-    # ssh's ControlPath is <dir>/<40 hex> and must fit a Unix socket path (108 bytes): keep it short.
-    cp_dir = Path(tempfile.mkdtemp(prefix=f"{control_prefix()}-", dir="/tmp"))
-    hosts: dict[str, HostOutcome] = {}
-    events: list[dict[str, Any]] = []
-    deadline = time.monotonic() + timeout_s
-
-    def host(name: str) -> HostOutcome:
-        if name not in hosts:
-            hosts[name] = HostOutcome(name)
-        return hosts[name]
-
-    def emit(ev: FleetEvent) -> None:
-        if on_event is not None:
-            on_event(ev)
-
-    def handler(ev: dict[str, Any]) -> bool:
-        events.append(ev)
-        kind = ev.get("event")
-        data = ev.get("event_data") or {}
-        name = data.get("host")
-        task = data.get("task")
-        if kind == "runner_on_start" and name:
-            host(name)
-            emit(FleetEvent("task", name, task))
-        elif kind == "runner_on_unreachable" and name:
-            h = host(name)
-            h.status, h.reason = "unreachable", f"{task}: {_msg(data.get('res'))}"
-            emit(FleetEvent("unreachable", name, task, h.reason))
-        elif kind == "runner_on_failed" and name and not data.get("ignore_errors"):
-            h = host(name)
-            if h.status != "unreachable":
-                h.status, h.reason = "failed", f"{task}: {_msg(data.get('res'))}"
-            emit(FleetEvent("failed", name, task, h.reason))
-        elif kind == "runner_on_ok" and name and task == "quiho done":
-            h = host(name)
-            h.done = True
-            if h.status == "running":
-                h.status = "ok"
-            emit(FleetEvent("done", name, task))
-        elif kind == "runner_item_on_ok" and name:
-            emit(FleetEvent("item", name, task))
-        return True
-
-    envvars = {
+def _envvars(cp_dir: Path, host_key_checking: bool, python_interpreter: str) -> dict[str, str]:
+    return {
         "ANSIBLE_SSH_CONTROL_PATH_DIR": str(cp_dir),
         "ANSIBLE_SSH_ARGS": SSH_ARGS,
         "ANSIBLE_TIMEOUT": "10",
@@ -278,6 +265,71 @@ def run_playbook(
         "ANSIBLE_SYSTEM_WARNINGS": "False",
         "ANSIBLE_PYTHON_INTERPRETER": python_interpreter,
     }
+
+
+def run_playbook(
+    playbook: str,
+    inventory: str | os.PathLike[str],
+    extravars: dict[str, Any],
+    *,
+    limit: list[str] | None = None,
+    forks: int = 1,
+    timeout_s: float = 3600.0,
+    host_key_checking: bool = True,
+    on_event: Callable[[FleetEvent], None] | None = None,
+    keep_dir: Path | None = None,
+    python_interpreter: str = "auto_silent",
+) -> PlaybookResult:
+    """Run ``playbooks/<playbook>`` on ``inventory`` and return per-host outcomes and all events.
+
+    Callers normally go through :class:`quiho.fleet.session.FleetSession`, which adds host
+    grouping, the machine lock and cleanup around this.
+
+    Parameters
+    ----------
+    playbook : str
+        File name under ``playbooks/``.
+    inventory : path-like
+        Inventory file or directory.
+    extravars : dict
+        Extra variables; every string is passed ``!unsafe`` (:func:`unsafe_yaml`), never templated.
+    limit : list of str, optional
+        Only these hosts.
+    forks : int, default 1
+        Parallel hosts. Keep 1 when hosts share hardware (netns, local fleet): parallel forks on
+        2 vCPUs cut the cpu stressor from ~1850 to 1050-1350 ops/s.
+    timeout_s : float
+        Outer deadline; past it the run is cancelled and its process tree killed.
+    host_key_checking : bool, default True
+        SSH host-key checking. False only through an explicitly named opt-in of the caller.
+    on_event : callable, optional
+        Receives :class:`FleetEvent` s for progress displays.
+    keep_dir : Path, optional
+        Where to copy the artifacts (job events) for later inspection.
+    python_interpreter : str, default "auto_silent"
+        Ansible's ``interpreter_python`` (a host's ``ansible_python_interpreter`` still wins).
+
+    Returns
+    -------
+    PlaybookResult
+        Also when the run was cancelled by the deadline (``timed_out``); an interrupt
+        (``KeyboardInterrupt``) propagates after the process tree was killed.
+    """
+    import ansible_runner
+
+    from quiho.fleet.shutdown import reap_children
+
+    # $QUIHO_RUN_DIR lets a caller (tests) find every process of its own runs by path.
+    run_root = os.environ.get("QUIHO_RUN_DIR")
+    if run_root:
+        Path(run_root).mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="qh-run-", dir=run_root or None))
+    # ssh's ControlPath is <dir>/<40 hex> and must fit a Unix socket path (108 bytes): keep it short.
+    cp_dir = Path(tempfile.mkdtemp(prefix=f"{control_prefix()}-", dir="/tmp"))
+    (work / "env").mkdir()
+    (work / "env" / "extravars").write_text(unsafe_yaml(extravars) + "\n")
+    log = EventLog(on_event)
+    deadline = time.monotonic() + timeout_s
     t0 = time.monotonic()
     cancelled = False
 
@@ -293,36 +345,25 @@ def run_playbook(
             project_dir=str(playbooks_dir()),
             playbook=playbook,
             inventory=str(Path(inventory).resolve()),
-            extravars=extravars,
             limit=",".join(limit) if limit else None,
             forks=forks,
             quiet=True,
-            envvars=envvars,
-            event_handler=handler,
+            envvars=_envvars(cp_dir, host_key_checking, python_interpreter),
+            event_handler=log,
             cancel_callback=cancel,
             ident="run",
         )
         status, rc = str(r.status), r.rc
     finally:
-        # ansible-runner kills the ansible-playbook process group on cancel, but ssh mux
-        # masters daemonise into their own session: find everything that names our dir.
-        reaped = reap_processes(str(work)) + reap_processes(str(cp_dir))
+        # ansible-runner kills the ansible-playbook process group on cancel (not on an interrupt), and ssh
+        # mux masters daemonise into their own session: find everything that names our dirs.
+        killed = reap_processes(str(work)) + reap_processes(str(cp_dir))
+        if killed:
+            time.sleep(0.05)
+        reap_children(killed)
         if keep_dir is not None:
             shutil.copytree(work / "artifacts", keep_dir, dirs_exist_ok=True)
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(cp_dir, ignore_errors=True)
-    for h in hosts.values():
-        if h.status == "running":
-            if cancelled:
-                h.status, h.reason = "timeout", f"outer timeout of {timeout_s:g} s: run cancelled"
-            elif not h.done:
-                h.status, h.reason = "failed", h.reason or "did not reach the end of the play"
-    return PlaybookResult(
-        status=status if not cancelled else "timeout",
-        rc=rc,
-        hosts=hosts,
-        events=events,
-        timed_out=cancelled,
-        elapsed_s=time.monotonic() - t0,
-        reaped=reaped,
-    )
+    return log.result(status, rc, cancelled=cancelled, timeout_s=timeout_s, elapsed_s=time.monotonic() - t0,
+                      reaped=len(killed))

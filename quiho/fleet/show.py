@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from quiho.store._db import Store
+from quiho._text import printable
+from quiho.store import Store
+from quiho.store import fleet as fleet_store
 
-__all__ = ["FleetHostInfo", "fleet_show"]
+__all__ = ["FleetHostInfo", "fleet_show", "show_lines"]
 
 
 @dataclass(frozen=True)
@@ -28,26 +30,12 @@ class FleetHostInfo:
 
 
 def fleet_show(store: Store, inventory: str | None = None) -> list[FleetHostInfo]:
-    """Every host seen by a fleet run (optionally only those of ``inventory``), newest fingerprint first."""
-    rows = store.conn.execute(
-        "SELECT h.id, h.name, h.facts_json, f.inventory, f.groups_json FROM hosts h "
-        "JOIN fleet_hosts f ON f.host_id = h.id ORDER BY h.name"
-    ).fetchall()
+    """Every host seen by a fleet run (optionally only those of ``inventory``) with its newest fingerprint."""
     now = datetime.now(UTC)
     out = []
-    for r in rows:
-        if inventory is not None and r["inventory"] != inventory:
-            continue
-        last = store.conn.execute(
-            "SELECT fr.batch, fr.status, COALESCE(fr.finished_at, fr.started_at) AS t, "
-            "SUM(m.status='ok') AS ok, SUM(m.status='failed') AS failed FROM fingerprint_runs fr "
-            "JOIN measurements m ON m.run_id = fr.id AND m.host_id = ? WHERE fr.source='fleet' "
-            "GROUP BY fr.id ORDER BY fr.started_at DESC, fr.id DESC LIMIT 1",
-            (r["id"],),
-        ).fetchone()
-        age = None
-        if last is not None and last["t"]:
-            age = (now - datetime.fromisoformat(last["t"])).total_seconds()
+    for r in fleet_store.fleet_hosts(store, inventory):
+        last = r["last"]
+        age = (now - datetime.fromisoformat(last["t"])).total_seconds() if last and last["t"] else None
         out.append(
             FleetHostInfo(
                 name=r["name"],
@@ -61,4 +49,17 @@ def fleet_show(store: Store, inventory: str | None = None) -> list[FleetHostInfo
                 facts=json.loads(r["facts_json"] or "{}"),
             )
         )
+    return out
+
+
+def show_lines(hosts: list[FleetHostInfo]) -> list[str]:
+    """The terminal text of ``quiho fleet show`` (names escaped with :func:`quiho._text.printable`)."""
+    if not hosts:
+        return ["no fleet hosts yet: run 'quiho fingerprint'"]
+    out = []
+    for h in hosts:
+        age = f"{h.age_s / 3600:.1f} h ago" if h.age_s is not None else "never"
+        cpu = printable(h.facts.get("cpu_model") or "?")
+        out.append(f"{printable(h.name):24} groups {printable(','.join(h.groups)) or '-':14} last fingerprint "
+                   f"{h.last_fingerprint or '-'} ({h.last_status or '-'}, {age}, ok {h.ok}, failed {h.failed})  {cpu}")
     return out

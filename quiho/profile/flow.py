@@ -19,19 +19,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from quiho._version import __version__
-from quiho.errors import AppSpecError, NotEnoughData, QuihoError, UsageError
+from quiho.errors import NotEnoughData, QuihoError, UsageError
 from quiho.fingerprint.catalog import Catalog, load_catalog
-from quiho.fleet import AppSpec, FleetEvent, fingerprint, load_inventory
+from quiho.fleet import AppSpec, FleetEvent, Inventory, fingerprint, load_inventory
+from quiho.fleet.drift import drift_warnings
+from quiho.fleet.session import measuring, new_batch
 from quiho.irup import (
     Advice,
     Comparison,
@@ -46,8 +46,10 @@ from quiho.irup import (
 )
 from quiho.profile.hints import Hint, root_cause_hints, trace_hints
 from quiho.profile.interleave import InterleavedRun, run_interleaved, store_label
+from quiho.profile.project import DEFAULTS
 from quiho.profile.stats import MetricChange, metric_change
-from quiho.store._db import Store, dumps, utcnow
+from quiho.store import Store, utcnow
+from quiho.store import fleet as fleet_store
 
 __all__ = ["ProfileResult", "HostStatus", "analyse_profile", "analyse_data", "run_profile", "find_fingerprint_run",
            "save_profile",
@@ -174,41 +176,12 @@ def parse_age(text: str | float | int) -> float:
 
 
 def find_fingerprint_run(store: Store, hosts: Sequence[str], max_age_s: float) -> tuple[int, str, float] | None:
-    """Newest complete/partial fleet fingerprint run younger than ``max_age_s`` with data for any of ``hosts``.
+    """(run id, batch, age in seconds) of the fingerprint run that applies to ``hosts``, at most ``max_age_s`` old.
 
-    Returns (run id, batch, age in seconds), or None. Among the runs young enough, the one
-    covering most of ``hosts`` wins, then the newest (a newer run of one host must not hide
-    an older run of the whole fleet).
+    The rule is :func:`quiho.store.fleet.applicable_fingerprint_run` (most hosts covered, then newest).
     """
-    if not hosts or max_age_s <= 0:
-        return None
-    marks = ",".join("?" * len(hosts))
-    rows = store.conn.execute(
-        "SELECT r.id, r.batch, COALESCE(r.finished_at, r.started_at) AS t, COUNT(DISTINCT m.host_id) AS n "
-        "FROM fingerprint_runs r JOIN measurements m ON m.run_id = r.id AND m.status = 'ok' "
-        f"JOIN hosts h ON h.id = m.host_id AND h.name IN ({marks}) "
-        "WHERE r.source = 'fleet' AND r.status IN ('complete','partial') GROUP BY r.id "
-        "ORDER BY t DESC, n DESC, r.id DESC",
-        list(hosts),
-    ).fetchall()
-    now = datetime.now(UTC)
-    young = [(int(r["n"]), (now - datetime.fromisoformat(r["t"])).total_seconds(), r) for r in rows]
-    young = [y for y in young if y[1] <= max_age_s]
-    if not young:
-        return None
-    n, age, r = max(young, key=lambda y: (y[0], -y[1]))
-    return int(r["id"]), str(r["batch"]), age
-
-
-def _runs_frame(store: Store, application: str, labels: tuple[str, str], batch: str) -> pd.DataFrame:
-    q = (
-        "SELECT h.name AS host, a.version, a.repetition, a.status, a.value, a.unit, a.higher_is_better, a.reason, "
-        "a.fingerprint_run_id, a.extra_json FROM app_runs a JOIN hosts h ON h.id = a.host_id "
-        "WHERE a.batch = ? AND a.application = ? AND a.version IN (?, ?) ORDER BY h.name, a.id"
-    )
-    df = pd.read_sql_query(q, store.conn, params=[batch, application, *labels])
-    df["order"] = [json.loads(x or "{}").get("order") for x in df.pop("extra_json")]
-    return df
+    ref = fleet_store.applicable_fingerprint_run(store, hosts, max_age_s)
+    return None if ref is None else (ref.run_id, ref.batch, ref.age_s)
 
 
 def _host_median_rows(td: TargetData) -> TargetData:
@@ -241,9 +214,9 @@ def analyse_data(
     higher_is_better: bool = False,
     fingerprints: pd.DataFrame | None = None,
     fingerprinted_hosts: Sequence[str] | None = None,
-    min_change: float = 0.05,
+    min_change: float = DEFAULTS.min_change,
     alpha: float = 0.05,
-    seeds: int = 10,
+    seeds: int = DEFAULTS.seeds,
     random_state: int = 0,
     importance: str = "classic",
     model_params: ModelParams | None = None,
@@ -379,7 +352,7 @@ def analyse_profile(
         ``batch`` has no runs of these versions.
     """
     label_b = store_label(version_a, version_b)
-    runs = _runs_frame(store, application, (version_a, label_b), batch)
+    runs = fleet_store.profile_runs(store, application, (version_a, label_b), batch)
     if runs.empty:
         raise UsageError(f"profile batch {batch!r} has no runs of {application}@{version_a} / @{version_b}")
     ok = runs[runs["status"] == "ok"]
@@ -410,30 +383,22 @@ def analyse_profile(
         application=application, version_a=version_a, version_b=version_b, label_b=label_b, batch=batch, unit=unit,
         higher_is_better=hib, fingerprints=wide, fingerprinted_hosts=fp_hosts, partial=notes, **kwargs,
     )
-    fp = store.conn.execute("SELECT batch, COALESCE(finished_at, started_at) AS t FROM fingerprint_runs WHERE id=?",
-                            (fingerprint_run_id,)).fetchone() if fingerprint_run_id else None
-    age = (datetime.now(UTC) - datetime.fromisoformat(fp["t"])).total_seconds() if fp and fp["t"] else None
+    fp = fleet_store.fingerprint_run_age(store, fingerprint_run_id) if fingerprint_run_id else None
     return dataclasses.replace(res, fingerprint_run_id=fingerprint_run_id,
                                params={**res.params, "fingerprint_rows": "host median (the runs and the "
                                        "fingerprint are separate sessions)"},
-                               fingerprint_batch=str(fp["batch"]) if fp else None, fingerprint_age_s=age,
+                               fingerprint_batch=fp[0] if fp else None, fingerprint_age_s=fp[1] if fp else None,
                                notes=res.notes + tuple(info))
 
 
 def save_profile(store: Store, result: ProfileResult) -> int:
     """Record a profile (verdict, status, partial reasons, full result) in the store; returns its id."""
-    with store.transaction() as c:
-        cur = c.execute(
-            "INSERT INTO profiles(batch, application, version_a, version_b, status, verdict, irup_verdict, "
-            "partial_json, fingerprint_run_id, result_json, schema_version, created_at, quiho_version) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(batch) DO UPDATE SET status=excluded.status, "
-            "verdict=excluded.verdict, irup_verdict=excluded.irup_verdict, partial_json=excluded.partial_json, "
-            "result_json=excluded.result_json, created_at=excluded.created_at",
-            (result.batch, result.application, result.version_a, result.version_b, result.status, result.verdict,
-             result.irup_verdict, dumps(list(result.partial)), result.fingerprint_run_id, dumps(result.to_dict()),
-             REPORT_SCHEMA_VERSION, utcnow(), __version__),
-        )
-    return int(cur.lastrowid or 0)
+    return fleet_store.save_profile_row(
+        store, batch=result.batch, application=result.application, version_a=result.version_a,
+        version_b=result.version_b, status=result.status, verdict=result.verdict, irup_verdict=result.irup_verdict,
+        partial=list(result.partial), fingerprint_run_id=result.fingerprint_run_id, document=result.to_dict(),
+        schema_version=REPORT_SCHEMA_VERSION, quiho_version=__version__,
+    )
 
 
 def load_profile(store: Store, batch: str) -> dict[str, Any]:
@@ -444,7 +409,7 @@ def load_profile(store: Store, batch: str) -> dict[str, Any]:
     UsageError
         Unknown batch, or a document of a schema version this quiho does not read.
     """
-    row = store.conn.execute("SELECT result_json, schema_version FROM profiles WHERE batch = ?", (batch,)).fetchone()
+    row = fleet_store.profile_row(store, batch)
     if row is None:
         raise UsageError(f"no profile {batch!r} in {store.path}")
     if int(row["schema_version"]) != REPORT_SCHEMA_VERSION:
@@ -454,6 +419,30 @@ def load_profile(store: Store, batch: str) -> dict[str, Any]:
     return doc
 
 
+def _fingerprints_for(
+    store: Store, inv: Inventory, max_age_s: float, battery: str, seconds: int | None, repetitions: int | None,
+    on_event: Callable[[FleetEvent], None] | None, step: Callable[[str], None],
+) -> tuple[int | None, bool, list[str]]:
+    """Step 1: (fingerprint run id, fingerprinted now, notes): reuse the applicable run or fingerprint first."""
+    notes: list[str] = []
+    found = fleet_store.applicable_fingerprint_run(store, inv.names, max_age_s)
+    if found is not None:
+        step(f"reusing fingerprint run {found.batch} ({found.age_s / 60:.0f} min old)")
+        return found.run_id, False, notes
+    step(f"fingerprinting {len(inv.names)} host(s) with the {battery} battery (no fingerprint younger than "
+         f"{max_age_s:g} s)")
+    fp = fingerprint(inv.path, store=store, battery=battery, seconds=seconds, repetitions=repetitions,
+                     on_event=on_event)
+    if fp.status == "failed":
+        notes.append(f"fingerprint run {fp.batch} failed: {'; '.join(fp.errors) or 'no stressor succeeded'}")
+        return None, False, notes
+    for h in fp.hosts:
+        if h.status != "ok" or h.missing:
+            notes.append(f"fingerprint of host {h.name}: {h.status}" + (f" ({h.reason})" if h.reason else "")
+                         + (f", {h.missing} missing" if h.missing else ""))
+    return fp.run_id, True, notes
+
+
 def run_profile(
     spec: AppSpec,
     version_a: str,
@@ -461,17 +450,24 @@ def run_profile(
     *,
     store: Store,
     inventory: str | os.PathLike[str] | None = None,
-    max_age_s: float = 86400.0,
-    battery: str = "quick",
+    max_age_s: float = parse_age(DEFAULTS.max_age),
+    battery: str = DEFAULTS.battery,
     fingerprint_seconds: int | None = None,
     fingerprint_repetitions: int | None = None,
-    repetitions: int | None = None,
-    warmup: int = 1,
+    repetitions: int | None = DEFAULTS.repetitions,
+    warmup: int = DEFAULTS.warmup,
+    resume: str | None = None,
     on_event: Callable[[FleetEvent], None] | None = None,
     on_step: Callable[[str], None] | None = None,
     **kwargs: Any,
 ) -> ProfileResult:
     """Profile ``version_b`` against ``version_a`` of ``spec`` on a fleet (steps 1-5) and save the result.
+
+    Holds the store's measurement lock while measuring. Interrupted (Ctrl-C, SIGTERM), the
+    cleanup runs, the hosts already measured stay stored under the batch (``on_step`` names
+    it before the runs start; ``resume`` continues it) and a fingerprint in progress is
+    marked ``partial`` (the next profile's fingerprint step resumes nothing: it reuses a
+    partial run that is young enough, or fingerprints anew).
 
     Parameters
     ----------
@@ -493,6 +489,8 @@ def run_profile(
         Runs per version per host (default ``spec.repetitions``).
     warmup : int, default 1
         Discarded warm-up runs per version per host before the measured ones.
+    resume : str, optional
+        Batch of an interrupted profile: run only the hosts without a successful run in it, then analyse all.
     on_event, on_step : callable, optional
         Fleet progress events and one line per step (for a CLI's stderr).
     **kwargs
@@ -505,38 +503,19 @@ def run_profile(
     InventoryError, UsageError, StoreError
         Bad input; nothing is run.
     """
-    for v in (version_a, version_b):
-        if v not in spec.versions:
-            raise AppSpecError(f"application {spec.name!r} has no version {v!r}; known versions: "
-                               f"{', '.join(spec.versions)}")
+    spec.require_versions(version_a, version_b)
     step = on_step or (lambda _msg: None)
     inv = load_inventory(inventory)
-    notes: list[str] = []
-    found = find_fingerprint_run(store, inv.names, max_age_s)
-    fresh = False
-    if found is None:
-        step(f"fingerprinting {len(inv.names)} host(s) with the {battery} battery (no fingerprint younger than "
-             f"{max_age_s:g} s)")
-        fp = fingerprint(inv.path, store=store, battery=battery, seconds=fingerprint_seconds,
-                         repetitions=fingerprint_repetitions, on_event=on_event)
-        if fp.status == "failed":
-            notes.append(f"fingerprint run {fp.batch} failed: {'; '.join(fp.errors) or 'no stressor succeeded'}")
-            run_id: int | None = None
-        else:
-            run_id, fresh = fp.run_id, True
-            for h in fp.hosts:
-                if h.status != "ok" or h.missing:
-                    notes.append(f"fingerprint of host {h.name}: {h.status}"
-                                 + (f" ({h.reason})" if h.reason else "") + (f", {h.missing} missing" if h.missing
-                                                                               else ""))
-    else:
-        run_id = found[0]
-        step(f"reusing fingerprint run {found[1]} ({found[2] / 60:.0f} min old)")
-    batch = f"profile-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
-    step(f"running {spec.name}@{version_a} and @{version_b} interleaved on {len(inv.names)} host(s)")
-    run: InterleavedRun = run_interleaved(spec, version_a, version_b, inv.path, store=store, batch=batch,
-                                          fingerprint_run_id=run_id, repetitions=repetitions, warmup=warmup,
-                                          on_event=on_event)
+    batch = resume or new_batch("profile")
+    with measuring(store, f"quiho profile {spec.name}@{version_a} @{version_b}"):
+        run_id, fresh, notes = _fingerprints_for(store, inv, max_age_s, battery, fingerprint_seconds,
+                                                 fingerprint_repetitions, on_event, step)
+        done = fleet_store.hosts_with_runs(store, batch, spec.name) if resume else set()
+        todo = [h for h in inv.names if h not in done]
+        step(f"running {spec.name}@{version_a} and @{version_b} interleaved on {len(todo)} host(s), batch {batch}")
+        run: InterleavedRun = run_interleaved(spec, version_a, version_b, inv.path, store=store, batch=batch,
+                                              fingerprint_run_id=run_id, repetitions=repetitions, warmup=warmup,
+                                              hosts=todo, on_event=on_event)
     for name, (st, why) in run.hosts.items():
         if st != "ok":
             notes.append(f"host {name}: {st}" + (f" ({why})" if why else ""))
@@ -545,8 +524,6 @@ def run_profile(
                           partial=notes, **kwargs)
     warm_note = (f"{warmup} warm-up run(s) per version per host were run first and discarded",) if warmup else ()
     # Hosts whose fingerprint history shows drift: their older fingerprints describe another machine.
-    from quiho.fleet.drift import drift_warnings
-
     drift = tuple(f"warning: {w}" for w in drift_warnings(store, inv.names))
     res = dataclasses.replace(res, fingerprinted_now=fresh, notes=res.notes + warm_note + drift,
                               params={**res.params, "warmup": warmup,

@@ -1,7 +1,7 @@
 """Run two versions of an application on every host, interleaved (v1, v2, v1, v2 ...).
 
 Built on the fleet's public pieces (``playbooks/run.yml`` through
-:func:`quiho.fleet.run_playbook`, the application spec and its metric extraction)
+:class:`quiho.fleet.session.FleetSession`, the application spec and its metric extraction)
 because ``quiho.fleet.run_app`` runs one version at a time: two separate runs would
 put minutes of drift (other tenants, thermal state) between the versions, and a
 paired comparison per host is only as good as the pairing.
@@ -22,22 +22,28 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from quiho.errors import UsageError
-from quiho.fleet import AppSpec, FleetEvent, load_inventory, run_playbook
-from quiho.fleet._store import host_id, remember_hosts
+from quiho.fleet import AppSpec, FleetEvent, PlaybookResult, load_inventory
 from quiho.fleet.app import command_wall, extract_metric, strip_markers
-from quiho.fleet.emulate import cleanup_emulation
-from quiho.store._db import Store, dumps
+from quiho.fleet.session import (
+    FleetSession,
+    app_budget,
+    measuring,
+    rc_failure,
+    remember_inventory,
+    stderr_tail,
+)
+from quiho.store import Store
+from quiho.store import fleet as fleet_store
+from quiho.store.fleet import AppRunRow
 
-__all__ = ["InterleavedRun", "RunRecord", "run_interleaved", "store_label", "INTERLEAVE_SH", "SETUP_SH"]
-
-STDERR_TAIL = 2000
+__all__ = ["InterleavedRun", "RunRecord", "interleaved_records", "run_interleaved", "store_label", "INTERLEAVE_SH",
+           "SETUP_SH"]
 
 #: $1 first (0|1), $2 n1 = argc of version 1, $3 workdir 1, $4 workdir 2, then argv1..., argv2...
 INTERLEAVE_SH = (
@@ -113,6 +119,55 @@ def _setup(spec: AppSpec, v1: str, v2: str) -> list[str]:
     return ["sh", "-c", SETUP_SH, "sh", str(len(a.setup)), a.workdir or "", b.workdir or "", *a.setup, *b.setup]
 
 
+def interleaved_records(
+    res: PlaybookResult, group: list[str], spec: AppSpec, labels: dict[str, str], *, first: int, n_warm: int,
+    n_runs: int, statuses: dict[str, tuple[str, str | None]],
+) -> list[RunRecord]:
+    """Map one invocation's ``quiho app run`` items to :class:`RunRecord` s (no store access).
+
+    The version of a run is read from the wrapper's ``quiho-version`` marker (the
+    position only decides for runs without output); the first ``n_warm`` runs are
+    warm-ups. Runs that never happened (setup failed, host unreachable, timeout) are
+    recorded failed with the host's status, so the report can say why a host has no data.
+    """
+    records: list[RunRecord] = []
+    seen: dict[str, set[int]] = {h: set() for h in group}
+    counters: dict[tuple[str, str], int] = {}  # (host, side) -> repetitions so far
+    for data in res.items("quiho app run"):
+        h = str(data.get("host"))
+        r = data.get("res") or {}
+        order = int(r.get("item", 0))
+        seen.setdefault(h, set()).add(order)
+        stdout = strip_markers(str(r.get("stdout", "")))
+        m = _MARK.search(stdout)
+        side = m.group(1) if m else ("1" if (order - 1 + first) % 2 == 0 else "2")
+        is_warm = order <= n_warm
+        if not is_warm:
+            counters[(h, side)] = counters.get((h, side), 0) + 1
+        wall = command_wall(r)
+        tail = stderr_tail(r)
+        value: float | None = None
+        why = rc_failure(r.get("rc"), spec.timeout, tail, with_stderr=True)
+        if why is None and m is None:
+            why = "the interleaving wrapper printed no version marker"
+        elif why is None and wall is None:
+            why = "no wall time reported"
+        elif why is None:
+            value, why = extract_metric(spec.metric, _MARK.sub("", stdout), wall or 0.0)
+        records.append(RunRecord(h, labels[side], 0 if is_warm else counters[(h, side)], order,
+                                 "ok" if why is None else "failed", value, wall, why, tail, warmup=is_warm))
+    for h in group:
+        st, host_why = statuses[h]
+        for order in range(n_warm + 1, n_runs + 1):
+            if order in seen.get(h, set()):
+                continue
+            side = "1" if (order - 1 + first) % 2 == 0 else "2"
+            counters[(h, side)] = counters.get((h, side), 0) + 1
+            records.append(RunRecord(h, labels[side], counters[(h, side)], order, "failed", None, None,
+                                     f"not run: host {st}" + (f" ({host_why})" if host_why else ""), None))
+    return records
+
+
 def run_interleaved(
     spec: AppSpec,
     version_a: str,
@@ -130,6 +185,9 @@ def run_interleaved(
     on_event: Callable[[FleetEvent], None] | None = None,
 ) -> InterleavedRun:
     """Run ``version_a`` and ``version_b`` alternately on every host and store each run in ``app_runs``.
+
+    Each invocation's runs are stored as soon as it ends, so an interrupted profile keeps
+    the hosts already measured (a resume runs only the others).
 
     Parameters
     ----------
@@ -159,107 +217,48 @@ def run_interleaved(
     InterleavedRun
         ``status`` complete / partial / failed; a failed run is recorded with its reason and stderr tail.
     """
-    for v in (version_a, version_b):
-        if v not in spec.versions:
-            raise UsageError(f"application {spec.name!r} has no version {v!r}; known: {', '.join(spec.versions)}")
+    spec.require_versions(version_a, version_b)
+    if warmup < 0:
+        raise UsageError("warmup must be 0 or more")
     reps = int(repetitions or spec.repetitions)
     labels = {"1": version_a, "2": store_label(version_a, version_b)}
     inv = load_inventory(inventory)
     names = [h for h in inv.names if hosts is None or h in hosts]
-    remember_hosts(store, inv)
     t0 = datetime.now(UTC)
-    if warmup < 0:
-        raise UsageError("warmup must be 0 or more")
     n_warm = 2 * warmup
     n_runs = 2 * reps + n_warm
-    per_host = spec.timeout * (n_runs + 1) + 30 * (n_runs + 2) + 120
-    groups = [[h] for h in names] if inv.shares_machine else [names]
+    per_host, emulate_s = app_budget(spec.timeout, n_runs)
     records: list[RunRecord] = []
     statuses: dict[str, tuple[str, str | None]] = {}
-    for gi, group in enumerate(groups):
-        first = gi % 2 if inv.shares_machine else 0
-        extravars = {
-            "quiho_batch": batch,
-            "quiho_remote_root": f"/tmp/quiho-remote/{batch}",
-            "quiho_app": {"command": _command(spec, version_a, version_b, first),
-                          "setup": _setup(spec, version_a, version_b), "workdir": ""},
-            "quiho_reps": list(range(1, n_runs + 1)),
-            "quiho_app_timeout": spec.timeout,
-            "quiho_cgroup_prefix": cgroup_prefix,
-            "quiho_emulate_seconds": int(spec.timeout * (n_runs + 1) + 60),
-        }
-        try:
-            # Hosts that are this machine queue on the fleet's machine-wide lock: two quiho processes
-            # measuring local hosts at once disturb each other.
-            local = [inv.host(h).connection == "local" for h in group]
-            res = run_playbook("run.yml", inv.path, extravars, limit=group, forks=1 if inv.shares_machine else 5,
-                               timeout_s=per_host * len(group), host_key_checking=host_key_checking,
-                               on_event=on_event, local_lock=any(local),
-                               python_interpreter=sys.executable if all(local) else "auto_silent")
-        finally:
-            if any(inv.host(h).emulated for h in group):
-                cleanup_emulation(f"{cgroup_prefix}-{batch}-")
-        seen: dict[str, set[int]] = {h: set() for h in group}
-        counters: dict[tuple[str, str], int] = {}  # (host, side) -> repetitions so far
-        for data in res.items("quiho app run"):
-            h = str(data.get("host"))
-            r = data.get("res") or {}
-            order = int(r.get("item", 0))
-            seen.setdefault(h, set()).add(order)
-            stdout = strip_markers(str(r.get("stdout", "")))
-            m = _MARK.search(stdout)
-            side = m.group(1) if m else ("1" if (order - 1 + first) % 2 == 0 else "2")
-            version = labels[side]
-            is_warm = order <= n_warm
-            if not is_warm:
-                counters[(h, side)] = counters.get((h, side), 0) + 1
-            rep = 0 if is_warm else counters[(h, side)]
-            rc = r.get("rc")
-            wall = command_wall(r)
-            tail = str(r.get("stderr", ""))[-STDERR_TAIL:] or None
-            value: float | None = None
-            why: str | None
-            if rc in (124, 137):
-                status, why = "failed", f"timed out after {spec.timeout} s"
-            elif rc != 0:
-                status, why = "failed", f"exit code {rc}" + (f": {tail.strip().splitlines()[-1]}" if tail else "")
-            elif m is None:
-                status, why = "failed", "the interleaving wrapper printed no version marker"
-            elif wall is None:
-                status, why = "failed", "no wall time reported"
-            else:
-                value, why = extract_metric(spec.metric, _MARK.sub("", stdout), wall)
-                status = "ok" if why is None else "failed"
-            records.append(RunRecord(h, version, rep, order, status, value, wall, why, tail, warmup=is_warm))
-        for h in group:
-            out = res.hosts.get(h)
-            st, host_why = (out.status, out.reason) if out else ("unreachable", "no events for this host")
-            statuses[h] = (st, host_why)
-            # Runs that never happened (setup failed, host unreachable, timeout) are recorded as failed,
-            # so the report can show the host and why it has no data.
-            for order in range(n_warm + 1, n_runs + 1):
-                if order in seen.get(h, set()):
-                    continue
-                side = "1" if (order - 1 + first) % 2 == 0 else "2"
-                version = labels[side]
-                key = (h, side)
-                counters[key] = counters.get(key, 0) + 1
-                records.append(RunRecord(h, version, counters[key], order, "failed", None, None,
-                                         f"not run: host {st}" + (f" ({host_why})" if host_why else ""), None))
-    with store.transaction() as conn:
-        for rr in records:
-            if rr.warmup:
-                continue
-            hid = host_id(conn, rr.host)
-            conn.execute(
-                "INSERT INTO app_runs(source, batch, fingerprint_run_id, host_id, application, version, test, "
-                "repetition, value, unit, higher_is_better, status, reason, stderr_tail, started_at, extra_json) "
-                "VALUES ('profile',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
-                (batch, fingerprint_run_id, hid, spec.name, rr.version, spec.metric.test, rr.repetition, rr.value,
-                 spec.metric.unit, int(spec.metric.higher_is_better), rr.status, rr.reason, rr.stderr_tail,
-                 t0.isoformat(), dumps({"order": rr.order, "wall_s": rr.wall_s, "interleaved_with":
-                                        [version_a, version_b], "timeout_s": spec.timeout,
-                                        "warmup_runs_per_version": warmup})),
+    with measuring(store, f"quiho profile {spec.name}@{version_a} @{version_b}"):
+        remember_inventory(store, inv)
+        session = FleetSession(inv, "run.yml", batch, cgroup_prefix=cgroup_prefix,
+                               host_key_checking=host_key_checking, forks=5, on_event=on_event)
+        # alternate hosts start with v2 on a shared machine (a first-run effect cancels across hosts)
+        first_of = {h: (i % 2 if inv.shares_machine else 0) for i, h in enumerate(inv.names)}
+        for group in session.groups(names):
+            first = first_of[group[0]]
+            extravars = {
+                "quiho_app": {"command": _command(spec, version_a, version_b, first),
+                              "setup": _setup(spec, version_a, version_b), "workdir": ""},
+                "quiho_reps": list(range(1, n_runs + 1)),
+                "quiho_app_timeout": spec.timeout,
+                "quiho_emulate_seconds": emulate_s,
+            }
+            res = session.run(group, extravars, per_host * len(group))
+            got = session.host_statuses(res, group)
+            statuses.update(got)
+            recs = interleaved_records(res, group, spec, labels, first=first, n_warm=n_warm, n_runs=n_runs,
+                                       statuses=got)
+            records.extend(recs)
+            extra = {"interleaved_with": [version_a, version_b], "timeout_s": spec.timeout,
+                     "warmup_runs_per_version": warmup}
+            fleet_store.insert_app_runs(
+                store, source="profile", batch=batch, fingerprint_run_id=fingerprint_run_id, application=spec.name,
+                test=spec.metric.test, unit=spec.metric.unit, higher_is_better=spec.metric.higher_is_better,
+                started_at=t0.isoformat(),
+                rows=[AppRunRow(r.host, r.version, r.repetition, r.status, r.value, r.reason, r.stderr_tail,
+                                {"order": r.order, "wall_s": r.wall_s, **extra}) for r in recs if not r.warmup],
             )
     n_ok = sum(r.status == "ok" and not r.warmup for r in records)
     status = "complete" if n_ok == len(names) * 2 * reps else ("partial" if n_ok else "failed")

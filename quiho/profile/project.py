@@ -19,25 +19,52 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from quiho._yaml import read_yaml_mapping
-from quiho.errors import AppSpecError
+from quiho.errors import AppSpecError, UsageError
 from quiho.fleet import AppSpec, load_app_spec
 
-__all__ = ["ProjectFile", "ProfileDefaults", "load_project", "resolve_spec", "PROJECT_SCHEMA_VERSION"]
+__all__ = ["DEFAULTS", "ProjectFile", "ProfileDefaults", "load_project", "resolve_spec", "PROJECT_SCHEMA_VERSION"]
 
 PROJECT_SCHEMA_VERSION = 1
 
 
 class ProfileDefaults(BaseModel):
-    """Defaults for ``quiho profile`` options (command-line options win)."""
+    """The defaults of ``quiho profile``, the one place they live.
+
+    Built in here, overridden by ``quiho.yml``'s ``profile:`` section, then by command-line
+    options (:meth:`with_options`).
+
+    ``repetitions`` None means the application spec's own; ``inventory`` None the local fleet.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     inventory: str | None = None
-    battery: str | None = None
-    max_age: str | None = None
-    min_change: float | None = Field(default=None, ge=0, lt=1)
+    battery: str = "quick"
+    max_age: str = "24h"
+    min_change: float = Field(default=0.05, ge=0, lt=1)
     repetitions: int | None = Field(default=None, ge=1)
-    seeds: int | None = Field(default=None, ge=1)
+    seeds: int = Field(default=10, ge=1)
+    warmup: int = Field(default=1, ge=0)
+
+    def with_options(self, **options: object) -> ProfileDefaults:
+        """These defaults with every option that is not None put over them (validated).
+
+        Raises
+        ------
+        UsageError
+            An option out of range (e.g. ``min_change`` outside [0, 1)).
+        """
+        given = {k: v for k, v in options.items() if v is not None}
+        try:
+            return ProfileDefaults.model_validate({**self.model_dump(), **given})
+        except ValidationError as exc:
+            msg = "; ".join(f"--{'.'.join(str(x) for x in e['loc']).replace('_', '-')}: {e['msg']}"
+                            for e in exc.errors())
+            raise UsageError(msg) from None
+
+
+#: The built-in defaults.
+DEFAULTS = ProfileDefaults()
 
 
 class ProjectFile(BaseModel):

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from quiho.store._db import Store
+from quiho.store import Store
 
 __all__ = ["TraceJoin", "join_traces"]
 

@@ -6,8 +6,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from quiho.schedule.lock import Busy, mark_interrupted_runs, measurement_lock
-from quiho.store._db import open_store, utcnow
+from quiho.fleet.lock import Busy
+from quiho.store import open_store, utcnow
 
 __all__ = ["ScheduledOutcome", "scheduled_fingerprint"]
 
@@ -47,14 +47,14 @@ def scheduled_fingerprint(
     profile does.
     """
     from quiho.fleet.fingerprint import fingerprint
+    from quiho.fleet.session import measuring
 
     try:
-        with measurement_lock(store_path, what="scheduled fingerprint", wait=wait):
-            with open_store(store_path) as st:
-                marked = tuple(mark_interrupted_runs(st))
-                if marked:
-                    _log(log, f"marked interrupted run(s) {list(marked)} partial")
-                run = fingerprint(inventory, store=st, battery=battery, **fingerprint_kwargs)  # type: ignore[arg-type]
+        with open_store(store_path) as st, measuring(st, "scheduled fingerprint", wait=wait) as marked_ids:
+            marked = tuple(marked_ids)
+            if marked:
+                _log(log, f"marked interrupted run(s) {list(marked)} partial")
+            run = fingerprint(inventory, store=st, battery=battery, **fingerprint_kwargs)  # type: ignore[arg-type]
     except Busy as exc:
         _log(log, f"skipped: {exc}")
         return ScheduledOutcome("skipped", None, None, f"skipped: {exc}")

@@ -1,0 +1,54 @@
+"""The terminal summary of a profile, as lines (tested directly; the CLI prints them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from quiho._text import printable as p
+from quiho.profile.flow import ProfileResult
+
+__all__ = ["summary_lines"]
+
+
+def _metric_line(res: ProfileResult) -> str:
+    m = res.metric
+    if not m.hosts_used:
+        return f"verdict: {res.verdict.upper()}"
+    return (f"verdict: {res.verdict.upper()}  change {m.change:+.1%} (95% CI {m.ci_low:+.1%} … {m.ci_high:+.1%}, "
+            f"Wilcoxon p = {m.wilcoxon_p:.3g}, floor ±{m.min_change:.0%})")
+
+
+def _irup_lines(res: ProfileResult) -> list[str]:
+    out = []
+    for key, irup, name in (("a", res.irup_a, res.version_a), ("b", res.irup_b, res.version_b)):
+        if irup is None:
+            out.append(f"IRUP {p(name)}: unavailable — {p(res.irup_errors.get(key, ''))}")
+        else:
+            top = ", ".join(f"{p(f.stressor)} {f.importance:.0f}±{f.std:.0f}" for f in irup.top(3))
+            out.append(f"IRUP {p(name)}: {top}  [{irup.validity.verdict}, LOGO R² = {irup.validity.r2_group_cv:.2f}]")
+    if res.comparison is not None:
+        shares = list(res.comparison.class_shares.values())
+        cls = "  ".join(f"{p(k)} {shares[0].get(k, 0):.0%}→{shares[-1].get(k, 0):.0%}"
+                        for k in sorted(set(shares[0]) | set(shares[-1]))
+                        if shares[0].get(k, 0) or shares[-1].get(k, 0))
+        out.append(f"resource profile: {res.comparison.verdict}  class shares: {cls}")
+    return out
+
+
+def summary_lines(res: ProfileResult, report_dir: Path | None = None) -> list[str]:
+    """What ``quiho profile`` prints: verdict with size, CI and p; both IRUPs; hints; partial notes; warnings.
+
+    Names from user data are escaped (:func:`quiho._text.printable`), so a name cannot forge a line.
+    """
+    m = res.metric
+    out = [f"quiho profile {p(res.application)}@{p(res.version_a)} → @{p(res.version_b)}   "
+           f"({m.hosts_used} hosts, batch {p(res.batch)})", _metric_line(res), "  " + p(m.reason)]
+    out.extend(_irup_lines(res))
+    if res.hints:
+        out.append("where to look first:")
+        out.extend(f"  - {p(h.message)}" for h in res.hints[:6])
+    out.extend(f"partial: {p(n)}" for n in res.partial)
+    out.extend(p(n) for n in res.notes if n.startswith("warning:"))
+    if report_dir is not None:
+        out.append(f"report: {p(report_dir / 'report.html')}")
+    return out
