@@ -9,7 +9,10 @@ import numpy as np
 
 from quiho.errors import HistoryError
 
-__all__ = ["History", "ChangePoint", "Detection"]
+__all__ = ["History", "ChangePoint", "Detection", "MAX_VALUE"]
+
+#: largest magnitude of a history value: squares and sums of up to 10**9 values stay finite
+MAX_VALUE = 1e150
 
 
 @dataclass(frozen=True, eq=False)
@@ -31,12 +34,16 @@ class History:
         Unit of the values, e.g. ``"s"``.
     config : mapping
         Configuration columns this series was split by.
+    missing : int
+        Values the source left empty (empty, NaN, null) that were skipped.
 
     Raises
     ------
     HistoryError
-        Lengths disagree, orders are not strictly increasing, a revision has no
-        value or a value is not finite.
+        Lengths disagree, orders are not strictly increasing or beyond
+        ``±2**53``, a revision has no value, or a value is not finite or beyond
+        ``±1e150`` (means, variances and the GP square the values: larger ones
+        overflow to inf; rescale them, e.g. use another unit).
     """
 
     name: str
@@ -45,29 +52,44 @@ class History:
     samples: tuple[np.ndarray, ...]
     unit: str = ""
     config: Mapping[str, str] = field(default_factory=dict)
+    missing: int = 0
 
     def __post_init__(self) -> None:
         n = len(self.revisions)
         if len(self.orders) != n or len(self.samples) != n:
             raise HistoryError(f"series {self.name!r}: {n} revisions but {len(self.orders)} orders "
                                f"and {len(self.samples)} sample sets")
-        orders = np.asarray(self.orders, dtype=np.int64)
+        try:
+            orders = np.asarray(self.orders, dtype=np.int64)
+        except OverflowError:
+            raise HistoryError(f"series {self.name!r}: an order does not fit in 64 bits") from None
+        if n and int(np.abs(orders).max()) > 2**53:
+            raise HistoryError(f"series {self.name!r}: orders beyond ±2**53 are not revision positions")
         if n > 1 and np.any(np.diff(orders) <= 0):
             i = int(np.flatnonzero(np.diff(orders) <= 0)[0])
             raise HistoryError(f"series {self.name!r}: orders must be strictly increasing; "
                                f"revision {self.revisions[i + 1]!r} has order {orders[i + 1]} after {orders[i]}")
         if len(set(self.revisions)) != n:
             raise HistoryError(f"series {self.name!r}: a revision appears at two orders")
-        samples = []
-        for rev, s in zip(self.revisions, self.samples, strict=True):
-            a = np.asarray(s, dtype=float).ravel()
-            if a.size == 0:
-                raise HistoryError(f"series {self.name!r}: revision {rev!r} has no value")
-            if not np.all(np.isfinite(a)):
+        samples = tuple(s if isinstance(s, np.ndarray) and s.dtype == np.float64 and s.ndim == 1
+                        else np.asarray(s, dtype=float).ravel() for s in self.samples)
+        sizes = np.fromiter((a.size for a in samples), dtype=np.int64, count=n)
+        if n and sizes.min() == 0:
+            raise HistoryError(f"series {self.name!r}: revision {self.revisions[int(np.argmin(sizes))]!r} has no value")
+        flat = np.concatenate(samples) if n else np.zeros(0)
+        bad = ~np.isfinite(flat) | (np.abs(np.where(np.isfinite(flat), flat, 0.0)) > MAX_VALUE)
+        if bad.any():  # vectorised check (200 k revisions); name the first offending revision
+            j = int(np.flatnonzero(bad)[0])
+            rev = self.revisions[int(np.searchsorted(np.cumsum(sizes), j, side="right"))]
+            if not np.isfinite(flat[j]):
                 raise HistoryError(f"series {self.name!r}: revision {rev!r} has a non-finite value")
-            samples.append(a)
+            raise HistoryError(f"series {self.name!r}: revision {rev!r} has value {abs(flat[j]):.3g} beyond "
+                               f"±{MAX_VALUE:.0e}; rescale (another unit) to analyse it")
+        means = np.add.reduceat(flat, np.concatenate([[0], np.cumsum(sizes)[:-1]])) / sizes if n else np.zeros(0)
+        means.setflags(write=False)
         object.__setattr__(self, "orders", orders)
-        object.__setattr__(self, "samples", tuple(samples))
+        object.__setattr__(self, "samples", samples)
+        object.__setattr__(self, "_means", means)
 
     @classmethod
     def from_values(cls, values: Sequence[float] | np.ndarray, revisions: Sequence[str] | None = None,
@@ -82,8 +104,8 @@ class History:
 
     @property
     def values(self) -> np.ndarray:
-        """Mean of the repetitions at each revision, shape (n,)."""
-        return np.array([s.mean() for s in self.samples])
+        """Mean of the repetitions at each revision, shape (n,) (computed once; read-only)."""
+        return self._means  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,9 @@ from quiho.history._model import Detection, History
 
 __all__ = ["plot_history"]
 
+GP_MAX = 400  # most revisions the GP band is fitted on
+GRID_MAX = 2000  # most orders the GP band is drawn at
+
 
 @literal_text()  # names and units are drawn as written, never as mathtext
 def plot_history(history: History, path: str | Path, *, detection: Detection | None = None,
@@ -44,15 +47,20 @@ def plot_history(history: History, path: str | Path, *, detection: Detection | N
         raise UsageError(f"plot file must end in .png or .svg, got {out.name!r}")
     fig, ax = plt.subplots(figsize=(9, 4.2), dpi=110)
     orders = history.orders
-    for o, s in zip(orders, history.samples, strict=True):
-        ax.plot(np.full(s.size, o), s, ".", color="0.6", ms=3, zorder=1)
+    if len(history):  # every repetition in one call: one artist per revision made 2k revisions take 20 s
+        sizes = np.array([s.size for s in history.samples])
+        ax.plot(np.repeat(orders, sizes), np.concatenate(history.samples), ".", color="0.6", ms=3, zorder=1)
     ax.plot(orders, history.values, "o", mfc="white", mec="black", ms=4.5, label="measured revision (mean)",
             zorder=3)
     end = int(max(orders.max() + 1, n_orders or 0)) if len(history) else 0
     if kernel and len(history) >= 2:
-        grid = np.arange(end)
+        # the GP is cubic in the revisions it sees and the picture has ~1000 pixel columns: fit it on at most
+        # GP_MAX evenly spaced revisions and draw it on at most GRID_MAX orders (np.arange(end) allocated GiBs)
+        pick = np.unique(np.linspace(0, len(history) - 1, min(len(history), GP_MAX)).round().astype(int))
+        grid = np.unique(np.linspace(0, max(end - 1, 0), min(end, GRID_MAX)).round())
         gp = HistoryGP(kernel, n_restarts_optimizer=0).fit(
-            orders, history.values, noise_var=noise_of_means(list(history.samples)), span=max(end - 1, 1), origin=0)
+            orders[pick], history.values[pick], noise_var=noise_of_means([history.samples[i] for i in pick]),
+            span=max(end - 1, 1), origin=0)
         mu, sd = gp.predict(grid)
         ax.fill_between(grid, mu - 2 * sd, mu + 2 * sd, color="0.85", label=f"GP ({kernel}) mean ± 2σ", zorder=0)
         ax.plot(grid, mu, "-", color="0.25", lw=1.2, zorder=2)

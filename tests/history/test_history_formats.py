@@ -1,0 +1,149 @@
+"""Benchmark result files written by the real tools (tests/history/data/formats/README.md) become histories."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from quiho.errors import ImportDataError, UsageError
+from quiho.history import load_history
+from quiho.history._formats import FORMATS, detect_format, direction_of_unit, import_results, read_results
+from quiho.store import open_store
+
+DATA = Path(__file__).parent / "data" / "formats"
+ASV = DATA / "asv" / "fixture-vm" / "ea781513-existing-py_tmp_h4venv_bin_python.json"
+
+
+def by_name(path, fmt="auto"):
+    r = read_results(path, fmt)
+    return r, {m.benchmark: m for m in r.measurements}
+
+
+def test_google_benchmark_repetitions_not_aggregates():
+    r, m = by_name(DATA / "gbench.json")
+    assert r.format == "google-benchmark" and r.revision is None and r.missing == 0
+    assert list(m) == ["BM_Sum/64", "BM_Sum/4096", "BM_StringCopy"]
+    raw = [b for b in json.loads((DATA / "gbench.json").read_text())["benchmarks"]
+           if b["run_name"] == "BM_Sum/64" and b["run_type"] == "iteration"]
+    assert m["BM_Sum/64"].values == tuple(b["real_time"] for b in raw)  # the 3 repetitions, no mean/median rows
+    assert m["BM_Sum/64"].values[0] == 217.78415572892857
+    assert m["BM_Sum/64"].unit == "ns" and m["BM_Sum/64"].direction == "lower"
+    assert m["BM_Sum/64"].config == {"machine": "vm"}
+
+
+def test_hyperfine_times():
+    r, m = by_name(DATA / "hyperfine.json")
+    assert r.format == "hyperfine"
+    assert m["sleep 0.01"].values == (0.015802421, 0.019962039, 0.011974776000000001, 0.031900432, 0.027996949)
+    assert m["sleep 0.01"].unit == "s" and set(m) == {"sleep 0.01", "true"}
+
+
+def test_go_test_bench_text_every_metric():
+    r, m = by_name(DATA / "gotest.txt")
+    assert r.format == "go"
+    assert m["BenchmarkFib10"].values == (436.4, 4249.0, 447.9) and m["BenchmarkFib10"].unit == "ns/op"
+    assert m["BenchmarkAlloc"].values == (0.9315, 1.077, 0.8610)
+    assert m["BenchmarkAlloc allocs/op"].values == (0.0, 0.0, 0.0) and m["BenchmarkAlloc B/op"].unit == "B/op"
+    assert m["BenchmarkFib10"].config == {"pkg": "example.com/gobench", "cpu": "AMD EPYC"}
+
+
+def test_pytest_benchmark_rounds_and_commit():
+    r, m = by_name(DATA / "pytest_benchmark.json")
+    assert r.format == "pytest-benchmark" and r.revision == "4de401503a7b9d8124b970e89a557f0d7c2b0ab7"
+    t = m["tests/history/data/formats/src/test_pybench.py::test_sum"]
+    assert t.values == (2.2062999960326124e-05, 2.1881999998640822e-05, 2.186199998277516e-05,
+                        2.1320999962881615e-05, 2.1572000036940153e-05)
+    assert t.unit == "s" and t.config == {"machine": "vm"}
+
+
+def test_asv_samples_units_from_benchmarks_json():
+    r, m = by_name(ASV)
+    assert r.format == "asv" and r.revision == "ea781513505dc769efd77e7076eebd772c8d4c3b"
+    assert m["bench.time_sum"].values == (3.5686359126993955e-05, 3.557180357149033e-05, 3.510040873010663e-05)
+    assert m["bench.time_sum"].unit == "s"
+    assert m["bench.track_answer"].values == (42.0,) and m["bench.track_answer"].unit == "widgets"
+    assert m["bench.time_sum"].config["machine"] == "fixture-vm"
+
+
+def test_jmh_raw_data_and_throughput_direction():
+    r, m = by_name(DATA / "jmh.json")
+    (b,) = m.values()
+    assert r.format == "jmh" and b.benchmark == "org.openjdk.jmh.samples.JMHSample_01_HelloWorld.wellHelloThere"
+    assert b.values == (3.376842765688582e9, 3.37651988895058e9, 3.375353964729294e9)
+    assert b.unit == "ops/s" and b.direction == "higher"
+
+
+def test_custom_json():
+    r, m = by_name(DATA / "custom.json")
+    assert r.format == "custom" and list(m) == ["No instrumentation", "Deactivated probe", "No logging",
+                                                "Binary file"]
+    assert m["No logging"].values == (1847.38,) and m["No logging"].unit == "ns"
+
+
+@pytest.mark.parametrize("unit,direction", [("ops/s", "higher"), ("MB/s", "higher"), ("items_per_second", "higher"),
+                                            ("ns", "lower"), ("ms/op", "lower"), ("s", "lower"), ("B/op", "lower")])
+def test_direction_of_unit(unit, direction):
+    assert direction_of_unit(unit) == direction
+
+
+def test_missing_values_are_skipped_and_counted(tmp_path):
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps([{"name": "a", "unit": "s", "value": 1.5}, {"name": "b", "unit": "s", "value": None},
+                             {"name": "c", "unit": "s", "value": ""}]))
+    r = read_results(p)
+    assert r.missing == 2 and [m.values for m in r.measurements] == [(1.5,), (), ()]
+    h = tmp_path / "h.json"
+    doc = json.loads((DATA / "hyperfine.json").read_text())
+    doc["results"][0]["times"][1] = None
+    h.write_text(json.dumps(doc))
+    r2 = read_results(h)
+    assert r2.missing == 1 and len(r2.measurements[0].values) == 4
+
+
+def test_import_appends_revisions_in_order(tmp_path):
+    db = tmp_path / "q.db"
+    with open_store(db) as st:
+        a = import_results(st, DATA / "gbench.json", revision="r1")
+        import_results(st, DATA / "gbench.json", revision="r2")
+        import_results(st, DATA / "gbench.json", revision="r1")  # re-run of r1: same place, values replaced
+        assert a.series[0] == "BM_Sum/64[machine=vm]" and a.values[0] == 3 and a.to_dict()["skipped"] == {"missing": 0}
+        h = load_history(st, "BM_Sum/64[machine=vm]")
+        assert h.revisions == ("r1", "r2") and h.unit == "ns"
+        assert h.samples[0][0] == 217.78415572892857
+        b = import_results(st, DATA / "pytest_benchmark.json")  # the file names its commit
+        assert b.revision == "4de401503a7b9d8124b970e89a557f0d7c2b0ab7"
+
+
+def test_revision_from_git_or_refused(tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    shutil.copy(DATA / "custom.json", plain / "c.json")
+    with open_store(tmp_path / "q.db") as st, pytest.raises(UsageError, match="give --revision"):
+        import_results(st, plain / "c.json")
+
+
+@pytest.mark.parametrize("text,match", [
+    ('{"benchmarks": [{"name": "a"', r"line 1: truncated JSON"),
+    ('[{"name": "a", "unit": "s", "value": 1},\n {"name": "b", "unit": "s", "value": 2}\n', r"line 3: truncated JSON"),
+    ('{"x": 1}', r"not a result file of a known format \(tried: pytest-benchmark, google-benchmark, hyperfine, "
+                 r"asv, go, jmh, custom, csv\)"),
+    ("hello\nworld\n", r"tried: pytest-benchmark, .*custom, csv"),
+    ('[{"name": "a", "unit": "s", "value": "1_000"}]', r"'1_000' is not a number"),
+    ('[{"name": "a", "unit": "s", "value": 1e999}]', r"not finite"),
+])
+def test_bad_files_one_line(tmp_path, text, match):
+    p = tmp_path / "bad.json"
+    p.write_text(text)
+    with pytest.raises(ImportDataError, match=match) as exc:
+        read_results(p)
+    assert "\n" not in str(exc.value)
+
+
+def test_every_fixture_is_recognised_by_content():
+    files = {"google-benchmark": "gbench.json", "hyperfine": "hyperfine.json", "go": "gotest.txt",
+             "pytest-benchmark": "pytest_benchmark.json", "jmh": "jmh.json", "custom": "custom.json"}
+    files["asv"] = str(ASV.relative_to(DATA))
+    assert set(files) == set(FORMATS)
+    for fmt, name in files.items():
+        assert detect_format((DATA / name).read_text()) == fmt
