@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-__all__ = ["true_positives", "f1_margin", "covering"]
+__all__ = ["true_positives", "f1_margin", "covering", "f1_annotators", "covering_annotators"]
 
 
 def true_positives(truth: Iterable[int], pred: Iterable[int], margin: int = 5) -> set[int]:
@@ -64,3 +64,33 @@ def covering(truth: Iterable[int], pred: Iterable[int], n: int) -> float:
 
     s_pred = segments(pred)
     return sum((a[1] - a[0]) * max(jaccard(a, b) for b in s_pred) for a in segments(truth)) / n
+
+
+def _clean(pred: Iterable[int], n: int) -> set[int]:
+    return {int(p) for p in pred if 1 <= p <= n - 2}
+
+
+def f1_annotators(annotations: Sequence[Iterable[int]], pred: Iterable[int], n: int, margin: int = 5) -> float:
+    """TCPDBench F1 against several annotators of one series.
+
+    Predictions are cleaned (duplicates dropped, ``1 <= tau <= n - 2`` kept)
+    and 0 is added to every set. Precision uses the union of the
+    annotations; recall is the mean over annotators.
+
+    Examples
+    --------
+    >>> round(f1_annotators([[50], [20]], [49], 100), 3)
+    0.857
+    """
+    x = _clean(pred, n) | {0}
+    anns = [set(a) | {0} for a in annotations]
+    union = set().union(*anns)
+    p = len(true_positives(union, x, margin)) / len(x)
+    r = sum(len(true_positives(a, x, margin)) / len(a) for a in anns) / len(anns)
+    return 0.0 if p + r == 0 else 2 * p * r / (p + r)
+
+
+def covering_annotators(annotations: Sequence[Iterable[int]], pred: Iterable[int], n: int) -> float:
+    """TCPDBench covering averaged over annotators (predictions cleaned as in :func:`f1_annotators`)."""
+    x = _clean(pred, n)
+    return sum(covering(a, x, n) for a in annotations) / len(annotations)

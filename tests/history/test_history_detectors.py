@@ -228,3 +228,23 @@ def test_spread_change_is_not_reported_as_a_level_change(seed):
 
     case = variance_change_history(200, 100, noise=(1.0, 6.0), random_state=seed)
     assert detect(case.values, "auto").change_points == ()
+
+
+def _ar1(n, rho, rng):
+    e = rng.normal(0, 1, n)
+    x = np.zeros(n)
+    for i in range(n):
+        x[i] = (rho * x[i - 1] if i else 0.0) + e[i]
+    return x * np.sqrt(1 - rho**2)  # unit marginal variance
+
+
+def test_auto_serially_dependent_noise_is_not_a_change_but_a_step_in_it_is():
+    # real histories wander (AR-like noise); without the long-run variance correction the default detector
+    # put a change at 19 of these 20 change-free AR(1) series
+    fa, hits = 0, 0
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        fa += len(detect(100 + _ar1(300, 0.7, rng)).change_points)
+        step = 100 + _ar1(300, 0.7, rng) + np.where(np.arange(300) >= 150, 3.0, 0.0)
+        hits += any(abs(c.index - 150) <= 5 for c in detect(step).change_points)
+    assert fa <= 6 and hits >= 15
