@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from quiho._text import printable
 from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err
 
 InventoryOpt = Annotated[
@@ -77,92 +78,96 @@ def _progress(total_hosts: int, label: str) -> Iterator[Callable[[object], None]
         yield on_plain
 
 
+def fingerprint_cmd(
+    inventory: InventoryOpt = None,
+    battery: Annotated[str, typer.Option("--battery", help="quick, default or paper.")] = "default",
+    seconds: Annotated[int | None, typer.Option("--seconds", min=1, help="Seconds per stressor.")] = None,
+    repetitions: Annotated[int | None, typer.Option("--repetitions", min=1, help="Repetitions.")] = None,
+    warmup: Annotated[int | None, typer.Option("--warmup", min=0, help="Warm-up seconds per stressor (0: none).")]
+    = None,
+    resume: Annotated[str | None, typer.Option("--resume", help="Rerun only what RUN_ID is missing.")] = None,
+    forks: ForksOpt = 1,
+    insecure: InsecureOpt = False,
+    store: StoreOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Fingerprint every host with a stress-ng battery (one job per host per repetition)."""
+    from quiho.fleet import fingerprint, load_inventory
+    from quiho.store import open_store
+
+    inv = load_inventory(inventory)  # validate before touching the store
+    with open_store(store) as st, _progress(len(inv.hosts), "fingerprint") as on_event:
+        run = fingerprint(
+            inventory, store=st, battery=battery, seconds=seconds, repetitions=repetitions,
+            warmup_seconds=warmup, resume=resume, forks=forks, host_key_checking=not insecure,
+            on_event=on_event,
+        )
+    if json_out:
+        emit_json(run.as_dict())
+    else:
+        print(f"fingerprint {run.batch} (run id {run.run_id}): {run.status} in {run.elapsed_s:.0f} s")
+        for h in run.hosts:
+            why = f"  {h.reason}" if h.reason else ""
+            print(f"  {printable(h.name):24} {h.status:12} ok {h.ok:4}  failed {h.failed:3}  missing {h.missing:3}"
+                  f"{printable(why)}")
+        if run.status != "complete":
+            print(f"  resume with: quiho fingerprint --resume {run.batch}")
+    for e in run.errors:
+        err(f"quiho: {printable(e)}")
+
+
+def run_cmd(
+    app_spec: Annotated[Path, typer.Argument(help="Application spec (YAML).")],
+    version: Annotated[str, typer.Option("--version", help="Version name from the spec.")],
+    inventory: InventoryOpt = None,
+    forks: ForksOpt = 1,
+    insecure: InsecureOpt = False,
+    store: StoreOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run one version of an application on every host, with repetitions and a timeout."""
+    from quiho.fleet import load_app_spec, load_inventory, run_app
+    from quiho.store import open_store
+
+    spec = load_app_spec(app_spec)
+    inv = load_inventory(inventory)
+    with open_store(store) as st, _progress(len(inv.hosts), f"{spec.name} {version}") as on_event:
+        run = run_app(spec, version, inventory, store=st, forks=forks, host_key_checking=not insecure,
+                      on_event=on_event)
+    if json_out:
+        emit_json(run.as_dict())
+        return
+    fp = f"fingerprint run {run.fingerprint_run_id}" if run.fingerprint_run_id else "no fingerprint yet"
+    print(f"{run.application} {printable(run.version)} {run.batch}: {run.status} in {run.elapsed_s:.0f} s ({fp})")
+    for r in run.results:
+        val = f"{r.value:.4g} {printable(spec.metric.unit)}" if r.value is not None else printable(r.reason)
+        print(f"  {printable(r.host):24} rep {r.repetition}  {r.status:6} {val}")
+        if r.status == "failed" and r.stderr_tail and r.stderr_tail.strip():
+            print("    stderr: " + printable(r.stderr_tail.strip().splitlines()[-1][:200]))
+    for h, (st_, reason) in run.hosts.items():
+        if st_ != "ok":
+            print(f"  {printable(h)}: {st_} {printable(reason or '')}")
+
+
+def fleet_show_cmd(store: StoreOpt = None, json_out: JsonOpt = False) -> None:
+    """Hosts, their groups, facts and the age of their last fingerprint."""
+    from dataclasses import asdict
+
+    from quiho.fleet import fleet_show
+    from quiho.fleet.show import show_lines
+    from quiho.store import open_store
+
+    with open_store(store, create=False) as st:
+        hosts = fleet_show(st)
+    if json_out:
+        emit_json([asdict(h) for h in hosts])
+        return
+    print("\n".join(show_lines(hosts)))
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("fingerprint")
-    def fingerprint_cmd(
-        inventory: InventoryOpt = None,
-        battery: Annotated[str, typer.Option("--battery", help="quick, default or paper.")] = "default",
-        seconds: Annotated[int | None, typer.Option("--seconds", min=1, help="Seconds per stressor.")] = None,
-        repetitions: Annotated[int | None, typer.Option("--repetitions", min=1, help="Repetitions.")] = None,
-        warmup: Annotated[int | None, typer.Option("--warmup", min=0, help="Warm-up seconds per stressor (0: none).")]
-        = None,
-        resume: Annotated[str | None, typer.Option("--resume", help="Rerun only what RUN_ID is missing.")] = None,
-        forks: ForksOpt = 1,
-        insecure: InsecureOpt = False,
-        store: StoreOpt = None,
-        json_out: JsonOpt = False,
-    ) -> None:
-        """Fingerprint every host with a stress-ng battery (one job per host per repetition)."""
-        from quiho.fleet import fingerprint, load_inventory
-        from quiho.store import open_store
-
-        inv = load_inventory(inventory)  # validate before touching the store
-        with open_store(store) as st, _progress(len(inv.hosts), "fingerprint") as on_event:
-            run = fingerprint(
-                inventory, store=st, battery=battery, seconds=seconds, repetitions=repetitions,
-                warmup_seconds=warmup, resume=resume, forks=forks, host_key_checking=not insecure,
-                on_event=on_event,
-            )
-        if json_out:
-            emit_json(run.as_dict())
-        else:
-            print(f"fingerprint {run.batch} (run id {run.run_id}): {run.status} in {run.elapsed_s:.0f} s")
-            for h in run.hosts:
-                why = f"  {h.reason}" if h.reason else ""
-                print(f"  {h.name:24} {h.status:12} ok {h.ok:4}  failed {h.failed:3}  missing {h.missing:3}{why}")
-            if run.status != "complete":
-                print(f"  resume with: quiho fingerprint --resume {run.batch}")
-        for e in run.errors:
-            err(f"quiho: {e}")
-
-    @app.command("run")
-    def run_cmd(
-        app_spec: Annotated[Path, typer.Argument(help="Application spec (YAML).")],
-        version: Annotated[str, typer.Option("--version", help="Version name from the spec.")],
-        inventory: InventoryOpt = None,
-        forks: ForksOpt = 1,
-        insecure: InsecureOpt = False,
-        store: StoreOpt = None,
-        json_out: JsonOpt = False,
-    ) -> None:
-        """Run one version of an application on every host, with repetitions and a timeout."""
-        from quiho.fleet import load_app_spec, load_inventory, run_app
-        from quiho.store import open_store
-
-        spec = load_app_spec(app_spec)
-        inv = load_inventory(inventory)
-        with open_store(store) as st, _progress(len(inv.hosts), f"{spec.name} {version}") as on_event:
-            run = run_app(spec, version, inventory, store=st, forks=forks, host_key_checking=not insecure,
-                          on_event=on_event)
-        if json_out:
-            emit_json(run.as_dict())
-            return
-        fp = f"fingerprint run {run.fingerprint_run_id}" if run.fingerprint_run_id else "no fingerprint yet"
-        print(f"{run.application} {run.version} {run.batch}: {run.status} in {run.elapsed_s:.0f} s ({fp})")
-        for r in run.results:
-            val = f"{r.value:.4g} {spec.metric.unit}" if r.value is not None else r.reason
-            print(f"  {r.host:24} rep {r.repetition}  {r.status:6} {val}")
-            if r.status == "failed" and r.stderr_tail:
-                print("    stderr: " + r.stderr_tail.strip().splitlines()[-1][:200])
-        for h, (st_, reason) in run.hosts.items():
-            if st_ != "ok":
-                print(f"  {h}: {st_} {reason or ''}")
-
+    app.command("fingerprint")(fingerprint_cmd)
+    app.command("run")(run_cmd)
     fleet = typer.Typer(help="What quiho knows about the fleet.", no_args_is_help=True)
     app.add_typer(fleet, name="fleet")
-
-    @fleet.command("show")
-    def fleet_show_cmd(store: StoreOpt = None, json_out: JsonOpt = False) -> None:
-        """Hosts, their groups, facts and the age of their last fingerprint."""
-        from dataclasses import asdict
-
-        from quiho.fleet import fleet_show
-        from quiho.fleet.show import show_lines
-        from quiho.store import open_store
-
-        with open_store(store, create=False) as st:
-            hosts = fleet_show(st)
-        if json_out:
-            emit_json([asdict(h) for h in hosts])
-            return
-        print("\n".join(show_lines(hosts)))
+    fleet.command("show")(fleet_show_cmd)

@@ -19,105 +19,113 @@ def _split(target: str) -> tuple[str, str]:
     return app, version
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("profile")
-    def profile_cmd(
-        a: Annotated[str, typer.Argument(metavar="APP@V1", help="Baseline version.")],
-        b: Annotated[str, typer.Argument(metavar="APP@V2", help="Candidate version (the same twice: a false-positive "
-                                                                "check).")],
-        spec: Annotated[Path | None, typer.Option("--spec", help="Application spec YAML (default: from quiho.yml).")]
-        = None,
-        project: Annotated[Path | None, typer.Option("--project", help="Project file (default ./quiho.yml).")] = None,
-        inventory: Annotated[Path | None, typer.Option("-i", "--inventory", help="Ansible inventory (default: the "
-                                                                                  "local fleet).")] = None,
-        battery: Annotated[str | None, typer.Option("--battery", help="Battery of a new fingerprint (default quick)."
-                                                    )] = None,
-        max_age: Annotated[str | None, typer.Option("--max-age", help="Reuse fingerprints at most this old (e.g. 6h; "
-                                                                      "0 = always fingerprint). Default 24h.")] = None,
-        fp_seconds: Annotated[int | None, typer.Option("--fingerprint-seconds", min=1, help="Seconds per stressor of "
+def profile_cmd(
+    a: Annotated[str, typer.Argument(metavar="APP@V1", help="Baseline version.")],
+    b: Annotated[str, typer.Argument(metavar="APP@V2", help="Candidate version (the same twice: a false-positive "
+                                                            "check).")],
+    spec: Annotated[Path | None, typer.Option("--spec", help="Application spec YAML (default: from quiho.yml).")]
+    = None,
+    project: Annotated[Path | None, typer.Option("--project", help="Project file (default ./quiho.yml).")] = None,
+    inventory: Annotated[Path | None, typer.Option("-i", "--inventory", help="Ansible inventory (default: the "
+                                                                              "local fleet).")] = None,
+    battery: Annotated[str | None, typer.Option("--battery", help="Battery of a new fingerprint (default quick)."
+                                                )] = None,
+    max_age: Annotated[str | None, typer.Option("--max-age", help="Reuse fingerprints at most this old (e.g. 6h; "
+                                                                  "0 = always fingerprint). Default 24h.")] = None,
+    fp_seconds: Annotated[int | None, typer.Option("--fingerprint-seconds", min=1, help="Seconds per stressor of "
+                                                   "a new fingerprint (default: the battery's).")] = None,
+    fp_repetitions: Annotated[int | None, typer.Option("--fingerprint-repetitions", min=1, help="Repetitions of "
                                                        "a new fingerprint (default: the battery's).")] = None,
-        fp_repetitions: Annotated[int | None, typer.Option("--fingerprint-repetitions", min=1, help="Repetitions of "
-                                                           "a new fingerprint (default: the battery's).")] = None,
-        repetitions: Annotated[int | None, typer.Option("--repetitions", min=1, help="Runs per version per host "
-                                                                                    "(default: the spec's).")] = None,
-        warmup: Annotated[int | None, typer.Option("--warmup", min=0, help="Discarded warm-up runs per version per "
-                                                   "host (default 1).")] = None,
-        min_change: Annotated[float | None, typer.Option("--min-change", help="Magnitude floor as a fraction "
-                                                                              "(default 0.05 = 5 %).")] = None,
-        alpha: Annotated[float, typer.Option("--alpha", help="Significance level of the paired test.")] = 0.05,
-        seeds: Annotated[int | None, typer.Option("--seeds", min=1, help="IRUP model fits per version (default 10)."
-                                                  )] = None,
-        random_state: Annotated[int, typer.Option("--random-state", help="Master seed.")] = 0,
-        batch: Annotated[str | None, typer.Option("--batch", help="Re-analyse the runs of an earlier profile "
-                                                                  "(nothing is run).")] = None,
-        resume: Annotated[str | None, typer.Option("--resume", help="Continue an interrupted profile BATCH: run "
-                                                                    "only the hosts it has no runs of.")] = None,
-        report: Annotated[Path | None, typer.Option("--report", help="Write report.html, report.json and PNGs "
-                                                                     "here.")] = None,
-        fail_on_change: Annotated[bool, typer.Option("--fail-on-change", help="Exit 3 when a regression is found."
-                                                     )] = False,
-        traces: Annotated[bool, typer.Option("--traces/--no-traces", help="Join per-function verdicts of stored "
-                                             "'quiho trace' runs of both versions into the hints (when the store "
-                                             "has them).")] = True,
-        trace_baseline: Annotated[str | None, typer.Option("--trace-baseline", help="Trace of the baseline instead: "
-                                                           "run id, APP@VERSION or Perun file.")] = None,
-        trace_target: Annotated[str | None, typer.Option("--trace-target", help="Trace of the candidate instead: "
-                                                         "run id, APP@VERSION or Perun file.")] = None,
-        jobs: Annotated[int, typer.Option("--jobs", help="Parallel model fits (-1 = all cores).")] = -1,
-        store: StoreOpt = None,
-        json_out: JsonOpt = False,
-    ) -> None:
-        """Compare two versions of an application on a fleet: metric change, IRUPs, root-cause hints."""
-        from quiho.cli.main import ChangeFound
-        from quiho.errors import UsageError
-        from quiho.profile import analyse_profile, load_project, parse_age, resolve_spec, run_profile, save_profile
-        from quiho.profile.project import DEFAULTS
-        from quiho.store import open_store
+    repetitions: Annotated[int | None, typer.Option("--repetitions", min=1, help="Runs per version per host "
+                                                                                "(default: the spec's).")] = None,
+    warmup: Annotated[int | None, typer.Option("--warmup", min=0, help="Discarded warm-up runs per version per "
+                                               "host (default 1).")] = None,
+    min_change: Annotated[float | None, typer.Option("--min-change", help="Magnitude floor as a fraction "
+                                                                          "(default 0.05 = 5 %).")] = None,
+    alpha: Annotated[float, typer.Option("--alpha", help="Significance level of the paired test.")] = 0.05,
+    seeds: Annotated[int | None, typer.Option("--seeds", min=1, help="IRUP model fits per version (default 10)."
+                                              )] = None,
+    random_state: Annotated[int, typer.Option("--random-state", help="Master seed.")] = 0,
+    batch: Annotated[str | None, typer.Option("--batch", help="Re-analyse the runs of an earlier profile "
+                                                              "(nothing is run).")] = None,
+    resume: Annotated[str | None, typer.Option("--resume", help="Continue an interrupted profile BATCH: run "
+                                                                "only the hosts it has no runs of.")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Write report.html, report.json and PNGs "
+                                                                 "here.")] = None,
+    fail_on_change: Annotated[bool, typer.Option("--fail-on-change", help="Exit 3 when a regression is found."
+                                                 )] = False,
+    traces: Annotated[bool, typer.Option("--traces/--no-traces", help="Join per-function verdicts of stored "
+                                         "'quiho trace' runs of both versions into the hints (when the store "
+                                         "has them).")] = True,
+    trace_baseline: Annotated[str | None, typer.Option("--trace-baseline", help="Trace of the baseline instead: "
+                                                       "run id, APP@VERSION or Perun file.")] = None,
+    trace_target: Annotated[str | None, typer.Option("--trace-target", help="Trace of the candidate instead: "
+                                                     "run id, APP@VERSION or Perun file.")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", help="Parallel model fits (-1 = all cores).")] = -1,
+    store: StoreOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Compare two versions of an application on a fleet: metric change, IRUPs, root-cause hints."""
+    from quiho.cli.main import ChangeFound
+    from quiho.errors import UsageError
+    from quiho.profile import analyse_profile, load_project, resolve_spec, save_profile
+    from quiho.profile.project import DEFAULTS
+    from quiho.store import open_store
 
-        app_a, v1 = _split(a)
-        app_b, v2 = _split(b)
-        if app_a != app_b:
-            raise UsageError(f"both versions must be of one application ({app_a!r} vs {app_b!r})")
-        proj = load_project(project)
-        d = (proj.profile if proj else DEFAULTS).with_options(
-            min_change=min_change, seeds=seeds, battery=battery, max_age=max_age, repetitions=repetitions,
-            warmup=warmup, inventory=str(inventory) if inventory is not None else None)
-        analysis: dict[str, Any] = dict(min_change=d.min_change, alpha=alpha, seeds=d.seeds,
-                                        random_state=random_state, n_jobs=jobs)
-        with open_store(store) as st:
-            if traces or trace_baseline or trace_target:
-                from quiho.profile.traces import join_traces
+    app_a, v1 = _split(a)
+    app_b, v2 = _split(b)
+    if app_a != app_b:
+        raise UsageError(f"both versions must be of one application ({app_a!r} vs {app_b!r})")
+    proj = load_project(project)
+    d = (proj.profile if proj else DEFAULTS).with_options(
+        min_change=min_change, seeds=seeds, battery=battery, max_age=max_age, repetitions=repetitions,
+        warmup=warmup, inventory=str(inventory) if inventory is not None else None)
+    analysis: dict[str, Any] = dict(min_change=d.min_change, alpha=alpha, seeds=d.seeds,
+                                    random_state=random_state, n_jobs=jobs)
+    with open_store(store) as st:
+        if traces or trace_baseline or trace_target:
+            from quiho.profile.traces import join_traces
 
-                # before anything runs: a bad trace reference must not cost a fleet run
-                joined = join_traces(st, app_a, v1, v2, baseline=trace_baseline, target=trace_target)
-                if joined is not None:
-                    analysis.update(trace_changes=joined.changes, trace_note=joined.note())
-            if batch is not None:
-                res = analyse_profile(st, app_a, v1, v2, batch, **analysis)
-                save_profile(st, res)
-            else:
-                s = resolve_spec(app_a, spec=spec, project=proj)
-                age = parse_age(d.max_age)
-                from quiho.cli._fleet import _progress
-                from quiho.fleet import load_inventory
-
-                n_hosts = len(load_inventory(d.inventory).names)
-                with _progress(n_hosts, "profile") as on_event:
-                    res = run_profile(
-                        s, v1, v2, store=st, inventory=d.inventory, max_age_s=age, battery=d.battery,
-                        repetitions=d.repetitions, on_event=on_event, resume=resume,
-                        fingerprint_seconds=fp_seconds, fingerprint_repetitions=fp_repetitions, warmup=d.warmup,
-                        on_step=lambda msg: err(f"quiho profile: {msg}"), **analysis,
-                    )
-        if report is not None:
-            from quiho.report.html import write_report
-
-            write_report(res, report)
-        if json_out:
-            emit_json(res.to_dict())
+            # before anything runs: a bad trace reference must not cost a fleet run
+            joined = join_traces(st, app_a, v1, v2, baseline=trace_baseline, target=trace_target)
+            if joined is not None:
+                analysis.update(trace_changes=joined.changes, trace_note=joined.note())
+        if batch is not None:
+            res = analyse_profile(st, app_a, v1, v2, batch, **analysis)
+            save_profile(st, res)
         else:
-            from quiho.profile.text import summary_lines
+            res = _measure(st, resolve_spec(app_a, spec=spec, project=proj), v1, v2, d, resume=resume,
+                           fp_seconds=fp_seconds, fp_repetitions=fp_repetitions, analysis=analysis)
+    if report is not None:
+        from quiho.report.html import write_report
 
-            print("\n".join(summary_lines(res, report)))
-        if fail_on_change and res.verdict == "regression":
-            raise ChangeFound()
+        write_report(res, report)
+    if json_out:
+        emit_json(res.to_dict())
+    else:
+        from quiho.profile.text import summary_lines
+
+        print("\n".join(summary_lines(res, report)))
+    if fail_on_change and res.verdict == "regression":
+        raise ChangeFound()
+
+
+def _measure(st: Any, spec: Any, v1: str, v2: str, d: Any, *, resume: str | None, fp_seconds: int | None,
+             fp_repetitions: int | None, analysis: dict[str, Any]) -> Any:
+    """Run the profile on the fleet with progress on stderr (``d``: the merged ProfileDefaults)."""
+    from quiho.cli._fleet import _progress
+    from quiho.fleet import load_inventory
+    from quiho.profile import parse_age, run_profile
+
+    age = parse_age(d.max_age)
+    with _progress(len(load_inventory(d.inventory).names), "profile") as on_event:
+        return run_profile(
+            spec, v1, v2, store=st, inventory=d.inventory, max_age_s=age, battery=d.battery,
+            repetitions=d.repetitions, on_event=on_event, resume=resume, fingerprint_seconds=fp_seconds,
+            fingerprint_repetitions=fp_repetitions, warmup=d.warmup,
+            on_step=lambda msg: err(f"quiho profile: {msg}"), **analysis,
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("profile")(profile_cmd)

@@ -8,10 +8,22 @@ from typing import Annotated
 
 import typer
 
+from quiho._text import printable
 from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err, number, probability
 
 RootOpt = Annotated[Path, typer.Option("--root", help="Install below this directory (a sandbox); default /.")]
-NameOpt = Annotated[str, typer.Option("--name", help="Timer / cron entry name.")]
+
+
+def _schedule_name(value: str) -> str:
+    """Option callback: a schedule name is a plain file name (it is joined to system directories)."""
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", value) or set(value) == {"."}:
+        raise typer.BadParameter(f"{printable(value)!r} is not a schedule name (letters, digits, '.', '_', '-')")
+    return value
+
+
+NameOpt = Annotated[str, typer.Option("--name", callback=_schedule_name, help="Timer / cron entry name.")]
 
 
 def _store_path(store: Path | None) -> Path:
@@ -38,128 +50,132 @@ def _group(app: typer.Typer, name: str, help_: str) -> typer.Typer:
     return sub
 
 
+def install(
+    inventory: Annotated[Path | None, typer.Option("-i", "--inventory", help="Ansible inventory.")] = None,
+    every: Annotated[str, typer.Option("--every", help="DAILY or a number of hours (1-23).")] = "daily",
+    battery: Annotated[str, typer.Option("--battery", help="quick, default or paper.")] = "default",
+    store: StoreOpt = None,
+    name: NameOpt = "quiho-fingerprint",
+    root: RootOpt = Path("/"),
+    backend: Annotated[str, typer.Option("--backend", help="auto, systemd or cron.")] = "auto",
+    json_out: JsonOpt = False,
+) -> None:
+    """Install a timer that fingerprints the fleet on a schedule."""
+    from quiho.fleet import load_inventory
+    from quiho.schedule import install_schedule
+
+    load_inventory(inventory)  # refuse a broken inventory now, not at 3 am
+    s = install_schedule(store=_store_path(store), inventory=inventory, every=every, battery=battery,
+                         name=name, root=root, backend=backend)
+    if json_out:
+        emit_json(s.to_dict())
+    else:
+        print(f"installed {s.name} ({s.backend}, every {s.every}): {', '.join(map(str, s.files))}")
+
+
+def status(name: NameOpt = "quiho-fingerprint", root: RootOpt = Path("/"), store: StoreOpt = None,
+           json_out: JsonOpt = False) -> None:
+    """Show the installed schedule and the store's latest fingerprint run."""
+    from quiho.schedule import schedule_status
+    from quiho.store import open_store
+    from quiho.store.fleet import latest_fleet_run
+
+    s = schedule_status(name=name, root=root)
+    last = None
+    sp = _store_path(store)
+    if sp.exists():
+        with open_store(sp, create=False) as st:
+            last = latest_fleet_run(st)
+    if json_out:
+        emit_json({"schedule": s.to_dict() if s else None, "last_run": last})
+        return
+    print(f"{name}: " + (f"installed ({s.backend}, every {s.every})" if s else "not installed"))
+    if last:
+        print(f"last fingerprint: {last['batch']} {last['status']} at {last['started_at']}")
+
+
+def remove(name: NameOpt = "quiho-fingerprint", root: RootOpt = Path("/")) -> None:
+    """Remove the schedule and its files."""
+    from quiho.schedule import remove_schedule
+
+    removed = remove_schedule(name=name, root=root)
+    print(f"removed {', '.join(map(str, removed))}" if removed else f"{name}: nothing installed")
+
+
+def run(
+    inventory: Annotated[Path | None, typer.Option("-i", "--inventory", help="Ansible inventory.")] = None,
+    battery: Annotated[str, typer.Option("--battery", help="quick, default or paper.")] = "default",
+    store: StoreOpt = None,
+    if_busy: Annotated[str, typer.Option("--if-busy", help="skip or wait when another measurement runs.")]
+    = "skip",
+    log: Annotated[Path | None, typer.Option("--log", help="Append one line per firing here.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """What the timer runs: a fingerprint under the measurement lock."""
+    from quiho.errors import UsageError
+    from quiho.schedule import scheduled_fingerprint
+
+    if if_busy not in ("skip", "wait"):
+        raise UsageError("--if-busy takes skip or wait")
+    out = scheduled_fingerprint(_store_path(store), inventory=inventory, battery=battery,
+                                wait=if_busy == "wait", log=log)
+    if json_out:
+        emit_json(out.__dict__)
+    else:
+        (err if out.status == "skipped" else print)(out.message)
+
+
+def drift(
+    store: StoreOpt = None,
+    method: Annotated[str, typer.Option("--method", callback=_drift_method, help="maxt, or a history detector "
+                                        "name.")] = "maxt",
+    alpha: Annotated[float, typer.Option("--alpha", callback=probability, help="Family-wise error rate over "
+                                         "all series.")] = 0.05,
+    min_change: Annotated[float, typer.Option("--min-change", callback=number(0, 1000), help="Smallest "
+                                              "relative change.")] = 0.05,
+    max_age: Annotated[float | None, typer.Option("--max-age", callback=number(0, 100 * 366 * 24),
+                                                  help="Hours; older hosts are stale.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Hosts whose fingerprints changed (which stressors, when, how much), regrouped or stale hosts."""
+    from quiho.fleet.drift import detect_drift, drift_lines
+    from quiho.store import open_store
+
+    with open_store(store, create=False) as st:
+        rep = detect_drift(st, method=method, alpha=alpha, min_change=min_change,
+                           max_age=None if max_age is None else timedelta(hours=max_age))
+    if json_out:
+        emit_json(rep.to_dict())
+        return
+    print("\n".join(drift_lines(rep)))
+
+
+def compact(
+    older_than: Annotated[float, typer.Option("--older-than", help="Days; runs started earlier are compacted.")]
+    = 30.0,
+    store: StoreOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Fold old fingerprint runs into per-host medians (history is kept; raw repetitions are not)."""
+    from quiho.store import open_store
+    from quiho.store.compact import compact_runs
+
+    with open_store(store, create=False) as st:
+        s = compact_runs(st, older_than=timedelta(days=older_than))
+    if json_out:
+        emit_json(s.__dict__)
+    else:
+        print(f"compacted {s.runs} run(s): {s.rows_before} rows → {s.rows_after}")
+
+
 def register(app: typer.Typer) -> None:
     sched = typer.Typer(help="Scheduled fleet fingerprinting (systemd timer, or cron).", no_args_is_help=True)
     app.add_typer(sched, name="schedule")
-
-    @sched.command("install")
-    def install(
-        inventory: Annotated[Path | None, typer.Option("-i", "--inventory", help="Ansible inventory.")] = None,
-        every: Annotated[str, typer.Option("--every", help="DAILY or a number of hours (1-23).")] = "daily",
-        battery: Annotated[str, typer.Option("--battery", help="quick, default or paper.")] = "default",
-        store: StoreOpt = None,
-        name: NameOpt = "quiho-fingerprint",
-        root: RootOpt = Path("/"),
-        backend: Annotated[str, typer.Option("--backend", help="auto, systemd or cron.")] = "auto",
-        json_out: JsonOpt = False,
-    ) -> None:
-        """Install a timer that fingerprints the fleet on a schedule."""
-        from quiho.fleet import load_inventory
-        from quiho.schedule import install_schedule
-
-        load_inventory(inventory)  # refuse a broken inventory now, not at 3 am
-        s = install_schedule(store=_store_path(store), inventory=inventory, every=every, battery=battery,
-                             name=name, root=root, backend=backend)
-        if json_out:
-            emit_json(s.to_dict())
-        else:
-            print(f"installed {s.name} ({s.backend}, every {s.every}): {', '.join(map(str, s.files))}")
-
-    @sched.command("status")
-    def status(name: NameOpt = "quiho-fingerprint", root: RootOpt = Path("/"), store: StoreOpt = None,
-               json_out: JsonOpt = False) -> None:
-        """Show the installed schedule and the store's latest fingerprint run."""
-        from quiho.schedule import schedule_status
-        from quiho.store import open_store
-        from quiho.store.fleet import latest_fleet_run
-
-        s = schedule_status(name=name, root=root)
-        last = None
-        sp = _store_path(store)
-        if sp.exists():
-            with open_store(sp, create=False) as st:
-                last = latest_fleet_run(st)
-        if json_out:
-            emit_json({"schedule": s.to_dict() if s else None, "last_run": last})
-            return
-        print(f"{name}: " + (f"installed ({s.backend}, every {s.every})" if s else "not installed"))
-        if last:
-            print(f"last fingerprint: {last['batch']} {last['status']} at {last['started_at']}")
-
-    @sched.command("remove")
-    def remove(name: NameOpt = "quiho-fingerprint", root: RootOpt = Path("/")) -> None:
-        """Remove the schedule and its files."""
-        from quiho.schedule import remove_schedule
-
-        removed = remove_schedule(name=name, root=root)
-        print(f"removed {', '.join(map(str, removed))}" if removed else f"{name}: nothing installed")
-
-    @sched.command("run")
-    def run(
-        inventory: Annotated[Path | None, typer.Option("-i", "--inventory", help="Ansible inventory.")] = None,
-        battery: Annotated[str, typer.Option("--battery", help="quick, default or paper.")] = "default",
-        store: StoreOpt = None,
-        if_busy: Annotated[str, typer.Option("--if-busy", help="skip or wait when another measurement runs.")]
-        = "skip",
-        log: Annotated[Path | None, typer.Option("--log", help="Append one line per firing here.")] = None,
-        json_out: JsonOpt = False,
-    ) -> None:
-        """What the timer runs: a fingerprint under the measurement lock."""
-        from quiho.errors import UsageError
-        from quiho.schedule import scheduled_fingerprint
-
-        if if_busy not in ("skip", "wait"):
-            raise UsageError("--if-busy takes skip or wait")
-        out = scheduled_fingerprint(_store_path(store), inventory=inventory, battery=battery,
-                                    wait=if_busy == "wait", log=log)
-        if json_out:
-            emit_json(out.__dict__)
-        else:
-            (err if out.status == "skipped" else print)(out.message)
-
+    sched.command("install")(install)
+    sched.command("status")(status)
+    sched.command("remove")(remove)
+    sched.command("run")(run)
     fleet = _group(app, "fleet", "What quiho knows about the fleet.")
-
-    @fleet.command("drift")
-    def drift(
-        store: StoreOpt = None,
-        method: Annotated[str, typer.Option("--method", callback=_drift_method, help="maxt, or a history detector "
-                                            "name.")] = "maxt",
-        alpha: Annotated[float, typer.Option("--alpha", callback=probability, help="Family-wise error rate over "
-                                             "all series.")] = 0.05,
-        min_change: Annotated[float, typer.Option("--min-change", callback=number(0, 1000), help="Smallest "
-                                                  "relative change.")] = 0.05,
-        max_age: Annotated[float | None, typer.Option("--max-age", callback=number(0, 100 * 366 * 24),
-                                                      help="Hours; older hosts are stale.")] = None,
-        json_out: JsonOpt = False,
-    ) -> None:
-        """Hosts whose fingerprints changed (which stressors, when, how much), regrouped or stale hosts."""
-        from quiho.fleet.drift import detect_drift, drift_lines
-        from quiho.store import open_store
-
-        with open_store(store, create=False) as st:
-            rep = detect_drift(st, method=method, alpha=alpha, min_change=min_change,
-                               max_age=None if max_age is None else timedelta(hours=max_age))
-        if json_out:
-            emit_json(rep.to_dict())
-            return
-        print("\n".join(drift_lines(rep)))
-
+    fleet.command("drift")(drift)
     store_grp = _group(app, "store", "Maintain the store.")
-
-    @store_grp.command("compact")
-    def compact(
-        older_than: Annotated[float, typer.Option("--older-than", help="Days; runs started earlier are compacted.")]
-        = 30.0,
-        store: StoreOpt = None,
-        json_out: JsonOpt = False,
-    ) -> None:
-        """Fold old fingerprint runs into per-host medians (history is kept; raw repetitions are not)."""
-        from quiho.store import open_store
-        from quiho.store.compact import compact_runs
-
-        with open_store(store, create=False) as st:
-            s = compact_runs(st, older_than=timedelta(days=older_than))
-        if json_out:
-            emit_json(s.__dict__)
-        else:
-            print(f"compacted {s.runs} run(s): {s.rows_before} rows → {s.rows_after}")
+    store_grp.command("compact")(compact)

@@ -160,8 +160,17 @@ class FleetSession:
         return remote_root(self.batch)
 
     def groups(self, hosts: list[str]) -> list[list[str]]:
-        """Invocation groups: one host each when hosts share this machine, else all together."""
-        return [[h] for h in hosts] if self.inventory.shares_machine else [list(hosts)]
+        """Invocation groups: one host each when hosts share this machine, else local and remote hosts apart.
+
+        A group's Python interpreter is chosen per invocation: the controller's own for
+        ``ansible_connection: local`` hosts (discovery may find a ``python3`` that cannot run
+        Ansible's modules), discovery for the others.
+        """
+        if self.inventory.shares_machine:
+            return [[h] for h in hosts]
+        local = [h for h in hosts if self.inventory.host(h).connection == "local"]
+        remote = [h for h in hosts if h not in local]
+        return [g for g in (local, remote) if g]
 
     def base_vars(self) -> dict[str, Any]:
         """Extra variables every quiho playbook reads."""
@@ -176,7 +185,7 @@ class FleetSession:
         directory and, on hosts that share this machine, the remote directory are removed.
         """
         hosts = [self.inventory.host(h) for h in group]
-        local = [h.connection == "local" for h in hosts]
+        local = [h.connection == "local" for h in hosts]  # all or none (see groups)
         res: PlaybookResult | None = None
         try:
             with local_fleet_lock() if any(local) else nullcontext():
@@ -191,6 +200,10 @@ class FleetSession:
                 cleanup_emulation(f"{self.cgroup_prefix}-{self.batch}-")
             if res is None or res.timed_out or any(o.status != "ok" for o in res.hosts.values()):
                 self._cleanup_remote(group)
+            try:  # the playbooks remove each host's directory; the batch's own stays behind on this machine
+                Path(self.remote_root).rmdir()
+            except OSError:
+                pass
         return res
 
     def _cleanup_remote(self, group: list[str]) -> None:
@@ -201,10 +214,6 @@ class FleetSession:
             d = Path(self.remote_root) / h
             if d.is_dir():
                 shutil.rmtree(d, ignore_errors=True)
-        try:
-            Path(self.remote_root).rmdir()
-        except OSError:
-            pass
 
     @staticmethod
     def host_statuses(res: PlaybookResult, group: list[str]) -> dict[str, tuple[str, str | None]]:

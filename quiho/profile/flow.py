@@ -265,9 +265,50 @@ def analyse_data(
         ok.assign(version=ok["version"]), version_a=version_a, version_b=label_b, higher_is_better=higher_is_better,
         unit=unit, min_change=min_change, alpha=alpha, random_state=random_state,
     )
+    names = {"a": version_a, "b": version_b}
+    datas = {"a": data_a, "b": data_b}
+    irups, errors = _irups(datas, importance=importance, seeds=seeds, random_state=random_state,
+                           model_params=model_params, n_jobs=n_jobs, catalog=catalog)
+    ia, ib = irups["a"], irups["b"]
+    notes.extend(f"IRUP of {names[key]} unavailable: {why}" for key, why in errors.items())
+    comparison = compare_irups(ia, ib) if ia is not None and ib is not None else None
+    advice = _advice(irups, datas, model_params, random_state, n_jobs, notes) if advise else {}
+    columns: dict[str, Sequence[str]] = {k: [str(c) for c in d.X.columns] for k, d in datas.items() if d is not None}
+    hints = root_cause_hints(ia, ib, comparison, catalog=catalog, advice=advice, metric_verdict=mc.verdict,
+                             columns=columns)
+    if ia is None or ib is None:
+        hints = (Hint("validity", "No resource-profile comparison: " + "; ".join(
+            f"{names[k]}: {v}" for k, v in errors.items())
+            + ". The metric verdict stands on its own; fingerprint the hosts (or add hosts) to get IRUPs.",
+            subject="irup"),) + hints
+    if trace_changes:
+        hints = hints + trace_hints(trace_changes)
+    statuses = _host_statuses(runs, version_a, label_b, set(fingerprinted_hosts or []))
+    for hs in statuses:
+        if hs.failed_a or hs.failed_b:
+            notes.append(f"host {hs.host}: {hs.failed_a + hs.failed_b} failed run(s): {'; '.join(hs.reasons)}")
+        if fingerprinted_hosts is not None and not hs.fingerprinted:
+            notes.append(f"host {hs.host} has no fingerprint: its runs count in the metric test, not in the IRUPs")
+    notes.extend(f"host {host} left out of the metric test: {why}" for host, why in mc.excluded_hosts.items())
+    return ProfileResult(
+        application=application, version_a=version_a, version_b=version_b, label_b=label_b, batch=batch,
+        verdict=mc.verdict, metric=mc, irup_a=ia, irup_b=ib, comparison=comparison, hints=hints, advice=advice,
+        hosts=tuple(statuses), partial=tuple(dict.fromkeys(notes)), irup_errors=errors, runs=runs.reset_index(
+            drop=True), fingerprints=fingerprints if fingerprints is not None else pd.DataFrame(),
+        params={"min_change": min_change, "alpha": alpha, "seeds": seeds, "random_state": random_state,
+                "importance": importance, "model": (model_params or ModelParams()).__dict__},
+        created_at=utcnow(), notes=(trace_note,) if trace_note else (),
+    )
+
+
+def _irups(
+    datas: dict[str, TargetData | None], *, importance: str, seeds: int, random_state: int,
+    model_params: ModelParams | None, n_jobs: int, catalog: Catalog,
+) -> tuple[dict[str, Irup | None], dict[str, str]]:
+    """The IRUP of each version's training data, or why there is none."""
     irups: dict[str, Irup | None] = {}
     errors: dict[str, str] = {}
-    for key, data in (("a", data_a), ("b", data_b)):
+    for key, data in datas.items():
         if data is None:
             irups[key] = None
             errors[key] = "no training rows (no fingerprints paired with this version's runs)"
@@ -278,32 +319,28 @@ def analyse_data(
         except NotEnoughData as exc:  # includes NotEnoughMachines
             irups[key] = None
             errors[key] = str(exc)
-    ia, ib = irups["a"], irups["b"]
-    for key, why in errors.items():
-        notes.append(f"IRUP of {version_a if key == 'a' else version_b} unavailable: {why}")
-    comparison = compare_irups(ia, ib) if ia is not None and ib is not None else None
+    return irups, errors
+
+
+def _advice(
+    irups: dict[str, Irup | None], datas: dict[str, TargetData | None], model_params: ModelParams | None,
+    random_state: int, n_jobs: int, notes: list[str],
+) -> dict[str, Advice]:
+    """Fleet-size advice for each IRUP that is not meaningful (a failure becomes a note)."""
     advice: dict[str, Advice] = {}
-    if advise:
-        for irup, data in ((ia, data_a), (ib, data_b)):
-            if irup is not None and data is not None and irup.validity.verdict == "not-meaningful":
-                try:
-                    advice[irup.target] = advise_fleet_size(data, full=irup, draws=4, params=model_params,
-                                                           random_state=random_state, n_jobs=n_jobs)
-                except QuihoError as exc:
-                    notes.append(f"fleet-size advice for {irup.target} unavailable: {exc}")
-    columns: dict[str, Sequence[str]] = {
-        k: [str(c) for c in d.X.columns] for k, d in (("a", data_a), ("b", data_b)) if d is not None
-    }
-    hints = root_cause_hints(ia, ib, comparison, catalog=catalog, advice=advice, metric_verdict=mc.verdict,
-                             columns=columns)
-    if ia is None or ib is None:
-        hints = (Hint("validity", "No resource-profile comparison: " + "; ".join(
-            f"{version_a if k == 'a' else version_b}: {v}" for k, v in errors.items())
-            + ". The metric verdict stands on its own; fingerprint the hosts (or add hosts) to get IRUPs.",
-            subject="irup"),) + hints
-    if trace_changes:
-        hints = hints + trace_hints(trace_changes)
-    fp_hosts = set(fingerprinted_hosts or [])
+    for key, irup in irups.items():
+        data = datas[key]
+        if irup is not None and data is not None and irup.validity.verdict == "not-meaningful":
+            try:
+                advice[irup.target] = advise_fleet_size(data, full=irup, draws=4, params=model_params,
+                                                       random_state=random_state, n_jobs=n_jobs)
+            except QuihoError as exc:
+                notes.append(f"fleet-size advice for {irup.target} unavailable: {exc}")
+    return advice
+
+
+def _host_statuses(runs: pd.DataFrame, version_a: str, label_b: str, fp_hosts: set[str]) -> list[HostStatus]:
+    """What each host contributed: ok and failed runs per version, fingerprint present, failure reasons."""
     statuses = []
     for host, sub in runs.groupby("host", sort=True):
         a = sub[sub["version"] == version_a]
@@ -313,22 +350,7 @@ def analyse_data(
             str(host), str(host) in fp_hosts, int((a["status"] == "ok").sum()), int((b["status"] == "ok").sum()),
             int((a["status"] != "ok").sum()), int((b["status"] != "ok").sum()), reasons,
         ))
-    for hs in statuses:
-        if hs.failed_a or hs.failed_b:
-            notes.append(f"host {hs.host}: {hs.failed_a + hs.failed_b} failed run(s): {'; '.join(hs.reasons)}")
-        if fingerprinted_hosts is not None and not hs.fingerprinted:
-            notes.append(f"host {hs.host} has no fingerprint: its runs count in the metric test, not in the IRUPs")
-    for host, why in mc.excluded_hosts.items():
-        notes.append(f"host {host} left out of the metric test: {why}")
-    return ProfileResult(
-        application=application, version_a=version_a, version_b=version_b, label_b=label_b, batch=batch,
-        verdict=mc.verdict, metric=mc, irup_a=ia, irup_b=ib, comparison=comparison, hints=hints, advice=advice,
-        hosts=tuple(statuses), partial=tuple(dict.fromkeys(notes)), irup_errors=errors, runs=runs.reset_index(
-            drop=True), fingerprints=fingerprints if fingerprints is not None else pd.DataFrame(),
-        params={"min_change": min_change, "alpha": alpha, "seeds": seeds, "random_state": random_state,
-                "importance": importance, "model": (model_params or ModelParams()).__dict__},
-        created_at=utcnow(), notes=(trace_note,) if trace_note else (),
-    )
+    return statuses
 
 
 def analyse_profile(

@@ -268,8 +268,50 @@ def metric_change(
         raise UsageError("min_change must be in [0, 1), alpha and confidence in (0, 1)")
     df = runs[runs["version"].isin([version_a, version_b])].copy()
     df["value"] = df["value"].astype(float)
+    per_host, excluded, pairs = _per_host(df, version_a, version_b)
+    n = len(per_host)
+    common = dict(
+        min_change=min_change, alpha=alpha, confidence=confidence, unit=unit, higher_is_better=higher_is_better,
+        per_host=tuple(per_host), excluded_hosts=excluded, n_boot=n_boot,
+    )
+    if n == 0:
+        return MetricChange("inconclusive", "not meaningful: no host ran both versions successfully",
+                            float("nan"), float("nan"), float("nan"), wilcoxon_p=float("nan"),
+                            rank_biserial=float("nan"), hosts_used=0, hosts_worse=0, hosts_better=0,
+                            hosts_significant=0, **common)  # type: ignore[arg-type]
+    logr = np.log([h.ratio for h in per_host])
+    est, lo, hi = _bootstrap_median(logr, confidence, n_boot, random_state)
+    p_w, rb = _signed_rank(logr)
+    _, p_strat = van_elteren(pairs)
+    test = "wilcoxon" if n >= WILCOXON_MIN_HOSTS or not np.isfinite(p_strat) else "van-elteren"
+    p_test = p_w if test == "wilcoxon" else p_strat
+    worse_sign = 1 if not higher_is_better else -1
+    hosts_worse = int(np.sum(np.sign(logr) == worse_sign))
+    hosts_better = int(np.sum(np.sign(logr) == -worse_sign))
+    sig_hosts = int(sum(1 for h in per_host if np.isfinite(h.mannwhitney_p) and h.mannwhitney_p < alpha))
+    direction = "higher" if est > 0 else "lower"
+    facts = (
+        f"median per-host change {est:+.1%} ({confidence:.0%} bootstrap CI {lo:+.1%} … {hi:+.1%}) over {n} hosts; "
+        f"Wilcoxon signed-rank p = {p_w:.3g}, rank-biserial r = {rb:+.2f}; van Elteren stratified p = "
+        f"{p_strat:.3g}{' (the test used: too few hosts for signed ranks)' if test == 'van-elteren' else ''}; "
+        f"{direction if est else 'changed'} on {max(hosts_worse, hosts_better) if est else 0} of {n} hosts"
+    )
+    verdict, why = _verdict(n, min_hosts, p_test < alpha and (lo > 0 or hi < 0), est, lo, hi, min_change,
+                            higher_is_better)
+    return MetricChange(
+        verdict, f"{why} ({facts})", est, lo, hi, wilcoxon_p=p_w, rank_biserial=rb, hosts_used=n,
+        hosts_worse=hosts_worse, hosts_better=hosts_better, hosts_significant=sig_hosts, stratified_p=p_strat,
+        test=test, **common,  # type: ignore[arg-type]
+    )
+
+
+def _per_host(
+    df: pd.DataFrame, version_a: str, version_b: str
+) -> tuple[list[HostChange], dict[str, str], list[tuple[np.ndarray, np.ndarray]]]:
+    """Per-host medians, ratio, Mann-Whitney and Cliff's delta; hosts left out (and why); (a, b) value pairs."""
     per_host: list[HostChange] = []
     excluded: dict[str, str] = {}
+    pairs: list[tuple[np.ndarray, np.ndarray]] = []
     for host, sub in df.groupby("host", sort=True):
         a = sub.loc[sub["version"] == version_a, "value"].to_numpy()
         b = sub.loc[sub["version"] == version_b, "value"].to_numpy()
@@ -285,71 +327,50 @@ def metric_change(
             ratio=float(np.median(b) / np.median(a)), cov_a=_cov(a), cov_b=_cov(b), mannwhitney_p=p,
             cliffs_delta=cliffs_delta(a, b),
         ))
-    n = len(per_host)
-    common = dict(
-        min_change=min_change, alpha=alpha, confidence=confidence, unit=unit, higher_is_better=higher_is_better,
-        per_host=tuple(per_host), excluded_hosts=excluded, n_boot=n_boot,
-    )
-    if n == 0:
-        return MetricChange("inconclusive", "not meaningful: no host ran both versions successfully",
-                            float("nan"), float("nan"), float("nan"), wilcoxon_p=float("nan"),
-                            rank_biserial=float("nan"), hosts_used=0, hosts_worse=0, hosts_better=0,
-                            hosts_significant=0, **common)  # type: ignore[arg-type]
-    logr = np.log([h.ratio for h in per_host])
+        pairs.append((a, b))
+    return per_host, excluded, pairs
+
+
+def _bootstrap_median(logr: np.ndarray, confidence: float, n_boot: int, random_state: int) -> tuple[float, float,
+                                                                                                     float]:
+    """Median relative change over hosts and its percentile bootstrap interval (hosts resampled)."""
+    n = len(logr)
     est = float(np.expm1(np.median(logr)))
     rng = np.random.default_rng(random_state)
     idx = rng.integers(0, n, size=(n_boot, n))
     boot = np.median(logr[idx], axis=1)
     q = (1 - confidence) / 2
     lo, hi = (float(np.expm1(x)) for x in np.quantile(boot, [q, 1 - q]))
+    return est, lo, hi
+
+
+def _signed_rank(logr: np.ndarray) -> tuple[float, float]:
+    """Wilcoxon signed-rank p on the log ratios and the matched-pairs rank-biserial correlation."""
     nz = logr[logr != 0]
-    if len(nz) >= 1:
-        res = wilcoxon(logr, zero_method="wilcox", alternative="two-sided")
-        p_w = float(res.pvalue)
-        ranks = pd.Series(np.abs(nz)).rank().to_numpy()
-        rb = float((ranks[nz > 0].sum() - ranks[nz < 0].sum()) / ranks.sum())
-    else:
-        p_w, rb = 1.0, 0.0
-    pairs = []
-    for host, sub in df.groupby("host", sort=True):
-        if str(host) in excluded:
-            continue
-        pairs.append((sub.loc[sub["version"] == version_a, "value"].to_numpy(),
-                      sub.loc[sub["version"] == version_b, "value"].to_numpy()))
-    _, p_strat = van_elteren(pairs)
-    test = "wilcoxon" if n >= WILCOXON_MIN_HOSTS or not np.isfinite(p_strat) else "van-elteren"
-    p_test = p_w if test == "wilcoxon" else p_strat
-    worse_sign = 1 if not higher_is_better else -1
-    hosts_worse = int(np.sum(np.sign(logr) == worse_sign))
-    hosts_better = int(np.sum(np.sign(logr) == -worse_sign))
-    sig_hosts = int(sum(1 for h in per_host if np.isfinite(h.mannwhitney_p) and h.mannwhitney_p < alpha))
-    direction = "higher" if est > 0 else "lower"
-    facts = (
-        f"median per-host change {est:+.1%} ({confidence:.0%} bootstrap CI {lo:+.1%} … {hi:+.1%}) over {n} hosts; "
-        f"Wilcoxon signed-rank p = {p_w:.3g}, rank-biserial r = {rb:+.2f}; van Elteren stratified p = "
-        f"{p_strat:.3g}{' (the test used: too few hosts for signed ranks)' if test == 'van-elteren' else ''}; "
-        f"{direction if est else 'changed'} on {max(hosts_worse, hosts_better) if est else 0} of {n} hosts"
-    )
-    significant = p_test < alpha and (lo > 0 or hi < 0)
+    if len(nz) < 1:
+        return 1.0, 0.0
+    p_w = float(wilcoxon(logr, zero_method="wilcox", alternative="two-sided").pvalue)
+    ranks = pd.Series(np.abs(nz)).rank().to_numpy()
+    return p_w, float((ranks[nz > 0].sum() - ranks[nz < 0].sum()) / ranks.sum())
+
+
+def _verdict(
+    n: int, min_hosts: int, significant: bool, est: float, lo: float, hi: float, min_change: float,
+    higher_is_better: bool,
+) -> tuple[str, str]:
+    """The verdict and its reason from the test result, the estimate, its interval and the floor."""
     floor = f"±{min_change:.0%}"
     if n < min_hosts:
-        verdict, why = "inconclusive", f"not meaningful: only {n} host(s) ran both versions (need {min_hosts})"
-    elif significant and abs(est) >= min_change:
+        return "inconclusive", f"not meaningful: only {n} host(s) ran both versions (need {min_hosts})"
+    if significant and abs(est) >= min_change:
         worse = (est > 0) != higher_is_better
-        verdict = "regression" if worse else "improvement"
-        why = f"the metric is {abs(est):.1%} {'worse' if worse else 'better'} ({'higher' if est > 0 else 'lower'} " \
-              f"{'is better' if higher_is_better else 'is worse'}), beyond the {min_change:.0%} floor"
-    elif significant:
-        verdict = "no-change"
-        why = f"a change of {est:+.1%} is statistically detectable but smaller than the {min_change:.0%} floor"
-    elif -min_change < lo and hi < min_change:
-        verdict, why = "no-change", f"the whole confidence interval lies within the {floor} floor"
-    else:
-        verdict = "inconclusive"
-        why = (f"no significant change, but the confidence interval reaches beyond the {floor} floor: "
-               f"a change of that size cannot be ruled out (more hosts or repetitions would narrow it)")
-    return MetricChange(
-        verdict, f"{why} ({facts})", est, lo, hi, wilcoxon_p=p_w, rank_biserial=rb, hosts_used=n,
-        hosts_worse=hosts_worse, hosts_better=hosts_better, hosts_significant=sig_hosts, stratified_p=p_strat,
-        test=test, **common,  # type: ignore[arg-type]
-    )
+        return ("regression" if worse else "improvement",
+                f"the metric is {abs(est):.1%} {'worse' if worse else 'better'} ({'higher' if est > 0 else 'lower'} "
+                f"{'is better' if higher_is_better else 'is worse'}), beyond the {min_change:.0%} floor")
+    if significant:
+        return "no-change", f"a change of {est:+.1%} is statistically detectable but smaller than the " \
+                            f"{min_change:.0%} floor"
+    if -min_change < lo and hi < min_change:
+        return "no-change", f"the whole confidence interval lies within the {floor} floor"
+    return "inconclusive", (f"no significant change, but the confidence interval reaches beyond the {floor} floor: "
+                            f"a change of that size cannot be ruled out (more hosts or repetitions would narrow it)")

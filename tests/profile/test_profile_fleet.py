@@ -75,9 +75,14 @@ def test_nadds1_vs_nadds30_is_a_regression_with_its_size(fleet, capsys):
     assert doc["fingerprint"]["fresh"] is True
     assert "fingerprinting 3 host(s)" in err
     irup = doc["irup"]
-    # 3 emulated hosts may collapse into fewer hardware groups on a loaded box: then the IRUP says why
+    # 3 hosts x 2 repetitions are 6 training rows per version: below what an IRUP needs, and the report says so
+    # (the metric verdict stands on its own)
+    from quiho.irup.engine import MIN_GROUPS, MIN_ROWS
+
+    assert 3 * 2 < MIN_ROWS and MIN_GROUPS <= 3
     for key in ("a", "b"):
-        assert irup[key] is not None or "hardware group" in irup["errors"][key] or "rows" in irup["errors"][key]
+        assert irup[key] is None and f"has 6 rows; an IRUP needs at least {MIN_ROWS}" in irup["errors"][key]
+    assert irup["verdict"] == "unavailable" and any(h["kind"] == "validity" for h in doc["hints"])
     for name in ("report.html", "report.json", "metric.png", "fingerprints.png"):
         assert (fleet / "report" / name).exists()
     assert json.loads((fleet / "report" / "report.json").read_text())["batch"] == doc["batch"]
@@ -100,9 +105,9 @@ def test_failing_host_and_missing_fingerprint_are_kept_and_marked(fleet, capsys)
     rc, out, err = _run(
         capsys, "profile", "flaky@v1", "flaky@v2", "--spec", str(fleet / "flaky.yml"), "-i", str(fleet / "more.yml"),
         "--max-age", "1h", "--warmup", "0", "--seeds", "2", "--store", str(fleet / "q.db"),
-        "--report", str(fleet / "flaky"), "--json", "--fail-on-change",
+        "--report", str(fleet / "flaky"), "--json",
     )
-    assert rc in (0, 3), err
+    assert rc == 0, err  # a partial profile is a result, not an error (the verdict is not what this test is about)
     doc = json.loads(out)
     assert doc["status"] == "partial"
     assert doc["fingerprint"]["fresh"] is False and "reusing fingerprint run" in err
