@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from quiho.datasets.perun import FAMILY_NAMES, LabeledPair, changed_pair, null_pair, perun_pairs
-from quiho.detect import REGISTRY, Change, Profile, get_detector
+from quiho.detect import PROFILE_DETECTORS, Change, Profile, get_profile_detector
 from quiho.trace import load_perun_profile
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "perun" / "degradation_profiles"
@@ -90,7 +90,7 @@ def kind_ok(c: Change, truth: str) -> bool:
 
 
 def run_all(pairs: Iterable[LabeledPair], methods: list[str]) -> dict[str, list[tuple[LabeledPair, Change]]]:
-    dets = {m: get_detector(m) for m in methods}
+    dets = {m: get_profile_detector(m) for m in methods}
     out: dict[str, list[tuple[LabeledPair, Change]]] = defaultdict(list)
     for p in pairs:
         pb, pt = Profile({"f": p.baseline}), Profile({"f": p.target})
@@ -122,7 +122,7 @@ def table(title: str, header: list[str], rows: list[list[str]]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=5, help="seeds per generated configuration (default 5)")
-    ap.add_argument("--methods", default=",".join(sorted(REGISTRY)))
+    ap.add_argument("--methods", default=",".join(sorted(PROFILE_DETECTORS)))
     args = ap.parse_args()
     methods = args.methods.split(",")
     S = args.seeds

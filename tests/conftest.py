@@ -59,14 +59,30 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             pytest.skip(why)
 
 
-@pytest.fixture(scope="session")
-def popper_csv() -> Path:
-    if not POPPER_RESULTS.exists():
-        msg = f"quiho-popper data not found at {POPPER_RESULTS} (shared/ must sit beside the repo)"
+def _shared_data(relpath: str) -> Path:
+    """``../shared/data/<relpath>``; skips the calling test with the reason when it is absent (fails in CI).
+
+    Every test that reads the workspace's shared data gets its path from here (fixture ``shared_data``), so a
+    checkout without ``../shared`` runs the rest of the suite and names what it skipped.
+    """
+    p = SHARED_DATA / relpath
+    if not p.exists():
+        msg = f"needs ../shared/data/{relpath} (the workspace's shared data beside the repo)"
         if IN_CI:
             pytest.fail(msg)
         pytest.skip(msg)
-    return POPPER_RESULTS
+    return p
+
+
+@pytest.fixture(scope="session")
+def shared_data():  # noqa: ANN201
+    """``shared_data(relpath)`` → path under ``../shared/data``, or the test skips saying what it needs."""
+    return _shared_data
+
+
+@pytest.fixture(scope="session")
+def popper_csv() -> Path:
+    return _shared_data(str(POPPER_RESULTS.relative_to(SHARED_DATA)))
 
 
 def _synthetic_calls(n: int, scale: float, seed: int, functions: tuple[str, str] = ("steady", "slower")):  # noqa: ANN202

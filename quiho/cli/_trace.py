@@ -15,8 +15,7 @@ from quiho.errors import UsageError
 
 
 def _profile(ref: str, store: Path | None, x: str, amount: str) -> Any:
-    from quiho.trace import load_perun_profile
-    from quiho.trace._store import load_trace_profile, perun_file
+    from quiho.trace import load_perun_profile, load_trace_profile, perun_file
 
     if (p := perun_file(ref)) is not None:  # no store needed
         return load_perun_profile(p)
@@ -74,7 +73,7 @@ def register(app: typer.Typer) -> None:
             run = trace_command(st, app_name, version, list(command), binary=binary, functions=fl,
                                 matching=matching, sample=sample, timeout=timeout)
         doc = {"run": run.id, "application": run.application, "version": run.version,
-               "functions": list(run.functions), "calls_path": str(run.calls_path), **run.stats.as_dict()}
+               "functions": list(run.functions), "calls_path": str(run.calls_path), **run.stats.to_dict()}
         if json_out:
             emit_json(doc)
             return
@@ -115,7 +114,7 @@ def register(app: typer.Typer) -> None:
         changes = detect(pb, pt, method or list(DEFAULT_METHODS), params)
         if json_out:
             emit_json({"baseline": pb.source, "target": pt.source, "unit": pb.unit,
-                       "changes": [c.as_dict() for c in changes]})
+                       "changes": [c.to_dict() for c in changes]})
         else:
             print(printable(f"baseline {pb.source}  ->  target {pt.source}   (amounts in {pb.unit})"))
             print(f"{'function':32} {'method':6} {'state':15} {'kind':14} {'magnitude':>10} {'confidence':>11}")

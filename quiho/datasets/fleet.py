@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pandas as pd
 
-from quiho.store._db import Store
+from quiho.store import Store
+from quiho.store.imports import write_complete_runs
 
 __all__ = ["fingerprint_history", "store_fingerprint_history"]
 
@@ -59,28 +60,7 @@ def fingerprint_history(
 
 def store_fingerprint_history(store: Store, history: pd.DataFrame, *, source: str = "fleet") -> list[int]:
     """Write a generated history into ``store`` as complete fingerprint runs; returns run ids."""
-    from quiho._version import __version__
-    from quiho.store._db import utcnow
-
-    ids = []
-    with store.transaction() as c:
-        host_ids = {}
-        for h in sorted(history["host"].unique()):
-            c.execute("INSERT INTO hosts(name, facts_json, created_at) VALUES (?, '{}', ?) "
-                      "ON CONFLICT(name) DO NOTHING", (h, utcnow()))
-            host_ids[h] = c.execute("SELECT id FROM hosts WHERE name = ?", (h,)).fetchone()[0]
-        for (run, started), sub in history.groupby(["run", "started_at"], sort=True):
-            cur = c.execute(
-                "INSERT INTO fingerprint_runs(source, batch, battery, status, params_json, started_at, finished_at, "
-                "quiho_version) VALUES (?, ?, 'synthetic', 'complete', '{}', ?, ?, ?)",
-                (source, f"synthetic-{run:04d}", started, started, __version__),
-            )
-            rid = int(cur.lastrowid or 0)
-            ids.append(rid)
-            c.executemany(
-                "INSERT INTO measurements(run_id, host_id, repetition, stressor, value, unit, status) "
-                "VALUES (?, ?, ?, ?, ?, 'bogo-ops/s', 'ok')",
-                [(rid, host_ids[h], int(rep), s, float(v)) for h, rep, s, v in
-                 zip(sub["host"], sub["repetition"], sub["stressor"], sub["value"], strict=True)],
-            )
-    return ids
+    runs = [(f"synthetic-{run:04d}", started,
+             list(zip(sub["host"], sub["repetition"], sub["stressor"], sub["value"], strict=True)))
+            for (run, started), sub in history.groupby(["run", "started_at"], sort=True)]
+    return write_complete_runs(store, source, "synthetic", runs)

@@ -1,4 +1,4 @@
-"""Per-function change detectors, baseline vs target, chosen by name from :data:`REGISTRY`.
+"""Per-function change detectors, baseline vs target, chosen by name from :data:`PROFILE_DETECTORS`.
 
 Every detector returns one :class:`Change` per function with a state (no-change, maybe, degradation,
 optimization, or not-meaningful), the change kind, a relative magnitude, a confidence and the supporting
@@ -13,34 +13,34 @@ from typing import Any
 
 from quiho.detect import _classic, _eto, _joint, _local  # noqa: F401  (import registers the detectors)
 from quiho.detect._base import (
-    REGISTRY,
+    PROFILE_DETECTORS,
     Change,
-    Detector,
-    PerFunctionDetector,
+    PerFunctionProfileDetector,
     Profile,
+    ProfileDetector,
     Samples,
     State,
     classify,
-    get_detector,
-    register,
+    get_profile_detector,
+    register_profile_detector,
 )
 from quiho.detect._joint import ChangeModelFit, fit_change_model
 
 __all__ = [
     "DEFAULT_METHODS",
-    "REGISTRY",
+    "PROFILE_DETECTORS",
     "Change",
     "ChangeModelFit",
-    "Detector",
-    "PerFunctionDetector",
+    "ProfileDetector",
+    "PerFunctionProfileDetector",
     "Profile",
     "Samples",
     "State",
     "classify",
     "detect",
     "fit_change_model",
-    "get_detector",
-    "register",
+    "get_profile_detector",
+    "register_profile_detector",
 ]
 
 #: Methods run when none are named.
@@ -59,7 +59,7 @@ def detect(
     ----------
     baseline, target : Profile
     methods : sequence of str
-        Names in :data:`REGISTRY` (``"all"`` runs every one).
+        Names in :data:`PROFILE_DETECTORS` (``"all"`` runs every one).
     params : dict, optional
         Per-method threshold overrides, e.g. ``{"joint": {"alpha": 0.001}}``.
 
@@ -73,9 +73,9 @@ def detect(
     UsageError
         Unknown method name or bad parameters.
     """
-    names = sorted(REGISTRY) if list(methods) == ["all"] else list(methods)
+    names = sorted(PROFILE_DETECTORS) if list(methods) == ["all"] else list(methods)
     params = params or {}
     out: list[Change] = []
     for m in names:
-        out.extend(get_detector(m, **params.get(m, {})).compare(baseline, target))
+        out.extend(get_profile_detector(m, **params.get(m, {})).compare(baseline, target))
     return out

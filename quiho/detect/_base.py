@@ -14,8 +14,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from quiho.errors import UsageError
 
-__all__ = ["Samples", "Profile", "State", "Change", "Detector", "PerFunctionDetector", "REGISTRY", "register",
-           "get_detector", "classify"]
+__all__ = ["Samples", "Profile", "State", "Change", "ProfileDetector", "PerFunctionProfileDetector",
+           "PROFILE_DETECTORS", "register_profile_detector", "get_profile_detector", "classify"]
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ class Change:
         """True for degradation or optimization."""
         return self.state in (State.DEGRADATION, State.OPTIMIZATION)
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         def clean(v: Any) -> Any:
             if isinstance(v, float) and not math.isfinite(v):
                 return None
@@ -119,17 +119,6 @@ class Change:
         })
 
 
-def welch_p(a: np.ndarray, b: np.ndarray) -> float:
-    """Two-sided Welch t-test p-value; NaN below 2 points per side, exact 0/1 for constant samples."""
-    from scipy import stats
-
-    if a.size < 2 or b.size < 2:
-        return float("nan")
-    if np.ptp(a) == 0 and np.ptp(b) == 0:
-        return 1.0 if a[0] == b[0] else 0.0
-    return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
-
-
 def classify(significant: bool, magnitude: float, min_effect: float, maybe: bool = False) -> State:
     """State from a significance decision and a relative magnitude.
 
@@ -145,7 +134,7 @@ def classify(significant: bool, magnitude: float, min_effect: float, maybe: bool
     return State.NO_CHANGE
 
 
-class Detector(ABC):
+class ProfileDetector(ABC):
     """Compare two profiles; subclasses set ``name`` and take their thresholds as keyword arguments."""
 
     name: ClassVar[str]
@@ -156,7 +145,7 @@ class Detector(ABC):
         """One :class:`Change` per function (sorted by function name)."""
 
 
-class PerFunctionDetector(Detector):
+class PerFunctionProfileDetector(ProfileDetector):
     """A detector that looks at one function at a time."""
 
     min_points: ClassVar[int] = 3
@@ -184,21 +173,22 @@ class PerFunctionDetector(Detector):
         """Verdict for one function present on both sides with enough points."""
 
 
-REGISTRY: dict[str, type[Detector]] = {}
+PROFILE_DETECTORS: dict[str, type[ProfileDetector]] = {}
 
 
-def register(cls: type[Detector]) -> type[Detector]:
-    """Class decorator adding a detector to :data:`REGISTRY` under ``cls.name``."""
-    REGISTRY[cls.name] = cls
+def register_profile_detector(cls: type[ProfileDetector]) -> type[ProfileDetector]:
+    """Class decorator adding a detector to :data:`PROFILE_DETECTORS` under ``cls.name``."""
+    PROFILE_DETECTORS[cls.name] = cls
     return cls
 
 
-def get_detector(name: str, **params: Any) -> Detector:
+def get_profile_detector(name: str, **params: Any) -> ProfileDetector:
     """Instantiate a registered detector by name with threshold overrides."""
     try:
-        cls = REGISTRY[name]
+        cls = PROFILE_DETECTORS[name]
     except KeyError:
-        raise UsageError(f"unknown detection method {name!r}; choose from {', '.join(sorted(REGISTRY))}") from None
+        known = ", ".join(sorted(PROFILE_DETECTORS))
+        raise UsageError(f"unknown detection method {name!r}; choose from {known}") from None
     try:
         return cls(**params)
     except TypeError as exc:

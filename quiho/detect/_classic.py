@@ -18,14 +18,15 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from quiho.detect._base import Change, PerFunctionDetector, Samples, State, classify, register, welch_p
+from quiho._stats import welch_p
+from quiho.detect._base import Change, PerFunctionProfileDetector, Samples, State, classify, register_profile_detector
 from quiho.models import FAMILIES, fit_family, fit_parametric
 
 __all__ = ["AverageAmountThreshold", "BestModelOrderEquality", "FastCheck", "MannWhitney"]
 
 
-@register
-class AverageAmountThreshold(PerFunctionDetector):
+@register_profile_detector
+class AverageAmountThreshold(PerFunctionProfileDetector):
     """Ratio of mean amounts with Perun's thresholds, confirmed by Welch's t-test.
 
     Parameters
@@ -66,8 +67,8 @@ class AverageAmountThreshold(PerFunctionDetector):
         return Change(function, self.name, state, kind, ratio - 1.0, 1.0 - p, "1-p", p, support)
 
 
-@register
-class BestModelOrderEquality(PerFunctionDetector):
+@register_profile_detector
+class BestModelOrderEquality(PerFunctionProfileDetector):
     """Compare the best parametric families (BIC) in Perun's complexity order.
 
     Parameters
@@ -116,8 +117,8 @@ def _shape_of(xg: np.ndarray, e: np.ndarray) -> str:
     return best
 
 
-@register
-class FastCheck(PerFunctionDetector):
+@register_profile_detector
+class FastCheck(PerFunctionProfileDetector):
     """Error profile of the best models (target − baseline) on a common grid, classified by shape.
 
     Parameters
@@ -166,8 +167,8 @@ def _hodges_lehmann(t: np.ndarray, b: np.ndarray, limit: int = 1500) -> float:
     return float(np.median(np.subtract.outer(t, b)))
 
 
-@register
-class MannWhitney(PerFunctionDetector):
+@register_profile_detector
+class MannWhitney(PerFunctionProfileDetector):
     """Mann-Whitney U test on raw amounts (x ignored), with effect sizes.
 
     Parameters

@@ -20,13 +20,13 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from quiho.detect._base import Change, Detector, Profile, State, register
+from quiho.detect._base import Change, Profile, ProfileDetector, State, register_profile_detector
 
 __all__ = ["ExclusiveTimeOutliers"]
 
 
-@register
-class ExclusiveTimeOutliers(Detector):
+@register_profile_detector
+class ExclusiveTimeOutliers(ProfileDetector):
     """Outliers of per-function exclusive-time deltas (see module docstring for the rule and defaults)."""
 
     name = "eto"

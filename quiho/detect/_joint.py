@@ -42,7 +42,7 @@ from scipy import stats
 from scipy.interpolate import BSpline
 from threadpoolctl import threadpool_limits
 
-from quiho.detect._base import Change, PerFunctionDetector, Samples, State, classify, register
+from quiho.detect._base import Change, PerFunctionProfileDetector, Samples, State, classify, register_profile_detector
 
 __all__ = ["ChangeModelFit", "fit_change_model", "JointDetector", "PolynomialRateDetector", "LinearRateDetector"]
 
@@ -355,7 +355,7 @@ def _fit(
     return ChangeModelFit(kind, p, float(mag), mean_change, base_mean, bics, fstat, int(xb.size), int(xt.size))
 
 
-class _ChangeModelDetector(PerFunctionDetector):
+class _ChangeModelDetector(PerFunctionProfileDetector):
     """Shared driver of joint/preg/lreg.
 
     Parameters
@@ -394,7 +394,7 @@ class _ChangeModelDetector(PerFunctionDetector):
                       support)
 
 
-@register
+@register_profile_detector
 class JointDetector(_ChangeModelDetector):
     """Change-model regression with all shapes (the recommended per-function detector)."""
 
@@ -404,7 +404,7 @@ class JointDetector(_ChangeModelDetector):
     free_shape = True
 
 
-@register
+@register_profile_detector
 class PolynomialRateDetector(_ChangeModelDetector):
     """Perun's polynomial regression (PREG) done right: polynomial change of degree 0-3 chosen by BIC."""
 
@@ -413,7 +413,7 @@ class PolynomialRateDetector(_ChangeModelDetector):
     families = ("constant", "linear", "quadratic", "cubic")
 
 
-@register
+@register_profile_detector
 class LinearRateDetector(_ChangeModelDetector):
     """Perun's linear regression (LREG) done right: linear models of both versions, test of Δintercept/Δslope.
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from quiho.detect._base import Change, PerFunctionDetector, Samples, State, register, welch_p
+from quiho._stats import welch_p
+from quiho.detect._base import Change, PerFunctionProfileDetector, Samples, State, register_profile_detector
 from quiho.models import kernel_regression
 
 __all__ = ["IntegralComparison", "LocalStatistics"]
@@ -27,8 +28,8 @@ def _overlap(b: Samples, t: Samples) -> tuple[float, float] | None:
     return (float(lo), float(hi)) if hi >= lo else None
 
 
-@register
-class IntegralComparison(PerFunctionDetector):
+@register_profile_detector
+class IntegralComparison(PerFunctionProfileDetector):
     """Relative difference of the areas under the two kernel-regression curves, whole range and sub-intervals.
 
     Parameters
@@ -108,8 +109,8 @@ class IntegralComparison(PerFunctionDetector):
         return Change(function, self.name, state, kind, rel, 1 - p if np.isfinite(p) else 0.0, "1-p", p, support)
 
 
-@register
-class LocalStatistics(PerFunctionDetector):
+@register_profile_detector
+class LocalStatistics(PerFunctionProfileDetector):
     """Per-window Mann-Whitney tests over equal-width x windows of the common range, Holm-corrected.
 
     Parameters

@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 from scipy import stats
 
+from quiho._stats import welch_p
 from quiho.errors import HistoryError, UsageError
 from quiho.history._model import ChangePoint, Detection, History
 
@@ -37,26 +38,6 @@ def as_history(data: History | Sequence[float] | np.ndarray | Any) -> History:
         raise HistoryError("history values must be finite numbers")
     revisions = [str(r) for r in index] if index is not None else None
     return History.from_values(values, revisions)
-
-
-def welch_p(a: np.ndarray, b: np.ndarray) -> float:
-    """Two-sided Welch t-test p-value; exact 0 or 1 for noise-free segments.
-
-    References
-    ----------
-    .. [1] B. L. Welch, "The generalization of Student's problem when several
-       different population variances are involved", Biometrika 34, 1947.
-    """
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    if a.size < 2 or b.size < 2:
-        return 1.0 if a.mean() == b.mean() else float("nan")
-    se2 = a.var(ddof=1) / a.size + b.var(ddof=1) / b.size
-    diff = b.mean() - a.mean()
-    scale = max(abs(a.mean()), abs(b.mean()), 1.0)
-    if se2 <= (1e-12 * scale) ** 2:
-        return 0.0 if abs(diff) > 1e-9 * scale else 1.0
-    return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
 
 
 def split_p(a: np.ndarray, b: np.ndarray) -> float:

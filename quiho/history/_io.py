@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -10,10 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-from quiho._version import __version__
 from quiho.errors import HistoryError, ImportDataError, UnknownTargetError
 from quiho.history._model import History
-from quiho.store import Store, utcnow
+from quiho.store import Store
+from quiho.store import history as _sq
+from quiho.store.history import add_revisions, ensure_series, list_series, record_failure, record_measurement
 
 __all__ = [
     "read_history_csv",
@@ -157,48 +157,13 @@ class RevisionState:
     values: np.ndarray
 
 
-def ensure_series(store: Store, name: str, source: str, unit: str = "",
-                  config: Mapping[str, str] | None = None) -> int:
-    """Id of series ``name``, creating it if needed."""
-    with store.transaction() as c:
-        row = c.execute("SELECT id FROM history_series WHERE name = ?", (name,)).fetchone()
-        if row:
-            return int(row[0])
-        cur = c.execute("INSERT INTO history_series(name, unit, source, config_json, created_at, quiho_version) "
-                        "VALUES (?, ?, ?, ?, ?, ?)",
-                        (name, unit, source, json.dumps(dict(config or {}), sort_keys=True), utcnow(), __version__))
-        return int(cur.lastrowid or 0)
-
-
 def _series_id(store: Store, name: str) -> int:
-    row = store.conn.execute("SELECT id FROM history_series WHERE name = ?", (name,)).fetchone()
-    if row is None:
-        names = [r[0] for r in store.conn.execute("SELECT name FROM history_series ORDER BY name LIMIT 20")]
+    sid = _sq.series_id(store, name)
+    if sid is None:
+        names = _sq.series_names(store, 20)
         hint = f"; stored series: {', '.join(names)}" if names else "; import one with 'quiho history import'"
         raise UnknownTargetError(f"no history series {name!r} in {store.path}{hint}")
-    return int(row[0])
-
-
-def add_revisions(store: Store, series_id: int, revisions: Sequence[str]) -> None:
-    """Declare the ordered revisions of a series as ``pending`` (existing ones keep their status).
-
-    Raises
-    ------
-    HistoryError
-        A stored revision now sits at a different position (the range changed):
-        use another series name.
-    """
-    with store.transaction() as c:
-        have = {r["revision"]: int(r["ord"]) for r in
-                c.execute("SELECT revision, ord FROM history_revisions WHERE series_id = ?", (series_id,))}
-        for o, rev in enumerate(revisions):
-            if rev in have:
-                if have[rev] != o:
-                    raise HistoryError(f"revision {rev} was stored at position {have[rev]}, now {o}: the revision "
-                                       "range changed; sample it into a new --series")
-                continue
-            c.execute("INSERT INTO history_revisions(series_id, revision, ord, status) VALUES (?, ?, ?, 'pending')",
-                      (series_id, rev, o))
+    return sid
 
 
 def machine_facts() -> dict[str, object]:
@@ -220,58 +185,16 @@ def machine_facts() -> dict[str, object]:
             "load1": load}
 
 
-def record_measurement(store: Store, series_id: int, revision: str, values: Sequence[float],
-                       machine: Mapping[str, object] | None = None) -> None:
-    """Store the repetitions of one revision (with the machine facts) and mark it ``ok``."""
-    with store.transaction() as c:
-        rid = c.execute("SELECT id FROM history_revisions WHERE series_id = ? AND revision = ?",
-                        (series_id, revision)).fetchone()[0]
-        c.execute("DELETE FROM history_points WHERE revision_id = ?", (rid,))
-        c.executemany("INSERT INTO history_points(revision_id, repetition, value) VALUES (?, ?, ?)",
-                      [(rid, i, float(v)) for i, v in enumerate(values)])
-        c.execute("UPDATE history_revisions SET status='ok', reason=NULL, stderr_tail=NULL, measured_at=?, "
-                  "machine_json=? WHERE id = ?", (utcnow(), json.dumps(dict(machine or {}), sort_keys=True), rid))
-
-
-def record_failure(store: Store, series_id: int, revision: str, reason: str, stderr_tail: str = "",
-                   machine: Mapping[str, object] | None = None) -> None:
-    """Mark one revision ``failed`` with the reason (samplers never retry it)."""
-    with store.transaction() as c:
-        c.execute("UPDATE history_revisions SET status='failed', reason=?, stderr_tail=?, measured_at=?, "
-                  "machine_json=? WHERE series_id = ? AND revision = ?",
-                  (reason, stderr_tail[-4000:], utcnow(), json.dumps(dict(machine or {}), sort_keys=True),
-                   series_id, revision))
-
-
 def load_state(store: Store, name: str) -> list[RevisionState]:
     """Every revision of series ``name`` in order, measured or not."""
-    sid = _series_id(store, name)
-    rows = store.conn.execute("SELECT id, revision, ord, status, reason FROM history_revisions "
-                              "WHERE series_id = ? ORDER BY ord", (sid,)).fetchall()
-    vals: dict[int, list[float]] = {}
-    for r in store.conn.execute("SELECT p.revision_id, p.value FROM history_points p JOIN history_revisions r "
-                                "ON r.id = p.revision_id WHERE r.series_id = ? ORDER BY p.repetition", (sid,)):
-        vals.setdefault(int(r[0]), []).append(float(r[1]))
-    return [RevisionState(r["revision"], int(r["ord"]), r["status"], r["reason"], np.array(vals.get(r["id"], [])))
-            for r in rows]
+    return [RevisionState(r.revision, r.order, r.status, r.reason, np.array(r.values))
+            for r in _sq.revisions(store, _series_id(store, name))]
 
 
 def save_history(store: Store, history: History, source: str) -> int:
     """Write ``history`` as series ``history.name``, replacing a stored series of that name."""
-    with store.transaction() as c:
-        c.execute("DELETE FROM history_series WHERE name = ?", (history.name,))
-        cur = c.execute("INSERT INTO history_series(name, unit, source, config_json, created_at, quiho_version) "
-                        "VALUES (?, ?, ?, ?, ?, ?)",
-                        (history.name, history.unit, source, json.dumps(dict(history.config), sort_keys=True),
-                         utcnow(), __version__))
-        sid = int(cur.lastrowid or 0)
-        now = utcnow()
-        for rev, o, s in zip(history.revisions, history.orders, history.samples, strict=True):
-            rid = c.execute("INSERT INTO history_revisions(series_id, revision, ord, status, measured_at) "
-                            "VALUES (?, ?, ?, 'ok', ?)", (sid, rev, int(o), now)).lastrowid
-            c.executemany("INSERT INTO history_points(revision_id, repetition, value) VALUES (?, ?, ?)",
-                          [(rid, i, float(v)) for i, v in enumerate(s)])
-    return sid
+    return _sq.replace_series(store, history.name, history.unit, source, history.config, history.revisions,
+                              [int(o) for o in history.orders], history.samples)
 
 
 def load_history(store: Store, name: str) -> History:
@@ -282,20 +205,10 @@ def load_history(store: Store, name: str) -> History:
     UnknownTargetError
         No such series.
     """
-    sid = _series_id(store, name)
-    row = store.conn.execute("SELECT unit, config_json FROM history_series WHERE id = ?", (sid,)).fetchone()
+    unit, config = _sq.series_meta(store, _series_id(store, name))
     ok = [s for s in load_state(store, name) if s.status == "ok" and s.values.size]
     return History(name, tuple(s.revision for s in ok), np.array([s.order for s in ok], dtype=np.int64),
-                   tuple(s.values for s in ok), row["unit"], json.loads(row["config_json"]))
-
-
-def list_series(store: Store) -> list[dict[str, object]]:
-    """Name, unit, source and revision counts of every stored series."""
-    rows = store.conn.execute(
-        "SELECT s.name, s.unit, s.source, "
-        "SUM(r.status = 'ok') AS ok, SUM(r.status = 'failed') AS failed, SUM(r.status = 'pending') AS pending "
-        "FROM history_series s LEFT JOIN history_revisions r ON r.series_id = s.id GROUP BY s.id ORDER BY s.name")
-    return [dict(r) for r in rows]
+                   tuple(s.values for s in ok), unit, config)
 
 
 def import_history_csv(store: Store, path: str | Path, **kwargs: object) -> HistoryImport:
@@ -321,16 +234,14 @@ def import_history_from_runs(store: Store, application: str, test: str, name: st
     UnknownTargetError
         No successful runs for the target.
     """
-    rows = store.conn.execute(
-        "SELECT version, value, unit, started_at, id FROM app_runs WHERE application = ? AND test = ? "
-        "AND status = 'ok' ORDER BY COALESCE(started_at, ''), id", (application, test)).fetchall()
+    rows = _sq.ok_app_run_values(store, application, test)
     if not rows:
         raise UnknownTargetError(f"no successful runs of {application}/{test} in {store.path}")
     revs: dict[str, list[float]] = {}
-    for r in rows:
-        revs.setdefault(r["version"], []).append(float(r["value"]))
+    for version, value, _unit in rows:
+        revs.setdefault(version, []).append(value)
     h = History(name or f"{application}/{test}", tuple(revs), np.arange(len(revs)),
-                tuple(np.array(v) for v in revs.values()), rows[0]["unit"] or "")
+                tuple(np.array(v) for v in revs.values()), rows[0][2])
     save_history(store, h, "runs")
     return HistoryImport(f"runs:{application}/{test}", (h.name,), (len(h),), (len(rows),))
 

@@ -239,28 +239,13 @@ def gp_bisect(measure: Measure, n: int, *, known: Mapping[int, Sequence[float] |
     for p in (0, n - 1):
         if p not in samples and p not in bad:
             build(p)
-    def bracket() -> tuple[int, int]:
-        pos = sorted(samples)
-        if noise_of_means([samples[p] for p in pos]) is None:
-            # single values: a GP with a fitted white-noise term smooths the step away and sent the search
-            # into empty brackets; compare the measured values themselves
-            raw = np.array([samples[p].mean() for p in pos])
-            j = int(np.argmax(np.abs(np.diff(raw))))
-            return pos[j], pos[j + 1]
-        mu, sd = _fit_predict(n, samples, kernel, random_state, at=np.array(pos))
-        # floor sigma at a millionth of the level so noise-free data compare jumps by size, not by 0/0
-        eps = 1e-6 * max(float(np.max(np.abs(mu))), 1e-300)
-        jumps = np.abs(np.diff(mu)) / np.sqrt(sd[:-1] ** 2 + sd[1:] ** 2 + eps**2)
-        j = int(np.argmax(jumps))
-        return pos[j], pos[j + 1]
-
     capped = False
     while True:
         if len(samples) < 2:
             return BisectResult(None, None, float("nan"), float("nan"), float("nan"), float("nan"), new, reused,
                                 plain_bisection_builds(n), tuple(skipped), False,
                                 "not meaningful: fewer than two revisions could be measured")
-        lo, hi = bracket()
+        lo, hi = _bracket(n, samples, kernel, random_state)
         inside = [p for p in range(lo + 1, hi) if p not in bad]
         if not inside:
             break
@@ -269,7 +254,30 @@ def gp_bisect(measure: Measure, n: int, *, known: Mapping[int, Sequence[float] |
             break
         mid = (lo + hi) / 2
         build(min(inside, key=lambda p: (abs(p - mid), p)))
-    # the levels: repetitions of up to `pool` measured revisions on each side of the bracket
+    return _bisect_verdict(samples, lo, hi, n, new=new, reused=reused, skipped=tuple(skipped), pool=pool,
+                           alpha=alpha, note_cap=max_builds if capped else None)
+
+
+def _bracket(n: int, samples: Mapping[int, np.ndarray], kernel: str, random_state: int | None) -> tuple[int, int]:
+    """The two adjacent measured revisions between which the GP mean jumps most (in posterior sigmas)."""
+    pos = sorted(samples)
+    if noise_of_means([samples[p] for p in pos]) is None:
+        # single values: a GP with a fitted white-noise term smooths the step away and sent the search
+        # into empty brackets; compare the measured values themselves
+        raw = np.array([samples[p].mean() for p in pos])
+        j = int(np.argmax(np.abs(np.diff(raw))))
+        return pos[j], pos[j + 1]
+    mu, sd = _fit_predict(n, dict(samples), kernel, random_state, at=np.array(pos))
+    # floor sigma at a millionth of the level so noise-free data compare jumps by size, not by 0/0
+    eps = 1e-6 * max(float(np.max(np.abs(mu))), 1e-300)
+    jumps = np.abs(np.diff(mu)) / np.sqrt(sd[:-1] ** 2 + sd[1:] ** 2 + eps**2)
+    j = int(np.argmax(jumps))
+    return pos[j], pos[j + 1]
+
+
+def _bisect_verdict(samples: Mapping[int, np.ndarray], lo: int, hi: int, n: int, *, new: int, reused: int,
+                    skipped: tuple[int, ...], pool: int, alpha: float, note_cap: int | None) -> BisectResult:
+    """Levels and Welch test of up to ``pool`` measured revisions on each side of the final bracket."""
     pos = sorted(samples)
     a = np.concatenate([samples[p] for p in [q for q in pos if q <= lo][-pool:]])
     b = np.concatenate([samples[p] for p in [q for q in pos if q >= hi][:pool]])
@@ -279,10 +287,10 @@ def gp_bisect(measure: Measure, n: int, *, known: Mapping[int, Sequence[float] |
     if not (np.isfinite(p_val) and p_val <= alpha):
         why = ("not meaningful: one repetition per revision gives no p-value; use more repetitions"
                if not np.isfinite(p_val) else f"not meaningful: the largest jump has p={p_val:.3g} > alpha={alpha}")
-        return BisectResult(hi, lo, before, after, mag, p_val, new, reused, plain_bisection_builds(n),
-                            tuple(skipped), False, why)
+        return BisectResult(hi, lo, before, after, mag, p_val, new, reused, plain_bisection_builds(n), skipped,
+                            False, why)
     note = "" if hi - lo == 1 else (
-        f"stopped at max_builds={max_builds}: the change is between {lo} and {hi}" if capped
+        f"stopped at max_builds={note_cap}: the change is between {lo} and {hi}" if note_cap is not None
         else f"failed builds between {lo} and {hi}: the change is in that range")
-    return BisectResult(hi, lo, before, after, mag, p_val, new, reused, plain_bisection_builds(n), tuple(skipped),
-                        True, note)
+    return BisectResult(hi, lo, before, after, mag, p_val, new, reused, plain_bisection_builds(n), skipped, True,
+                        note)

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from quiho.errors import NotEnoughData, UnknownTargetError
-from quiho.store._db import Store
+from quiho.store import Store
+from quiho.store.irup import app_values, fingerprint_values, target_counts
 
 __all__ = ["TargetData", "load_target", "list_targets", "parse_target", "load_fingerprints"]
 
@@ -56,12 +57,7 @@ def parse_target(target: str) -> tuple[str, str, str]:
 
 def list_targets(store: Store) -> pd.DataFrame:
     """Every target with data: application, version, test, rows, hosts, unit."""
-    q = (
-        "SELECT a.application, a.version, a.test, COUNT(*) AS runs, COUNT(DISTINCT a.host_id) AS hosts, "
-        "MIN(a.unit) AS unit FROM app_runs a WHERE a.status = 'ok' GROUP BY a.application, a.version, a.test "
-        "ORDER BY a.application, a.version, a.test"
-    )
-    df = pd.read_sql_query(q, store.conn)
+    df = target_counts(store)
     df["target"] = [_target_name(a, v, t) for a, v, t in zip(df.application, df.version, df.test, strict=True)]
     return df
 
@@ -73,15 +69,7 @@ def _target_name(app: str, version: str, test: str) -> str:
 
 def load_fingerprints(store: Store, run_ids: list[int]) -> pd.DataFrame:
     """Long table of ok measurements (run_id, batch, host, repetition, stressor, value)."""
-    if not run_ids:
-        return pd.DataFrame(columns=["run_id", "batch", "host", "repetition", "stressor", "value"])
-    marks = ",".join("?" * len(run_ids))
-    q = (
-        "SELECT m.run_id, r.batch, h.name AS host, m.repetition, m.stressor, m.value "
-        "FROM measurements m JOIN hosts h ON h.id = m.host_id JOIN fingerprint_runs r ON r.id = m.run_id "
-        f"WHERE m.status = 'ok' AND m.run_id IN ({marks})"
-    )
-    return pd.read_sql_query(q, store.conn, params=run_ids)
+    return fingerprint_values(store, run_ids)
 
 
 def load_target(store: Store, target: str, *, batch: str | None = None) -> TargetData:
@@ -104,19 +92,7 @@ def load_target(store: Store, target: str, *, batch: str | None = None) -> Targe
         No row has both a complete fingerprint and a metric value.
     """
     app, version, test = parse_target(target)
-    params: list[object] = [app, version]
-    q = (
-        "SELECT a.batch, a.fingerprint_run_id AS run_id, h.name AS host, a.repetition, a.test, a.value, a.unit, "
-        "a.higher_is_better FROM app_runs a JOIN hosts h ON h.id = a.host_id "
-        "WHERE a.status = 'ok' AND a.application = ? AND a.version = ?"
-    )
-    if test:
-        q += " AND a.test = ?"
-        params.append(test)
-    if batch is not None:
-        q += " AND a.batch = ?"
-        params.append(batch)
-    apps = pd.read_sql_query(q, store.conn, params=params)
+    apps = app_values(store, app, version, test, batch)
     if not test and not apps.empty:
         tests = sorted(apps["test"].unique())
         if app in tests:

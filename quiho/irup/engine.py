@@ -19,7 +19,8 @@ from quiho.irup.data import TargetData, load_target
 from quiho.irup.groups import HardwareGroups, hardware_groups
 from quiho.irup.importance import FORMULAS, ModelParams, fit_seed
 from quiho.irup.validity import Validity, logo_fold, logo_predictions, r2, verdict
-from quiho.store._db import Store, dumps, utcnow
+from quiho.store import Store
+from quiho.store.irup import insert_irup
 
 __all__ = [
     "FeatureImportance", "DroppedStressor", "Irup", "compute_irup", "irup_for_target", "save_irup",
@@ -378,11 +379,5 @@ def irup_for_target(
 
 def save_irup(store: Store, irup: Irup) -> int:
     """Record an IRUP in the store; returns its id."""
-    with store.transaction() as c:
-        cur = c.execute(
-            "INSERT INTO irups(target, importance, seeds, random_state, params_json, result_json, created_at, "
-            "quiho_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (irup.target, irup.importance, irup.seeds, irup.random_state, dumps(irup.params),
-             dumps(irup.to_dict()), utcnow(), __version__),
-        )
-    return int(cur.lastrowid or 0)
+    return insert_irup(store, irup.target, irup.importance, irup.seeds, irup.random_state, irup.params,
+                       irup.to_dict())

@@ -38,8 +38,9 @@ class TraceJoin:
 
 
 def _has_trace_runs(store: Store, app: str, version: str) -> bool:
-    return store.conn.execute("SELECT 1 FROM trace_runs WHERE application = ? AND version = ? LIMIT 1",
-                              (app, version)).fetchone() is not None
+    from quiho.store.traces import has_trace_run
+
+    return has_trace_run(store, app, version)
 
 
 def join_traces(
@@ -81,7 +82,7 @@ def join_traces(
         A trace that cannot be read.
     """
     from quiho.detect import DEFAULT_METHODS, detect
-    from quiho.trace._store import load_trace_profile
+    from quiho.trace import load_trace_profile
 
     ref_a = baseline or f"{application}@{version_a}"
     ref_b = target or f"{application}@{version_b}"

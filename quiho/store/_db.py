@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from quiho._version import __version__
 from quiho.errors import SchemaVersionError, StoreError
@@ -68,8 +70,78 @@ CREATE TABLE IF NOT EXISTS schema_versions (
     version       INTEGER NOT NULL,
     quiho_version TEXT NOT NULL,
     updated_at    TEXT NOT NULL
-);
+)
 """
+
+
+def _store_error(path: Path, exc: sqlite3.Error) -> StoreError:
+    """One readable line for a SQLite failure on ``path``, saying what to do where we know it."""
+    msg = str(exc)
+    if "readonly" in msg or "read-only" in msg:
+        return StoreError(f"store {path} is read-only ({msg}): use a writable copy or another --store")
+    if "malformed" in msg or "not a database" in msg or isinstance(exc, sqlite3.DatabaseError) and (
+            "corrupt" in msg):
+        return StoreError(f"store {path} is damaged ({msg}): restore it from a backup or use another --store")
+    if "no such table" in msg or "no such column" in msg:
+        return StoreError(f"store {path} lacks part of its schema ({msg}): it is damaged or not a quiho store")
+    if "locked" in msg or "busy" in msg:
+        return StoreError(f"store {path} is busy or locked ({msg}): another quiho is writing; retry later")
+    return StoreError(f"store {path}: {msg}")
+
+
+class _Cursor(sqlite3.Cursor):
+    """A cursor whose SQLite errors arrive as :class:`StoreError` (one line at the CLI, never a traceback)."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> _Cursor:
+        try:
+            return super().execute(sql, parameters)
+        except sqlite3.Error as exc:
+            raise _store_error(self.connection.path, exc) from exc  # type: ignore[attr-defined]
+
+    def executemany(self, sql: str, seq_of_parameters: Any, /) -> _Cursor:
+        try:
+            return super().executemany(sql, seq_of_parameters)
+        except sqlite3.Error as exc:
+            raise _store_error(self.connection.path, exc) from exc  # type: ignore[attr-defined]
+
+    def fetchone(self) -> Any:
+        try:
+            return super().fetchone()
+        except sqlite3.Error as exc:
+            raise _store_error(self.connection.path, exc) from exc  # type: ignore[attr-defined]
+
+    def fetchmany(self, size: int | None = 1) -> list[Any]:
+        try:
+            return super().fetchmany(size if size is not None else self.arraysize)
+        except sqlite3.Error as exc:
+            raise _store_error(self.connection.path, exc) from exc  # type: ignore[attr-defined]
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return super().fetchall()
+        except sqlite3.Error as exc:
+            raise _store_error(self.connection.path, exc) from exc  # type: ignore[attr-defined]
+
+    def __next__(self) -> Any:
+        try:
+            return super().__next__()
+        except sqlite3.Error as exc:
+            raise _store_error(self.connection.path, exc) from exc  # type: ignore[attr-defined]
+
+
+class _Connection(sqlite3.Connection):
+    """The store's connection: every statement goes through :class:`_Cursor`."""
+
+    path: Path
+
+    def cursor(self, factory: Any = _Cursor) -> Any:
+        return super().cursor(factory)
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Any:
+        return self.cursor().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any, /) -> Any:
+        return self.cursor().executemany(sql, parameters)
 
 
 class Store:
@@ -84,14 +156,23 @@ class Store:
     def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
         self.path = path
         self.conn = conn
+        self._checked = False
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """Run a block as one transaction (BEGIN IMMEDIATE: waits for other writers)."""
-        try:
-            self.conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise StoreError(f"store {self.path} is busy or locked: {exc}") from exc
+        """Run a block as one transaction (BEGIN IMMEDIATE: waits for other writers).
+
+        The first write through a :class:`Store` runs SQLite's ``quick_check`` (linear in the file, no
+        index cross-checks), so a damaged file is refused before anything is written into it.
+
+        Raises
+        ------
+        StoreError
+            The store is read-only, locked past the busy timeout, or damaged.
+        """
+        if not self._checked:
+            self.check()
+        self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield self.conn
         except BaseException:
@@ -99,6 +180,15 @@ class Store:
             raise
         else:
             self.conn.commit()
+
+    def check(self) -> None:
+        """Refuse a damaged file: raise :class:`StoreError` unless ``PRAGMA quick_check`` says ``ok``."""
+        rows = self.conn.execute("PRAGMA quick_check(5)").fetchall()
+        problems = [str(r[0]) for r in rows if r[0] != "ok"]
+        if problems:
+            raise StoreError(f"store {self.path} is damaged ({'; '.join(problems)[:300]}): restore it from a "
+                             "backup or use another --store; nothing was written")
+        self._checked = True
 
     def versions(self) -> dict[str, int]:
         """Schema version of every component present in the file."""
@@ -116,21 +206,22 @@ class Store:
 
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> None:
-    conn.executescript(_BOOTSTRAP)
-    have = {r[0]: int(r[1]) for r in conn.execute("SELECT component, version FROM schema_versions")}
-    for name, comp in _COMPONENTS.items():
-        current = have.get(name, 0)
-        target = len(comp.migrations)
-        if current > target:
-            raise SchemaVersionError(
-                f"store {path} has '{name}' schema v{current} but this quiho ({__version__}) "
-                f"knows v{target}: upgrade quiho, or use another --store"
-            )
-        if current == target:
-            continue
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for step in comp.migrations[current:]:
+    """Bring every registered component to its latest version.
+
+    Versions are read once without a lock (the common case: nothing to do, nothing written) and, when
+    something is missing, read again under ``BEGIN IMMEDIATE`` and migrated in that one transaction, so
+    two processes creating or upgrading a store at once serialise instead of both creating the tables.
+    """
+    have = _read_versions(conn)
+    if have is not None and not _pending(have, path):
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(_BOOTSTRAP)
+        have = _read_versions(conn) or {}
+        for comp in _pending(have, path):
+            name = comp.name
+            for step in comp.migrations[have.get(name, 0):]:
                 if isinstance(step, str):
                     for stmt in _split_sql(step):
                         conn.execute(stmt)
@@ -141,12 +232,50 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
                 "VALUES (?, ?, ?, ?) ON CONFLICT(component) DO UPDATE SET "
                 "version=excluded.version, quiho_version=excluded.quiho_version, "
                 "updated_at=excluded.updated_at",
-                (name, target, __version__, utcnow()),
+                (name, len(comp.migrations), __version__, utcnow()),
             )
-        except BaseException:
-            conn.rollback()
-            raise
-        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+    conn.commit()
+
+
+def _read_versions(conn: sqlite3.Connection) -> dict[str, int] | None:
+    """Component versions, or None when the file has no ``schema_versions`` table yet."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_versions'").fetchone() \
+            is None:
+        return None
+    return {r[0]: int(r[1]) for r in conn.execute("SELECT component, version FROM schema_versions")}
+
+
+def _pending(have: dict[str, int], path: Path) -> list[_Component]:
+    """Components whose stored version is behind this code's; a newer one raises :class:`SchemaVersionError`."""
+    out = []
+    for name, comp in _COMPONENTS.items():
+        current, target = have.get(name, 0), len(comp.migrations)
+        if current > target:
+            raise SchemaVersionError(
+                f"store {path} has '{name}' schema v{current} but this quiho ({__version__}) "
+                f"knows v{target}: upgrade quiho, or use another --store"
+            )
+        if current < target:
+            out.append(comp)
+    return out
+
+
+_CREATED = re.compile(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
+
+
+def _check_tables(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a store that lacks a table its recorded schema versions promise (dropped or damaged)."""
+    have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    versions = _read_versions(conn) or {}
+    want = {t for name, comp in _COMPONENTS.items() for step in comp.migrations[:versions.get(name, 0)]
+            if isinstance(step, str) for t in _CREATED.findall(step)}
+    missing = sorted(want - have)
+    if missing:
+        raise StoreError(f"store {path} lacks table(s) {', '.join(missing)}: it is damaged or was edited by "
+                         "hand; restore it from a backup or use another --store")
 
 
 def _split_sql(script: str) -> list[str]:
@@ -158,8 +287,6 @@ def _split_sql(script: str) -> list[str]:
 #: Modules whose import registers a store component; add a line for a new subsystem.
 COMPONENT_MODULES = (
     "quiho.store._schema",
-    "quiho.history._schema",
-    "quiho.trace._schema",
     "quiho.fleet._schema",
     "quiho.profile._schema",
 )
@@ -195,17 +322,46 @@ def open_store(path: str | os.PathLike[str] | None = None, *, create: bool = Tru
     if not p.exists():
         if not create:
             raise StoreError(f"no store at {p}: run an import or a fingerprint first, or pass --store")
-        p.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            blocker = next((a for a in p.parents if a.exists() and not a.is_dir()), None)
+            why = f"{blocker} is a file, not a directory" if blocker else (exc.strerror or str(exc))
+            raise StoreError(f"cannot create store {p}: {why}") from exc
+    elif p.is_dir():
+        raise StoreError(f"store {p} is a directory: pass a file path with --store")
+    conn: _Connection | None = None
     try:
-        conn = sqlite3.connect(p, timeout=30.0, isolation_level=None)
+        conn = sqlite3.connect(p, timeout=30.0, isolation_level=None, factory=_Connection)
+        conn.path = p
         conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA busy_timeout=30000")
+        _set_wal(conn)
+        conn.execute("PRAGMA foreign_keys=ON")
         _migrate(conn, p)
-    except sqlite3.DatabaseError as exc:
+        _check_tables(conn, p)
+    except (sqlite3.Error, StoreError) as exc:
+        if conn is not None:
+            conn.close()
+        if isinstance(exc, StoreError):
+            raise
         raise StoreError(f"cannot open store {p}: {exc}") from exc
     return Store(p, conn)
+
+
+def _set_wal(conn: _Connection) -> None:
+    """Switch to WAL; while another process creates the same new file this can report "locked": retry."""
+    import time
+
+    deadline = time.monotonic() + 30.0
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except StoreError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def dumps(obj: object) -> str:

@@ -1,7 +1,8 @@
-"""The ``core`` component: hosts, fingerprints, application runs, IRUPs.
+"""The store's tables, one component per subsystem (see :func:`quiho.store.register_component`).
 
-Other subsystems register their own components next to this one (see
-:func:`quiho.store.register_component`); they may reference these tables.
+``core``: hosts, fingerprints, application runs, IRUPs. ``history``: series, their revisions (with build
+status) and measured values. ``trace``: one row per traced run; the calls themselves live in Parquet beside
+the store. A component may reference the tables of ``core``.
 """
 
 from __future__ import annotations
@@ -79,3 +80,72 @@ CREATE TABLE irups (
 """
 
 register_component("core", [CORE_V1])
+
+# --- history ------------------------------------------------------------------------------
+
+HISTORY_V1 = """
+CREATE TABLE history_series (
+    id            INTEGER PRIMARY KEY,
+    name          TEXT NOT NULL UNIQUE,
+    unit          TEXT NOT NULL DEFAULT '',
+    source        TEXT NOT NULL,
+    config_json   TEXT NOT NULL DEFAULT '{}',
+    created_at    TEXT NOT NULL,
+    quiho_version TEXT NOT NULL
+);
+CREATE TABLE history_revisions (
+    id           INTEGER PRIMARY KEY,
+    series_id    INTEGER NOT NULL REFERENCES history_series(id) ON DELETE CASCADE,
+    revision     TEXT NOT NULL,
+    ord          INTEGER NOT NULL,
+    status       TEXT NOT NULL CHECK (status IN ('pending','ok','failed')),
+    reason       TEXT,
+    stderr_tail  TEXT,
+    measured_at  TEXT,
+    UNIQUE (series_id, revision),
+    UNIQUE (series_id, ord)
+);
+CREATE TABLE history_points (
+    id           INTEGER PRIMARY KEY,
+    revision_id  INTEGER NOT NULL REFERENCES history_revisions(id) ON DELETE CASCADE,
+    repetition   INTEGER NOT NULL,
+    value        REAL NOT NULL,
+    UNIQUE (revision_id, repetition)
+);
+"""
+
+# v2: where and under what load each revision was measured (STYLE: machine metadata with every result)
+HISTORY_V2 = """
+ALTER TABLE history_revisions ADD COLUMN machine_json TEXT NOT NULL DEFAULT '{}'
+"""
+
+register_component("history", [HISTORY_V1, HISTORY_V2])
+
+# --- trace --------------------------------------------------------------------------------
+
+TRACE_V1 = """
+CREATE TABLE trace_runs (
+    id                 INTEGER PRIMARY KEY,
+    application        TEXT NOT NULL,
+    version            TEXT NOT NULL,
+    host               TEXT NOT NULL,
+    command            TEXT NOT NULL,
+    engine             TEXT NOT NULL,
+    functions_json     TEXT NOT NULL,
+    sample             INTEGER NOT NULL DEFAULT 1,
+    calls_path         TEXT NOT NULL,
+    unit               TEXT NOT NULL DEFAULT 'ns',
+    n_events           INTEGER NOT NULL,
+    n_calls            INTEGER NOT NULL,
+    unmatched_entries  INTEGER NOT NULL,
+    unmatched_exits    INTEGER NOT NULL,
+    mismatched         INTEGER NOT NULL,
+    bad_lines          INTEGER NOT NULL,
+    skipped_records    INTEGER NOT NULL,
+    created_at         TEXT NOT NULL,
+    quiho_version      TEXT NOT NULL
+);
+CREATE INDEX trace_runs_app ON trace_runs(application, version)
+"""
+
+register_component("trace", [TRACE_V1])

@@ -9,6 +9,7 @@ failed attempts are deleted. Application runs are never touched.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -17,7 +18,7 @@ import numpy as np
 from quiho.errors import UsageError
 from quiho.store._db import Store, dumps, utcnow
 
-__all__ = ["CompactSummary", "compact_runs"]
+__all__ = ["CompactSummary", "compact_runs", "older_than_days"]
 
 
 @dataclass(frozen=True)
@@ -29,16 +30,36 @@ class CompactSummary:
     rows_after: int
 
 
-def compact_runs(store: Store, *, older_than: timedelta, now: datetime | None = None,
+#: Longest retention accepted (days): a century; beyond it the cut-off date leaves the calendar.
+MAX_DAYS = 36_525.0
+
+
+def older_than_days(days: float) -> timedelta:
+    """``--older-than`` in days as a :class:`~datetime.timedelta`.
+
+    Raises
+    ------
+    UsageError
+        ``days`` is NaN, infinite, negative or more than :data:`MAX_DAYS`.
+    """
+    if not math.isfinite(days) or not 0 <= days <= MAX_DAYS:
+        raise UsageError(f"--older-than must be a number of days from 0 to {MAX_DAYS:g}, got {days!r}")
+    return timedelta(days=days)
+
+
+def compact_runs(store: Store, *, older_than: timedelta | float, now: datetime | None = None,
                  source: str = "fleet") -> CompactSummary:
     """Fold every repetition of fingerprint runs started before ``now - older_than`` into medians.
 
+    ``older_than`` is a :class:`~datetime.timedelta` or a number of days (see :func:`older_than_days`).
     Only finished runs (complete, partial, failed) are compacted; a run is
     compacted once (marked in its ``params_json``). One transaction: an
     interruption leaves the store as it was.
     """
-    if older_than < timedelta(0):
-        raise UsageError("--older-than must not be negative")
+    if not isinstance(older_than, timedelta):
+        older_than = older_than_days(older_than)
+    if older_than < timedelta(0) or older_than > timedelta(days=MAX_DAYS):
+        raise UsageError(f"--older-than must be from 0 to {MAX_DAYS:g} days")
     cutoff = ((now or datetime.now(UTC)) - older_than).isoformat()
     runs = store.conn.execute(
         "SELECT id, params_json FROM fingerprint_runs WHERE source = ? AND status != 'running' AND started_at < ?",

@@ -9,14 +9,15 @@ batches) are kept but marked ``duplicate_of`` so analyses can skip them.
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from quiho._version import __version__
 from quiho.errors import ImportDataError
 from quiho.store._db import Store, dumps, utcnow
+from quiho.store.imports import delete_batches, ensure_hosts, insert_complete_run, insert_ok_measurements
 
 __all__ = ["ImportSummary", "import_quiho_popper", "read_quiho_popper", "SOURCE"]
 
@@ -69,6 +70,7 @@ def read_quiho_popper(path: str | Path) -> pd.DataFrame:
         if bad.any():
             i = int(bad.idxmax())
             raise ImportDataError(f"{p} line {i + 2}: column {col!r} is not a number: {df.loc[i, col]!r}")
+        _refuse_out_of_range(p, df[col], num, col)
         df[col] = num
     # The original harness keyed stress-ng results by the YAML `stressor:` field, which
     # YAML reads as None for the stressor called `null`: its rows have an empty test name.
@@ -84,6 +86,26 @@ def read_quiho_popper(path: str | Path) -> pd.DataFrame:
     if df.empty:
         raise ImportDataError(f"{p} has no data rows")
     return df
+
+
+#: Largest magnitude accepted in ``result``: far above any benchmark rate or runtime, and small enough that
+#: squares and sums of a few thousand such values stay finite in the IRUP engine.
+MAX_RESULT = 1e12
+#: ``timestamp`` (a batch id) and ``repetition`` are integers; beyond 2**53 a float cannot hold them exactly.
+MAX_INTEGER = 2.0**53
+
+
+def _refuse_out_of_range(p: Path, raw: pd.Series, num: pd.Series, col: str) -> None:
+    """Raise :class:`ImportDataError` naming the first line whose number would be stored altered or breaks analyses."""
+    if col == "result":
+        bad = num.notna() & ~(num.abs() <= MAX_RESULT)
+        why = f"is not a finite number within ±{MAX_RESULT:g}"
+    else:
+        bad = num.notna() & ~((num.abs() < MAX_INTEGER) & (num == num.round()))
+        why = "is not an integer (it would be stored altered)"
+    if bad.any():
+        i = int(bad.idxmax())
+        raise ImportDataError(f"{p} line {i + 2}: column {col!r} value {raw.loc[i]!r} {why}")
 
 
 def _merge_duplicates(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -139,62 +161,51 @@ def import_quiho_popper(store: Store, path: str | Path) -> ImportSummary:
     if stress.empty:
         raise ImportDataError(f"{path} has no '{STRESSNG}' rows: nothing to fingerprint with")
     dups = _duplicate_batches(stress)
-    now = utcnow()
     batches = sorted(df["timestamp"].unique(), key=int)
-
     with store.transaction() as c:
-        c.execute(
-            f"DELETE FROM app_runs WHERE source = ? AND batch IN ({','.join('?' * len(batches))})",
-            (SOURCE, *batches),
-        )
-        c.execute(
-            f"DELETE FROM fingerprint_runs WHERE source = ? AND batch IN ({','.join('?' * len(batches))})",
-            (SOURCE, *batches),
-        )
-        host_ids: dict[str, int] = {}
-        for name in sorted(df["machine"].unique()):
-            c.execute(
-                "INSERT INTO hosts(name, facts_json, created_at) VALUES (?, ?, ?) ON CONFLICT(name) DO NOTHING",
-                (name, dumps({"label": name.split(".")[0], "source": SOURCE}), now),
-            )
-            host_ids[name] = c.execute("SELECT id FROM hosts WHERE name = ?", (name,)).fetchone()[0]
-        run_ids: dict[str, int] = {}
-        for batch in sorted(stress["timestamp"].unique(), key=int):
-            cur = c.execute(
-                "INSERT INTO fingerprint_runs(source, batch, battery, status, params_json, started_at, "
-                "finished_at, quiho_version) VALUES (?, ?, 'paper', 'complete', ?, ?, ?, ?)",
-                (SOURCE, batch, dumps({"file": str(path), "stressng": "0.07.29", "seconds": 10}), now, now,
-                 __version__),
-            )
-            run_ids[batch] = int(cur.lastrowid or 0)
-        for batch, orig in dups.items():
-            c.execute("UPDATE fingerprint_runs SET duplicate_of = ? WHERE id = ?", (run_ids[orig], run_ids[batch]))
-        c.executemany(
-            "INSERT INTO measurements(run_id, host_id, repetition, stressor, value, unit, status, extra_json) "
-            "VALUES (?, ?, ?, ?, ?, 'bogo-ops/s', 'ok', '{}')",
-            [
-                (run_ids[b], host_ids[m], int(r), t, float(v))
-                for b, m, r, t, v in zip(stress["timestamp"], stress["machine"], stress["repetition"],
-                                         stress["test"], stress["result"], strict=True)
-            ],
-        )
-        rows = []
-        for rec in apps.itertuples(index=False):
-            unit = _HIGHER_IS_BETTER.get(rec.benchmark, "s")
-            extra = {"values": rec.values} if rec.n > 1 else {}
-            rows.append((
-                SOURCE, rec.timestamp, run_ids.get(rec.timestamp), host_ids[rec.machine], rec.benchmark,
-                rec.test, int(rec.repetition), float(rec.result), unit,
-                int(rec.benchmark in _HIGHER_IS_BETTER), dumps(extra),
-            ))
-        c.executemany(
-            "INSERT INTO app_runs(source, batch, fingerprint_run_id, host_id, application, version, test, "
-            "repetition, value, unit, higher_is_better, status, extra_json) "
-            "VALUES (?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?, 'ok', ?)",
-            rows,
-        )
+        delete_batches(c, SOURCE, batches)
+        host_ids = ensure_hosts(c, {m: {"label": m.split(".")[0], "source": SOURCE} for m in df["machine"].unique()})
+        run_ids = _write_fingerprints(c, stress, dups, host_ids, str(path))
+        _write_app_runs(c, apps, run_ids, host_ids)
     n_targets = apps.groupby(["benchmark", "test"]).ngroups
     return ImportSummary(
         path=str(path), batches=len(batches), duplicate_batches=dups, hosts=len(host_ids),
         measurements=len(stress), app_runs=len(apps), targets=n_targets, merged_duplicate_rows=merged,
+    )
+
+
+def _write_fingerprints(c: sqlite3.Connection, stress: pd.DataFrame, dups: dict[str, str], host_ids: dict[str, int],
+                        path: str) -> dict[str, int]:
+    """One ``complete`` run per batch with its measurements; duplicates point at their original. Batch → run id."""
+    now = utcnow()
+    params = {"file": path, "stressng": "0.07.29", "seconds": 10}
+    run_ids = {b: insert_complete_run(c, SOURCE, b, "paper", params, now, now)
+               for b in sorted(stress["timestamp"].unique(), key=int)}
+    for batch, orig in dups.items():
+        c.execute("UPDATE fingerprint_runs SET duplicate_of = ? WHERE id = ?", (run_ids[orig], run_ids[batch]))
+    insert_ok_measurements(c, [
+        (run_ids[b], host_ids[m], int(r), t, float(v))
+        for b, m, r, t, v in zip(stress["timestamp"], stress["machine"], stress["repetition"], stress["test"],
+                                 stress["result"], strict=True)
+    ])
+    return run_ids
+
+
+def _write_app_runs(c: sqlite3.Connection, apps: pd.DataFrame, run_ids: dict[str, int],
+                    host_ids: dict[str, int]) -> None:
+    """Every non-stress-ng row as an ``ok`` application run ``BENCHMARK/TEST`` tied to its batch's fingerprint."""
+    rows = []
+    for rec in apps.itertuples(index=False):
+        unit = _HIGHER_IS_BETTER.get(rec.benchmark, "s")
+        extra = {"values": rec.values} if rec.n > 1 else {}
+        rows.append((
+            SOURCE, rec.timestamp, run_ids.get(rec.timestamp), host_ids[rec.machine], rec.benchmark,
+            rec.test, int(rec.repetition), float(rec.result), unit,
+            int(rec.benchmark in _HIGHER_IS_BETTER), dumps(extra),
+        ))
+    c.executemany(
+        "INSERT INTO app_runs(source, batch, fingerprint_run_id, host_id, application, version, test, "
+        "repetition, value, unit, higher_is_better, status, extra_json) "
+        "VALUES (?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?, 'ok', ?)",
+        rows,
     )

@@ -81,7 +81,8 @@ class CallStats:
     bad_lines: int
     skipped_records: int
 
-    def as_dict(self) -> dict[str, int]:
+    def to_dict(self) -> dict[str, int]:
+        """The counters by name, in field order."""
         return dict(self.__dict__)
 
 

@@ -6,7 +6,6 @@ refuses unknown schema versions with a message saying what to do.
 
 from __future__ import annotations
 
-import json
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ import pyarrow.parquet as pq
 from quiho._version import __version__
 from quiho.errors import SchemaVersionError, StoreError, UnknownTargetError, UsageError
 from quiho.store import Store
-from quiho.store._db import utcnow
+from quiho.store.traces import insert_trace_run, latest_trace_run, trace_run, trace_run_ids
 from quiho.trace._events import CALL_COLUMNS, CallStats
 
 __all__ = ["TraceRun", "save_trace", "load_trace", "find_trace_run", "parse_app_version", "CALLS_SCHEMA",
@@ -63,46 +62,32 @@ def save_trace(
         raise UsageError(f"calls table lacks columns: {', '.join(missing)}")
     tdir = store.path.parent / "traces"
     tdir.mkdir(parents=True, exist_ok=True)
-    host = host or socket.gethostname()
-    with store.transaction() as conn:
-        cur = conn.execute(
-            "INSERT INTO trace_runs(application, version, host, command, engine, functions_json, sample, calls_path,"
-            " n_events, n_calls, unmatched_entries, unmatched_exits, mismatched, bad_lines, skipped_records,"
-            " created_at, quiho_version) VALUES (?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (application, version, host, command, engine, json.dumps(list(functions)), sample, stats.events,
-             stats.calls, stats.unmatched_entries, stats.unmatched_exits, stats.mismatched, stats.bad_lines,
-             stats.skipped_records, utcnow(), __version__),
-        )
-        run_id = int(cur.lastrowid or 0)
+    table = pa.Table.from_pandas(calls[list(CALL_COLUMNS)], preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta.update({b"quiho.calls_schema": str(CALLS_SCHEMA).encode(), b"quiho.version": __version__.encode(),
+                 b"quiho.unit": b"ns"})
+
+    def write_calls(run_id: int) -> str:
         rel = f"traces/run-{run_id}.parquet"
-        table = pa.Table.from_pandas(calls[list(CALL_COLUMNS)], preserve_index=False)
-        meta = dict(table.schema.metadata or {})
-        meta.update({b"quiho.calls_schema": str(CALLS_SCHEMA).encode(), b"quiho.version": __version__.encode(),
-                     b"quiho.unit": b"ns"})
         try:
             pq.write_table(table.replace_schema_metadata(meta), store.path.parent / rel)
         except OSError as exc:
             raise StoreError(f"cannot write {store.path.parent / rel}: {exc}") from exc
-        conn.execute("UPDATE trace_runs SET calls_path = ? WHERE id = ?", (rel, run_id))
+        return rel
+
+    run_id = insert_trace_run(store, application, version, host=host or socket.gethostname(), command=command,
+                              engine=engine, functions=functions, sample=sample,
+                              stats=tuple(stats.to_dict().values()), write_calls=write_calls)
     return find_trace_run(store, str(run_id))
 
 
 def find_trace_run(store: Store, ref: str) -> TraceRun:
     """A stored run by numeric id or ``APP@VERSION`` (the latest such run)."""
-    if ref.isdigit():
-        row = store.conn.execute("SELECT * FROM trace_runs WHERE id = ?", (int(ref),)).fetchone()
-    else:
-        app, ver = parse_app_version(ref)
-        row = store.conn.execute(
-            "SELECT * FROM trace_runs WHERE application = ? AND version = ? ORDER BY id DESC LIMIT 1", (app, ver)
-        ).fetchone()
+    row = trace_run(store, int(ref)) if ref.isdigit() else latest_trace_run(store, *parse_app_version(ref))
     if row is None:
         raise UnknownTargetError(f"no stored trace run {ref!r} in {store.path}: run 'quiho trace' first")
-    stats = CallStats(row["n_events"], row["n_calls"], row["unmatched_entries"], row["unmatched_exits"],
-                      row["mismatched"], row["bad_lines"], row["skipped_records"])
-    return TraceRun(row["id"], row["application"], row["version"], row["host"], row["command"], row["engine"],
-                    tuple(json.loads(row["functions_json"])), row["sample"], store.path.parent / row["calls_path"],
-                    stats, row["created_at"])
+    return TraceRun(row.id, row.application, row.version, row.host, row.command, row.engine, row.functions,
+                    row.sample, store.path.parent / row.calls_path, CallStats(*row.stats), row.created_at)
 
 
 def load_trace(store: Store, ref: str) -> tuple[TraceRun, pd.DataFrame]:
@@ -121,8 +106,7 @@ def load_version_calls(store: Store, ref: str) -> tuple[list[TraceRun], pd.DataF
         runs = [find_trace_run(store, ref)]
     else:
         app, ver = parse_app_version(ref)
-        ids = [r[0] for r in store.conn.execute(
-            "SELECT id FROM trace_runs WHERE application = ? AND version = ? ORDER BY id", (app, ver))]
+        ids = trace_run_ids(store, app, ver)
         if not ids:
             raise UnknownTargetError(f"no stored trace run {ref!r} in {store.path}: run 'quiho trace' first")
         runs = [find_trace_run(store, str(i)) for i in ids]

@@ -28,12 +28,11 @@ def test_june_pg_utah_hosts_form_one_group(popper_store):
         assert hw.n_groups < hw.n_units  # fewer machines than names
 
 
-def test_groups_match_real_hardware_from_raw_yaml(popper_store):
+def test_groups_match_real_hardware_from_raw_yaml(popper_store, shared_data):
     # stress-ng's own system-info (cpus, RAM, kernel) in the raw YAML is the ground truth.
     import csv
-    from pathlib import Path
 
-    raw = Path(__file__).resolve().parents[3] / "shared/data/quiho-popper/derived/stressng_raw_metrics.csv"
+    raw = shared_data("quiho-popper/derived/stressng_raw_metrics.csv")
     truth = {}
     with raw.open() as fh:
         for row in csv.DictReader(fh):

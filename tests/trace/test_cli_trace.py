@@ -16,7 +16,6 @@ from quiho.store import open_store
 from quiho.trace import CallStats, load_trace, save_trace
 
 REPO = Path(__file__).resolve().parents[2]
-DATA = REPO.parent / "shared" / "data" / "perun" / "degradation_profiles"
 
 
 def test_detect_json_on_stored_runs(tmp_path, capsys, synthetic_calls):
@@ -45,7 +44,8 @@ def test_detect_json_on_stored_runs(tmp_path, capsys, synthetic_calls):
     assert "no stored trace run" in capsys.readouterr().err
 
 
-def test_detect_and_models_on_perun_files(tmp_path, capsys):
+def test_detect_and_models_on_perun_files(tmp_path, capsys, shared_data):
+    DATA = shared_data("perun/degradation_profiles")  # noqa: N806
     assert main(["detect", str(DATA / "lin1.perf"), str(DATA / "lin4.perf"), "--json", "-m", "all"]) == 0
     doc = json.loads(capsys.readouterr().out)
     joint = next(c for c in doc["changes"] if c["method"] == "joint")

@@ -19,7 +19,6 @@ from quiho.trace import (
     stap_script,
 )
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "perun"
 NAMES = ("main", "a", "b", "c")
 
 
@@ -174,8 +173,8 @@ def test_parser_rejects_input_without_events_and_skips_bad_fields():
     assert ev.ts.tolist() == [big, big + 5]
 
 
-def test_systemtap_sample_record():
-    ev = parse_stap_record(SHARED / "collect_trace" / "tst_stap_record.txt")
+def test_systemtap_sample_record(shared_data):
+    ev = parse_stap_record(shared_data("perun/collect_trace/tst_stap_record.txt"))
     calls, stats = events_to_calls(ev)
     counts = calls.groupby("function", observed=True).size().to_dict()
     assert counts == {"main": 1, "_Z12QuickSortBadPii": 6, "_Z12BadPartitionPiii": 99, "_Z4SwapRiS_": 616}

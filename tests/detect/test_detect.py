@@ -2,33 +2,34 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from quiho.datasets.perun import FAMILY_NAMES, changed_pair, null_pair, perun_pairs
-from quiho.detect import REGISTRY, Profile, Samples, State, detect, fit_change_model, get_detector
+from quiho.detect import PROFILE_DETECTORS, Profile, Samples, State, detect, fit_change_model, get_profile_detector
 from quiho.errors import UsageError
 from quiho.trace import load_perun_profile
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "perun" / "degradation_profiles"
+
+@pytest.fixture
+def data(shared_data):  # noqa: ANN001, ANN201
+    return shared_data("perun/degradation_profiles")
 
 
 def one(m, b: Samples, t: Samples, **kw):
-    return get_detector(m, **kw).compare(Profile({"f": b}), Profile({"f": t}))[0]
+    return get_profile_detector(m, **kw).compare(Profile({"f": b}), Profile({"f": t}))[0]
 
 
-def _stored(fam, k):
-    return next(iter(load_perun_profile(DATA / f"{fam}{k}.perf").functions.values()))
+def _stored(data, fam, k):
+    return next(iter(load_perun_profile(data / f"{fam}{k}.perf").functions.values()))
 
 
-def test_joint_on_perun_stored_pairs_all_directions_and_kinds():
+def test_joint_on_perun_stored_pairs_all_directions_and_kinds(data):
     wrong = []
     for fam in FAMILY_NAMES:
-        base = _stored(fam, 1)
+        base = _stored(data, fam, 1)
         for k, change in ((2, "constant"), (3, "linear"), (4, "quadratic")):
-            tgt = _stored(fam, k)
+            tgt = _stored(data, fam, k)
             truth = "exponential" if (fam == "const" and change == "quadratic") else change
             for b, t, want in ((base, tgt, State.DEGRADATION), (tgt, base, State.OPTIMIZATION)):
                 c = one("joint", b, t)
@@ -114,9 +115,9 @@ def test_regenerated_benchmark_one_seed_all_detected():
     assert sum(c.kind == p.kind for p, c in zip(pairs, res, strict=True)) >= 34
 
 
-def test_eto_on_perun_tracer_profiles_and_its_fixed_branches():
-    b = load_perun_profile(DATA / "tracer_baseline.perf")
-    t = load_perun_profile(DATA / "tracer_target.perf")
+def test_eto_on_perun_tracer_profiles_and_its_fixed_branches(data):
+    b = load_perun_profile(data / "tracer_baseline.perf")
+    t = load_perun_profile(data / "tracer_target.perf")
     res = {c.function: c for c in detect(b, t, ["eto"])}
     flagged = {f for f, c in res.items() if c.flagged}
     assert flagged == {"_Z4SwapRiS_", "_Z9PartitionPiii"}
@@ -139,11 +140,11 @@ def test_every_detector_returns_typed_results_and_handles_missing_functions():
     x = np.arange(200.0)
     b = Profile({"f": Samples.of(x, x + 100), "gone": Samples.of([1.0], [1.0])})
     t = Profile({"f": Samples.of(x, x + 300), "new": Samples.of([1.0, 2], [1.0, 2])})
-    for m in REGISTRY:
+    for m in PROFILE_DETECTORS:
         res = detect(b, t, [m])
         assert {c.function for c in res} == {"f", "gone", "new"}
         for c in res:
-            d = c.as_dict()
+            d = c.to_dict()
             assert set(d) >= {"function", "method", "state", "kind", "magnitude", "confidence"}
             assert c.method == m
         per = {c.function: c for c in res}
@@ -155,9 +156,9 @@ def test_every_detector_returns_typed_results_and_handles_missing_functions():
 
 def test_registry_and_thresholds():
     with pytest.raises(UsageError, match="unknown detection method"):
-        get_detector("nope")
+        get_profile_detector("nope")
     with pytest.raises(UsageError, match="bad parameters"):
-        get_detector("joint", nonsense=1)
+        get_profile_detector("joint", nonsense=1)
     p = changed_pair("lin", "constant", 0.05, seed=4)
     assert one("joint", *_pair(p)).state == State.DEGRADATION
     assert one("joint", *_pair(p), min_effect=0.2).state == State.MAYBE

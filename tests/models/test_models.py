@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +18,6 @@ from quiho.models import (
     select_bandwidth,
 )
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "perun" / "postprocess_profiles"
 X = np.linspace(1, 100, 200)
 TRUTH = {
     "constant": ((3.0,), lambda x: np.full_like(x, 3.0)),
@@ -51,8 +49,14 @@ def test_all_families_are_judged_in_y_space():
     assert fits.best.family == "power"
 
 
-def _perun(name):
-    doc = json.loads((SHARED / name).read_text())
+@pytest.fixture
+def perun(shared_data):  # noqa: ANN001, ANN201
+    """``perun(name)`` → {function: (x, y)} of a Perun post-processing sample profile."""
+    return lambda name: _perun(shared_data("perun/postprocess_profiles") / name)
+
+
+def _perun(path):
+    doc = json.loads(path.read_text())
     out = {}
     for key, res in doc["resources"].items():
         uid = doc["resource_type_map"][key]["uid"]
@@ -62,21 +66,21 @@ def _perun(name):
     return {k: (np.array(a, float), np.array(b, float)) for k, (a, b) in out.items()}
 
 
-def test_perun_textbook_least_squares_answers():
+def test_perun_textbook_least_squares_answers(perun):
     # Perun's expected OLS results (data README §5), reproduced where Perun's fit is ordinary least squares
-    lin = _perun("linear_model_datapoints.perf")["linear::test1"]
+    lin = perun("linear_model_datapoints.perf")["linear::test1"]
     f = fit_family(*lin, "linear")
     assert f.coeffs == pytest.approx((75.212432, -0.20938742), rel=1e-6)
     assert f.r2 == pytest.approx(0.791, abs=1e-3)
-    quad = _perun("quad_model_datapoints.perf")["quad::test1"]
+    quad = perun("quad_model_datapoints.perf")["quad::test1"]
     f = fit_family(*quad, "quadratic")
     assert f.coeffs == pytest.approx((-21.897744, 14.521171, -0.173714), rel=1e-5)
     assert f.r2 == pytest.approx(0.981224, abs=1e-6)
-    lg = _perun("log_model_datapoints.perf")["log::test1"]
+    lg = perun("log_model_datapoints.perf")["log::test1"]
     f = fit_family(*lg, "logarithmic")
     assert f.coeffs == pytest.approx((6.099, 6.108), abs=2e-3)
     # power: Perun fits log10(y) on log10(x); our y-space fit must have a smaller y-space error than its answer
-    pw = _perun("pow_model_datapoints.perf")["pow::test1"]
+    pw = perun("pow_model_datapoints.perf")["pow::test1"]
     ours = fit_family(*pw, "power")
     perun_sse = float(((pw[1] - 16.6575389 * pw[0] ** 0.23438143) ** 2).sum())
     assert ours.sse <= perun_sse
@@ -102,8 +106,8 @@ def test_domain_and_bad_input():
         regressogram([], [])
 
 
-def test_regressogram_bin_rule_gives_edges_not_widths():
-    x, y = _perun("exp_model_datapoints.perf")["exp::test1"]
+def test_regressogram_bin_rule_gives_edges_not_widths(perun):
+    x, y = perun("exp_model_datapoints.perf")["exp::test1"]
     rg = regressogram(x, y, bins="doane")
     assert rg.params["bins"] == np.histogram_bin_edges(x, "doane").size - 1
     # Perun used doane's *width* (20.5) as the count: 20 buckets; the rule's count is different

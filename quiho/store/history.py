@@ -1,0 +1,174 @@
+"""Store queries of the ``history`` component: series, their revisions and measured points.
+
+The history package turns these rows into :class:`~quiho.history.History` objects; nothing outside
+``quiho.store`` writes SQL on these tables.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from quiho._version import __version__
+from quiho.errors import HistoryError
+from quiho.store._db import Store, utcnow
+
+__all__ = ["StoredRevision", "ensure_series", "series_id", "series_names", "series_meta", "add_revisions",
+           "record_measurement", "record_failure", "revisions", "replace_series", "list_series",
+           "ok_app_run_values", "append_revision"]
+
+
+@dataclass(frozen=True)
+class StoredRevision:
+    """One row of ``history_revisions`` with its points in repetition order."""
+
+    revision: str
+    order: int
+    status: str
+    reason: str | None
+    values: tuple[float, ...]
+
+
+def _config_json(config: Mapping[str, object] | None) -> str:
+    return json.dumps(dict(config or {}), sort_keys=True)
+
+
+def ensure_series(store: Store, name: str, source: str, unit: str = "",
+                  config: Mapping[str, str] | None = None) -> int:
+    """Id of series ``name``, creating it if needed."""
+    with store.transaction() as c:
+        row = c.execute("SELECT id FROM history_series WHERE name = ?", (name,)).fetchone()
+        if row:
+            return int(row[0])
+        cur = c.execute("INSERT INTO history_series(name, unit, source, config_json, created_at, quiho_version) "
+                        "VALUES (?, ?, ?, ?, ?, ?)", (name, unit, source, _config_json(config), utcnow(), __version__))
+        return int(cur.lastrowid or 0)
+
+
+def series_id(store: Store, name: str) -> int | None:
+    """Id of series ``name``, or None."""
+    row = store.conn.execute("SELECT id FROM history_series WHERE name = ?", (name,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def series_names(store: Store, limit: int = 20) -> list[str]:
+    """The first ``limit`` stored series names, sorted."""
+    return [r[0] for r in store.conn.execute("SELECT name FROM history_series ORDER BY name LIMIT ?", (limit,))]
+
+
+def series_meta(store: Store, sid: int) -> tuple[str, dict[str, str]]:
+    """Unit and configuration of series ``sid``."""
+    row = store.conn.execute("SELECT unit, config_json FROM history_series WHERE id = ?", (sid,)).fetchone()
+    return row["unit"], json.loads(row["config_json"])
+
+
+def add_revisions(store: Store, series_id: int, revisions: Sequence[str]) -> None:
+    """Declare the ordered revisions of a series as ``pending`` (existing ones keep their status).
+
+    Raises
+    ------
+    HistoryError
+        A stored revision now sits at a different position (the range changed):
+        use another series name.
+    """
+    with store.transaction() as c:
+        have = {r["revision"]: int(r["ord"]) for r in
+                c.execute("SELECT revision, ord FROM history_revisions WHERE series_id = ?", (series_id,))}
+        for o, rev in enumerate(revisions):
+            if rev in have:
+                if have[rev] != o:
+                    raise HistoryError(f"revision {rev} was stored at position {have[rev]}, now {o}: the revision "
+                                       "range changed; sample it into a new --series")
+                continue
+            c.execute("INSERT INTO history_revisions(series_id, revision, ord, status) VALUES (?, ?, ?, 'pending')",
+                      (series_id, rev, o))
+
+
+def record_measurement(store: Store, series_id: int, revision: str, values: Sequence[float],
+                       machine: Mapping[str, object] | None = None) -> None:
+    """Store the repetitions of one revision (with the machine facts) and mark it ``ok``."""
+    with store.transaction() as c:
+        rid = c.execute("SELECT id FROM history_revisions WHERE series_id = ? AND revision = ?",
+                        (series_id, revision)).fetchone()[0]
+        c.execute("DELETE FROM history_points WHERE revision_id = ?", (rid,))
+        c.executemany("INSERT INTO history_points(revision_id, repetition, value) VALUES (?, ?, ?)",
+                      [(rid, i, float(v)) for i, v in enumerate(values)])
+        c.execute("UPDATE history_revisions SET status='ok', reason=NULL, stderr_tail=NULL, measured_at=?, "
+                  "machine_json=? WHERE id = ?", (utcnow(), _config_json(machine), rid))
+
+
+def record_failure(store: Store, series_id: int, revision: str, reason: str, stderr_tail: str = "",
+                   machine: Mapping[str, object] | None = None) -> None:
+    """Mark one revision ``failed`` with the reason (samplers never retry it)."""
+    with store.transaction() as c:
+        c.execute("UPDATE history_revisions SET status='failed', reason=?, stderr_tail=?, measured_at=?, "
+                  "machine_json=? WHERE series_id = ? AND revision = ?",
+                  (reason, stderr_tail[-4000:], utcnow(), _config_json(machine), series_id, revision))
+
+
+def revisions(store: Store, sid: int) -> list[StoredRevision]:
+    """Every revision of series ``sid`` in order, with its points (empty unless measured)."""
+    rows = store.conn.execute("SELECT id, revision, ord, status, reason FROM history_revisions "
+                              "WHERE series_id = ? ORDER BY ord", (sid,)).fetchall()
+    vals: dict[int, list[float]] = {}
+    for rid, v in store.conn.execute("SELECT p.revision_id, p.value FROM history_points p JOIN history_revisions r "
+                                     "ON r.id = p.revision_id WHERE r.series_id = ? ORDER BY p.repetition",
+                                     (sid,)).fetchall():
+        vals.setdefault(int(rid), []).append(float(v))
+    return [StoredRevision(r["revision"], int(r["ord"]), r["status"], r["reason"], tuple(vals.get(r["id"], ())))
+            for r in rows]
+
+
+def replace_series(store: Store, name: str, unit: str, source: str, config: Mapping[str, str],
+                   revisions: Sequence[str], orders: Sequence[int], samples: Sequence[Iterable[float]]) -> int:
+    """Write series ``name`` with every revision ``ok``, replacing a stored series of that name; returns its id."""
+    with store.transaction() as c:
+        c.execute("DELETE FROM history_series WHERE name = ?", (name,))
+        cur = c.execute("INSERT INTO history_series(name, unit, source, config_json, created_at, quiho_version) "
+                        "VALUES (?, ?, ?, ?, ?, ?)", (name, unit, source, _config_json(config), utcnow(), __version__))
+        sid = int(cur.lastrowid or 0)
+        now = utcnow()
+        # two executemany calls, not one INSERT per revision: 200 k revisions in about a second
+        c.executemany("INSERT INTO history_revisions(series_id, revision, ord, status, measured_at) "
+                      "VALUES (?, ?, ?, 'ok', ?)",
+                      [(sid, rev, int(o), now) for rev, o in zip(revisions, orders, strict=True)])
+        rid = dict(c.execute("SELECT ord, id FROM history_revisions WHERE series_id = ?", (sid,)).fetchall())
+        c.executemany("INSERT INTO history_points(revision_id, repetition, value) VALUES (?, ?, ?)",
+                      [(rid[int(o)], i, float(v)) for o, s in zip(orders, samples, strict=True)
+                       for i, v in enumerate(s)])
+    return sid
+
+
+def list_series(store: Store) -> list[dict[str, object]]:
+    """Name, unit, source and revision counts of every stored series."""
+    rows = store.conn.execute(
+        "SELECT s.name, s.unit, s.source, "
+        "SUM(r.status = 'ok') AS ok, SUM(r.status = 'failed') AS failed, SUM(r.status = 'pending') AS pending "
+        "FROM history_series s LEFT JOIN history_revisions r ON r.series_id = s.id GROUP BY s.id ORDER BY s.name")
+    return [dict(r) for r in rows.fetchall()]
+
+
+def ok_app_run_values(store: Store, application: str, test: str) -> list[tuple[str, float, str]]:
+    """(version, value, unit) of every ``ok`` application run of ``application``/``test``, first run first.
+
+    Versions are ordered by their first run (``started_at``, then insertion).
+    """
+    rows = store.conn.execute(
+        "SELECT version, value, unit FROM app_runs WHERE application = ? AND test = ? "
+        "AND status = 'ok' ORDER BY COALESCE(started_at, ''), id", (application, test)).fetchall()
+    return [(r["version"], float(r["value"]), r["unit"] or "") for r in rows]
+
+
+def append_revision(store: Store, sid: int, revision: str) -> int:
+    """Order of ``revision`` in series ``sid``: its stored one, else one past the last (added as ``pending``)."""
+    with store.transaction() as c:
+        row = c.execute("SELECT ord FROM history_revisions WHERE series_id = ? AND revision = ?",
+                        (sid, revision)).fetchone()
+        if row is not None:
+            return int(row[0])
+        last = c.execute("SELECT MAX(ord) FROM history_revisions WHERE series_id = ?", (sid,)).fetchone()[0]
+        o = 0 if last is None else int(last) + 1
+        c.execute("INSERT INTO history_revisions(series_id, revision, ord, status) VALUES (?, ?, ?, 'pending')",
+                  (sid, revision, o))
+        return o

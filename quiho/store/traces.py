@@ -1,0 +1,89 @@
+"""Store queries of the ``trace`` component: one ``trace_runs`` row per traced run.
+
+The calls themselves are Parquet files beside the store (written by :mod:`quiho.trace`); a row's
+``calls_path`` is relative to the store's directory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from quiho._version import __version__
+from quiho.store._db import Store, utcnow
+
+__all__ = ["TraceRunRow", "insert_trace_run", "trace_run", "latest_trace_run", "trace_run_ids",
+           "has_trace_run"]
+
+#: ``trace_runs`` columns holding the counters of :class:`quiho.trace.CallStats`, in its field order.
+STATS_COLUMNS = ("n_events", "n_calls", "unmatched_entries", "unmatched_exits", "mismatched", "bad_lines",
+                 "skipped_records")
+
+
+@dataclass(frozen=True)
+class TraceRunRow:
+    """One ``trace_runs`` row; ``stats`` in the order of :data:`STATS_COLUMNS`."""
+
+    id: int
+    application: str
+    version: str
+    host: str
+    command: str
+    engine: str
+    functions: tuple[str, ...]
+    sample: int
+    calls_path: str
+    stats: tuple[int, ...]
+    created_at: str
+
+
+def insert_trace_run(store: Store, application: str, version: str, *, host: str, command: str, engine: str,
+                     functions: Sequence[str], sample: int, stats: Sequence[int],
+                     write_calls: Callable[[int], str]) -> int:
+    """Record a traced run; ``write_calls(run_id)`` writes its calls and returns their path relative to the store.
+
+    One transaction: when ``write_calls`` raises, no row is left behind.
+    """
+    with store.transaction() as conn:
+        cur = conn.execute(
+            "INSERT INTO trace_runs(application, version, host, command, engine, functions_json, sample, calls_path, "
+            f"{', '.join(STATS_COLUMNS)}, created_at, quiho_version) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (application, version, host, command, engine, json.dumps(list(functions)), sample, *stats, utcnow(),
+             __version__),
+        )
+        run_id = int(cur.lastrowid or 0)
+        conn.execute("UPDATE trace_runs SET calls_path = ? WHERE id = ?", (write_calls(run_id), run_id))
+    return run_id
+
+
+def _row(r: object) -> TraceRunRow:
+    return TraceRunRow(r["id"], r["application"], r["version"], r["host"], r["command"],  # type: ignore[index]
+                       r["engine"], tuple(json.loads(r["functions_json"])), r["sample"],  # type: ignore[index]
+                       r["calls_path"], tuple(int(r[c]) for c in STATS_COLUMNS), r["created_at"])  # type: ignore[index]
+
+
+def trace_run(store: Store, run_id: int) -> TraceRunRow | None:
+    """The run with id ``run_id``, or None."""
+    row = store.conn.execute("SELECT * FROM trace_runs WHERE id = ?", (run_id,)).fetchone()
+    return None if row is None else _row(row)
+
+
+def latest_trace_run(store: Store, application: str, version: str) -> TraceRunRow | None:
+    """The latest run of ``application`` at ``version``, or None."""
+    row = store.conn.execute("SELECT * FROM trace_runs WHERE application = ? AND version = ? ORDER BY id DESC "
+                             "LIMIT 1", (application, version)).fetchone()
+    return None if row is None else _row(row)
+
+
+def trace_run_ids(store: Store, application: str, version: str) -> list[int]:
+    """Ids of every run of ``application`` at ``version``, oldest first."""
+    return [int(r[0]) for r in store.conn.execute(
+        "SELECT id FROM trace_runs WHERE application = ? AND version = ? ORDER BY id", (application, version))]
+
+
+def has_trace_run(store: Store, application: str, version: str) -> bool:
+    """Whether any run of ``application`` at ``version`` is stored."""
+    return store.conn.execute("SELECT 1 FROM trace_runs WHERE application = ? AND version = ? LIMIT 1",
+                              (application, version)).fetchone() is not None
