@@ -158,10 +158,11 @@ def compact(
 ) -> None:
     """Fold old fingerprint runs into per-host medians (history is kept; raw repetitions are not)."""
     from quiho.store import open_store
-    from quiho.store.compact import compact_runs
+    from quiho.store.compact import compact_runs, older_than_days
 
+    age = older_than_days(older_than)  # a usage error before the store is opened
     with open_store(store, create=False) as st:
-        s = compact_runs(st, older_than=timedelta(days=older_than))
+        s = compact_runs(st, older_than=age)
     if json_out:
         emit_json(s.__dict__)
     else:
