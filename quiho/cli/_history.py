@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
@@ -10,7 +11,19 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err, plot_path
+from quiho._text import printable
+from quiho.cli._common import (
+    JsonOpt,
+    StoreOpt,
+    emit_json,
+    err,
+    number,
+    plot_path,
+    probability,
+    seed,
+    shell_words,
+    timeout_s,
+)
 
 RevCol = Annotated[str, typer.Option("--revision-col", help="CSV column with the revision id.")]
 ValCol = Annotated[str, typer.Option("--value-col", help="CSV column with the metric.")]
@@ -20,238 +33,346 @@ ConfigCol = Annotated[list[str] | None, typer.Option("--config-col", help="Split
 SeriesOpt = Annotated[str | None, typer.Option("--series", help="Series name (pick one of a multi-series CSV).")]
 MethodOpt = Annotated[str, typer.Option("--method", "-m", help="Detector: auto, cusum, binseg, bottomup, gmm, "
                                                               "ttest, mannwhitney.")]
-MinSize = Annotated[int, typer.Option("--min-size", help="Minimum revisions per segment.")]
-Floor = Annotated[float, typer.Option("--magnitude-floor", help="Ignore relative changes below this (0.02 = 2%).")]
-Alpha = Annotated[float, typer.Option("--alpha", help="Largest p-value reported.")]
+MinSize = Annotated[int, typer.Option("--min-size", min=1, max=10**6, help="Minimum revisions per segment.")]
+Floor = Annotated[float, typer.Option("--magnitude-floor", callback=number(0, 1e6), help="Ignore relative changes "
+                                                                                        "below this (0.02 = 2%).")]
+Alpha = Annotated[float, typer.Option("--alpha", callback=probability, help="Largest p-value reported.")]
 RepoOpt = Annotated[Path, typer.Option("--repo", help="git repository to measure.")]
-BuildOpt = Annotated[str, typer.Option("--build", help="Build command run in each worktree (shell words, no "
-                                                       "shell); '' for none.")]
-BenchOpt = Annotated[str, typer.Option("--bench", help="Benchmark command; its wall time (see --metric) is "
-                                                       "the value.")]
+BuildOpt = Annotated[str, typer.Option("--build", callback=shell_words, help="Build command run in each worktree "
+                                                                             "(shell words, no shell); '' for none.")]
+BenchOpt = Annotated[str, typer.Option("--bench", callback=shell_words, help="Benchmark command; its wall time "
+                                                                             "(see --metric) is the value.")]
 RangeOpt = Annotated[str, typer.Option("--range", help="git revision range, oldest first (e.g. v1.0..main).")]
-RepsOpt = Annotated[int, typer.Option("--repetitions", "-r", help="Benchmark runs per revision.")]
+RepsOpt = Annotated[int, typer.Option("--repetitions", "-r", min=1, max=10**6, help="Benchmark runs per "
+                                                                                   "revision.")]
 MetricOpt = Annotated[str, typer.Option("--metric", help="wall (seconds per run), cpu (user+sys seconds, robust "
                                                          "to other load) or stdout (last number printed).")]
 KernelOpt = Annotated[str, typer.Option("--kernel", help="GP kernel: brownian, rbf, rq, matern32, matern52.")]
-TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds allowed per build or benchmark run.")]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", callback=timeout_s, help="Seconds allowed per build or "
+                                                                                  "benchmark run.")]
+
+
+FormatOpt = Annotated[str, typer.Option("--format", help="Input format: auto (by content), csv, "
+                                                         "pytest-benchmark, google-benchmark, hyperfine, asv, go, "
+                                                         "jmh, custom.")]
+OutFormat = Annotated[str, typer.Option("--format", help="Output: text or markdown (a CI job summary / PR "
+                                                         "comment).")]
 
 
 def _fmt_cp(cp: object) -> str:
     d = asdict(cp)  # type: ignore[call-overload]
-    return (f"  revision {d['revision']} (index {d['index']}): {d['before']:.4g} -> {d['after']:.4g} "
+    return (f"  revision {printable(d['revision'])} (index {d['index']}): {d['before']:.4g} -> {d['after']:.4g} "
             f"({d['magnitude']:+.1%}), p = {d['p_value']:.2g}")
 
 
+def _is_result_file(path: Path, fmt: str) -> bool:
+    """Whether ``path`` is read as a benchmark result file (not as a CSV)."""
+    from quiho.errors import ImportDataError
+    from quiho.history._formats import FORMATS, detect_format
+
+    if fmt != "auto":
+        return fmt != "csv"
+    try:
+        head = path.read_bytes()[:4096].decode("utf-8-sig", errors="replace").lstrip()
+    except OSError:
+        return False  # the CSV reader names the problem
+    if head.startswith(("{", "[")):
+        return True
+    try:
+        text = path.read_text(errors="replace")
+        detect_format(text, str(path))
+        return True
+    except ImportDataError:
+        first = head.splitlines()[0] if head else ""
+        if "," in first:
+            return False
+        raise ImportDataError(f"{path}: not a result file of a known format (tried: {', '.join(FORMATS)}, "
+                              "csv)") from None
+
+
+def import_(
+    file: Annotated[Path | None, typer.Argument(metavar="FILE", readable=False,  # unreadable: our one-line error
+                                                help="Result file (see --format) or CSV with one row per "
+                                                     "measured value.")] = None,
+    fmt: FormatOpt = "auto",
+    revision: Annotated[str | None, typer.Option("--revision", help="Revision of a result file (default: the "
+                                                                    "file's, else git HEAD where it lies).")] = None,
+    revision_col: RevCol = "revision",
+    value_col: ValCol = "value",
+    order_col: OrderCol = None,
+    config_col: ConfigCol = None,
+    series: Annotated[str | None, typer.Option("--series", help="Base series name of a CSV (default file "
+                                                                "stem).")] = None,
+    unit: Annotated[str, typer.Option("--unit", help="Unit of a CSV's values, e.g. s or ops/s.")] = "",
+    from_runs: Annotated[str | None, typer.Option("--from-runs", help="APPLICATION/TEST from the store's "
+                                                                      "application runs.")] = None,
+    store: StoreOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Store histories: a revision from a benchmark result file, a CSV (replaces same-named series) or runs."""
+    from quiho.errors import UsageError
+    from quiho.history import import_history_csv, import_history_from_runs, read_history_csv
+    from quiho.history._formats import import_results, read_results
+    from quiho.store import open_store
+
+    if (file is None) == (from_runs is None):
+        raise UsageError("give either a FILE or --from-runs APPLICATION/TEST")
+    if from_runs is not None:
+        app_name, _, test = from_runs.partition("/")
+        if not test:
+            raise UsageError("--from-runs takes APPLICATION/TEST")
+        with open_store(store) as st:
+            s = import_history_from_runs(st, app_name, test, series)
+        doc = asdict(s)
+    elif file is not None and _is_result_file(file, fmt):
+        read_results(file, fmt)  # validate before the store is opened
+        with open_store(store) as st:
+            r = import_results(st, file, fmt, revision)
+        doc = r.to_dict()
+        s = None
+    else:
+        assert file is not None
+        hs = read_history_csv(file, revision_col=revision_col, value_col=value_col, order_col=order_col,
+                              config_cols=config_col or (), name=series, unit=unit)  # validate first
+        with open_store(store) as st:
+            s = import_history_csv(st, file, hs)
+        doc = {**asdict(s), "skipped": {"missing": sum(h.missing for h in hs)}}
+    if json_out:
+        emit_json(doc)
+        return
+    if s is not None:
+        for name, nrev, nval in zip(s.series, s.revisions, s.values, strict=True):
+            err(f"imported {printable(name)}: {nrev} revisions, {nval} values")
+    else:
+        for ser in doc["series"]:
+            err(f"imported {printable(ser['name'])} @ {printable(doc['revision'])[:12]}: {ser['values']} values "
+                f"({printable(ser['unit']) or 'no unit'}, {ser['direction']} is better)")
+    missing = doc.get("skipped", {}).get("missing", 0)
+    if missing:
+        err(f"skipped {missing} missing value{'s' if missing != 1 else ''} (empty, NaN or null)")
+
+
+def list_(store: StoreOpt = None, json_out: JsonOpt = False) -> None:
+    """List the stored series with their measured, failed and pending revision counts."""
+    from quiho.history import list_series
+    from quiho.store import open_store
+
+    with open_store(store, create=False) as st:
+        rows = list_series(st)
+    if json_out:
+        emit_json({"series": rows})
+        return
+    for r in rows:
+        print(f"{printable(r['name'])}\t{r['ok'] or 0} ok\t{r['failed'] or 0} failed\t{r['pending'] or 0} pending\t"
+              f"{printable(r['source'])}")
+
+
+def _detect_all(store: Path | None, method: str, min_size: int, magnitude_floor: float, alpha: float,
+                fmt: str, fail_on_change: bool, json_out: bool) -> None:
+    from quiho.cli.main import ChangeFound
+    from quiho.history import list_series, load_history
+    from quiho.history._ci import verdict_lines, verdict_markdown, verdict_of
+    from quiho.store import open_store
+
+    with open_store(store, create=False) as st:
+        hs = [load_history(st, str(r["name"])) for r in list_series(st)]
+    vs = [verdict_of(h, method, alpha=alpha, min_size=min_size, magnitude_floor=magnitude_floor) for h in hs]
+    if json_out:
+        emit_json({"series": [v.to_dict() for v in vs]})
+    elif fmt == "markdown":
+        sys.stdout.write(verdict_markdown(vs))
+    else:
+        print("\n".join(verdict_lines(vs)))
+    if fail_on_change and any(v.newest.verdict == "regression" for v in vs):
+        raise ChangeFound()
+
+
+def detect_(
+    target: Annotated[str | None, typer.Argument(metavar="FILE_OR_SERIES", help="CSV file or stored series "
+                                                                                "name.")] = None,
+    all_series: Annotated[bool, typer.Option("--all", help="Every series in the store: one verdict table; "
+                                                           "--fail-on-change exits 3 if the newest revision of "
+                                                           "one regresses.")] = False,
+    method: MethodOpt = "auto",
+    min_size: MinSize = 5,
+    magnitude_floor: Floor = 0.0,
+    alpha: Alpha = 0.01,
+    revision_col: RevCol = "revision",
+    value_col: ValCol = "value",
+    order_col: OrderCol = None,
+    config_col: ConfigCol = None,
+    series: SeriesOpt = None,
+    fmt: OutFormat = "text",
+    fail_on_change: Annotated[bool, typer.Option("--fail-on-change", help="Exit 3 if a change is found (with "
+                                                                          "--all: a regression at the newest "
+                                                                          "revision).")] = False,
+    store: StoreOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Find change points in one history, or check every stored series (--all)."""
+    from quiho.cli.main import ChangeFound
+    from quiho.errors import UsageError
+    from quiho.history import detect, open_history
+
+    if fmt not in ("text", "markdown"):
+        raise UsageError(f"--format must be text or markdown, got {fmt!r}")
+    if all_series == (target is not None):
+        raise UsageError("give either FILE_OR_SERIES or --all")
+    if all_series:
+        _detect_all(store, method, min_size, magnitude_floor, alpha, fmt, fail_on_change, json_out)
+        return
+    assert target is not None
+    h, _ = open_history(target, store_path=store, series=series, revision_col=revision_col,
+                        value_col=value_col, order_col=order_col, config_cols=config_col or ())
+    d = detect(h, method, min_size=min_size, magnitude_floor=magnitude_floor, alpha=alpha)
+    if json_out:
+        emit_json({**d.to_dict(), "skipped": {"missing": h.missing}})
+    elif fmt == "markdown":
+        from quiho.history._ci import verdict_markdown, verdict_of
+
+        sys.stdout.write(verdict_markdown([verdict_of(h, method, alpha=alpha, min_size=min_size,
+                                                      magnitude_floor=magnitude_floor)]))
+    else:
+        print("\n".join(detection_lines(d, h.missing, alpha, magnitude_floor)))
+    if fail_on_change and d.change_points:
+        raise ChangeFound()
+
+
+def detection_lines(d: object, missing: int, alpha: float, magnitude_floor: float) -> list[str]:
+    """Text output of ``history detect`` for one series."""
+    lines = [f"{printable(d.series)}: {d.n} revisions, method {d.method}"]  # type: ignore[attr-defined]
+    if missing:
+        lines.append(f"  skipped {missing} missing value{'s' if missing != 1 else ''} (empty, NaN or null)")
+    if not d.meaningful:  # type: ignore[attr-defined]
+        lines.append(f"  {d.reason}")  # type: ignore[attr-defined]
+    elif not d.change_points:  # type: ignore[attr-defined]
+        lines.append(f"  no change with p <= {alpha}" + (f" and |magnitude| >= {magnitude_floor:.1%}"
+                                                        if magnitude_floor else ""))
+    lines += [_fmt_cp(cp) for cp in d.change_points]  # type: ignore[attr-defined]
+    return lines
+
+
+def plot_(
+    target: Annotated[str, typer.Argument(metavar="FILE_OR_SERIES", help="CSV file or stored series name.")],
+    output: Annotated[Path, typer.Option("--output", "-o", callback=plot_path, help="Output .png or .svg.")],
+    method: MethodOpt = "auto",
+    kernel: KernelOpt = "brownian",
+    min_size: MinSize = 5,
+    magnitude_floor: Floor = 0.0,
+    revision_col: RevCol = "revision",
+    value_col: ValCol = "value",
+    order_col: OrderCol = None,
+    series: SeriesOpt = None,
+    unit: Annotated[str, typer.Option("--unit", help="Unit label for a CSV input.")] = "",
+    store: StoreOpt = None,
+) -> None:
+    """Plot a history: values, change points, GP mean ± 2σ and which revisions were measured."""
+    from quiho.history import detect, open_history, plot_history
+
+    h, state = open_history(target, store_path=store, series=series, revision_col=revision_col,
+                            value_col=value_col, order_col=order_col, unit=unit)
+    d = detect(h, method, min_size=min_size, magnitude_floor=magnitude_floor)
+    n_orders = max((s.order for s in state), default=-1) + 1 or None
+    failed = [s.order for s in state if s.status == "failed"]
+    out = plot_history(h, output, detection=d, kernel=kernel, n_orders=n_orders, failed_orders=failed)
+    err(f"wrote {printable(out)}")
+
+
+def sample_(
+    repo: RepoOpt,
+    build: BuildOpt,
+    bench: BenchOpt,
+    budget: Annotated[int, typer.Option("--budget", min=1, max=10**6, help="Most revisions to build in total "
+                                                                           "(resumed runs count).")],
+    series: Annotated[str, typer.Option("--series", help="Series name in the store.")] = "git",
+    stop_sigma: Annotated[float | None, typer.Option("--stop-sigma", callback=number(0), help="Stop once the "
+                                                     "largest posterior sigma is at most this (metric units).")]
+    = None,
+    repetitions: RepsOpt = 3,
+    rev_range: RangeOpt = "HEAD",
+    strategy: Annotated[str, typer.Option("--strategy", help="active (max sigma) or random.")] = "active",
+    kernel: KernelOpt = "brownian",
+    metric: MetricOpt = "wall",
+    timeout: TimeoutOpt = 600.0,
+    random_state: Annotated[int, typer.Option("--random-state", callback=seed)] = 0,
+    store: StoreOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Measure the revisions of a git repository that the GP is least sure about."""
+    from quiho.history import sample_git_history
+    from quiho.store import open_store
+
+    with open_store(store) as st:
+        r = sample_git_history(st, repo, shlex.split(build), shlex.split(bench), series=series, budget=budget,
+                               stop_sigma=stop_sigma, repetitions=repetitions, rev_range=rev_range,
+                               strategy=strategy, kernel=kernel, metric=metric, timeout=timeout,
+                               random_state=random_state, log=err)
+    doc = {
+        "series": r.series, "n_revisions": r.n_revisions, "new_builds": r.new_builds,
+        "stop_reason": r.stop_reason, "max_sigma": r.max_sigma,
+        "loo_mape": r.loo_mape if np.isfinite(r.loo_mape) else None,
+        "measured": [{"revision": rev, "index": i, "mean": v} for rev, i, v in r.measured],
+        "failed": [{"revision": rev, "index": i, "reason": why} for rev, i, why in r.failed],
+        "unstable": list(r.unstable),
+        "posterior": [{"index": i, "mean": m if np.isfinite(m) else None, "sigma": s if np.isfinite(s) else None}
+                      for i, (m, s) in enumerate(zip(r.mean, r.sigma, strict=True))],
+    }
+    if json_out:
+        emit_json(doc)
+        return
+    print(f"{r.series}: {len(r.measured)} of {r.n_revisions} revisions measured ({r.new_builds} built now), "
+          f"{len(r.failed)} failed; stopped: {r.stop_reason}; largest posterior sigma {r.max_sigma:.3g}")
+    if np.isfinite(r.loo_mape):
+        print(f"  GP leave-one-out MAPE at the measured revisions: {r.loo_mape:.2f} %")
+    if r.unstable:
+        print(f"  unstable (repetitions span >= 10 % of the mean): {', '.join(x[:12] for x in r.unstable)}")
+    for rev, i, why in r.failed:
+        print(f"  skipped [{i}] {rev[:12]}: {why}")
+
+def bisect_(
+    repo: RepoOpt,
+    build: BuildOpt,
+    bench: BenchOpt,
+    series: Annotated[str, typer.Option("--series", help="Series whose measurements to reuse.")] = "git",
+    repetitions: RepsOpt = 3,
+    rev_range: RangeOpt = "HEAD",
+    alpha: Alpha = 0.01,
+    kernel: KernelOpt = "brownian",
+    metric: MetricOpt = "wall",
+    timeout: TimeoutOpt = 600.0,
+    store: StoreOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Find the commit that introduced the largest change, with the GP choosing what to build."""
+    from quiho.history import bisect_git_history
+    from quiho.store import open_store
+
+    with open_store(store) as st:
+        r = bisect_git_history(st, repo, shlex.split(build), shlex.split(bench), series=series,
+                               repetitions=repetitions, rev_range=rev_range, alpha=alpha, kernel=kernel,
+                               metric=metric, timeout=timeout, log=err)
+    doc = asdict(r)
+    for k in ("before", "after", "magnitude", "p_value"):
+        if not np.isfinite(doc[k]):
+            doc[k] = None
+    if json_out:
+        emit_json(doc)
+        return
+    if not r.meaningful:
+        print(f"{r.series}: {r.reason}")
+    else:
+        print(f"{r.series}: first changed revision {r.first_bad} (index {r.first_bad_index}) after {r.last_good}: "
+              f"{r.before:.4g} -> {r.after:.4g} ({r.magnitude:+.1%}), p = {r.p_value:.2g}")
+        if r.reason:
+            print(f"  {r.reason}")
+    print(f"  builds: {r.new_builds} new + {r.reused} reused; plain bisection would build "
+          f"{r.plain_bisection_builds}")
+
+
 def register(app: typer.Typer) -> None:
+    """Add ``quiho history`` and its commands to ``app``."""
     hist = typer.Typer(help="Performance histories: change points and GP revision sampling.", no_args_is_help=True)
     app.add_typer(hist, name="history")
-
-    @hist.command("import")
-    def import_(
-        csv: Annotated[Path | None, typer.Argument(help="CSV file with one row per measured value.")] = None,
-        revision_col: RevCol = "revision",
-        value_col: ValCol = "value",
-        order_col: OrderCol = None,
-        config_col: ConfigCol = None,
-        series: Annotated[str | None, typer.Option("--series", help="Base series name (default file stem).")] = None,
-        unit: Annotated[str, typer.Option("--unit", help="Unit of the values, e.g. s or ops/s.")] = "",
-        from_runs: Annotated[str | None, typer.Option("--from-runs", help="APPLICATION/TEST from the store's "
-                                                                          "application runs.")] = None,
-        store: StoreOpt = None,
-        json_out: JsonOpt = False,
-    ) -> None:
-        """Store histories from a CSV file or from quiho application runs (replaces same-named series)."""
-        from quiho.errors import UsageError
-        from quiho.history import import_history_csv, import_history_from_runs, read_history_csv
-        from quiho.store import open_store
-
-        if (csv is None) == (from_runs is None):
-            raise UsageError("give either a CSV file or --from-runs APPLICATION/TEST")
-        if csv is not None:
-            read_history_csv(csv, revision_col=revision_col, value_col=value_col, order_col=order_col,
-                             config_cols=config_col or (), name=series, unit=unit)  # validate first
-            with open_store(store) as st:
-                s = import_history_csv(st, csv, revision_col=revision_col, value_col=value_col, order_col=order_col,
-                                       config_cols=config_col or (), name=series, unit=unit)
-        else:
-            assert from_runs is not None
-            app_name, _, test = from_runs.partition("/")
-            if not test:
-                raise UsageError("--from-runs takes APPLICATION/TEST")
-            with open_store(store) as st:
-                s = import_history_from_runs(st, app_name, test, series)
-        if json_out:
-            emit_json(asdict(s))
-            return
-        for name, nrev, nval in zip(s.series, s.revisions, s.values, strict=True):
-            err(f"imported {name}: {nrev} revisions, {nval} values")
-
-    @hist.command("list")
-    def list_(store: StoreOpt = None, json_out: JsonOpt = False) -> None:
-        """List the stored series with their measured, failed and pending revision counts."""
-        from quiho.history import list_series
-        from quiho.store import open_store
-
-        with open_store(store, create=False) as st:
-            rows = list_series(st)
-        if json_out:
-            emit_json({"series": rows})
-            return
-        for r in rows:
-            print(f"{r['name']}\t{r['ok'] or 0} ok\t{r['failed'] or 0} failed\t{r['pending'] or 0} pending\t"
-                  f"{r['source']}")
-
-    @hist.command("detect")
-    def detect_(
-        target: Annotated[str, typer.Argument(metavar="FILE_OR_SERIES", help="CSV file or stored series name.")],
-        method: MethodOpt = "auto",
-        min_size: MinSize = 5,
-        magnitude_floor: Floor = 0.0,
-        alpha: Alpha = 0.01,
-        revision_col: RevCol = "revision",
-        value_col: ValCol = "value",
-        order_col: OrderCol = None,
-        config_col: ConfigCol = None,
-        series: SeriesOpt = None,
-        fail_on_change: Annotated[bool, typer.Option("--fail-on-change", help="Exit 3 if a change is found.")] = False,
-        store: StoreOpt = None,
-        json_out: JsonOpt = False,
-    ) -> None:
-        """Find change points in one history."""
-        from quiho.cli.main import ChangeFound
-        from quiho.history import detect, open_history
-
-        h, _ = open_history(target, store_path=store, series=series, revision_col=revision_col,
-                            value_col=value_col, order_col=order_col, config_cols=config_col or ())
-        d = detect(h, method, min_size=min_size, magnitude_floor=magnitude_floor, alpha=alpha)
-        if json_out:
-            emit_json(d.to_dict())
-        else:
-            print(f"{d.series}: {d.n} revisions, method {d.method}")
-            if not d.meaningful:
-                print(f"  {d.reason}")
-            elif not d.change_points:
-                print(f"  no change with p <= {alpha}" + (f" and |magnitude| >= {magnitude_floor:.1%}"
-                                                          if magnitude_floor else ""))
-            for cp in d.change_points:
-                print(_fmt_cp(cp))
-        if fail_on_change and d.change_points:
-            raise ChangeFound()
-
-    @hist.command("plot")
-    def plot_(
-        target: Annotated[str, typer.Argument(metavar="FILE_OR_SERIES", help="CSV file or stored series name.")],
-        output: Annotated[Path, typer.Option("--output", "-o", callback=plot_path, help="Output .png or .svg.")],
-        method: MethodOpt = "auto",
-        kernel: KernelOpt = "brownian",
-        min_size: MinSize = 5,
-        magnitude_floor: Floor = 0.0,
-        revision_col: RevCol = "revision",
-        value_col: ValCol = "value",
-        order_col: OrderCol = None,
-        series: SeriesOpt = None,
-        unit: Annotated[str, typer.Option("--unit", help="Unit label for a CSV input.")] = "",
-        store: StoreOpt = None,
-    ) -> None:
-        """Plot a history: values, change points, GP mean ± 2σ and which revisions were measured."""
-        from quiho.history import detect, open_history, plot_history
-
-        h, state = open_history(target, store_path=store, series=series, revision_col=revision_col,
-                                value_col=value_col, order_col=order_col, unit=unit)
-        d = detect(h, method, min_size=min_size, magnitude_floor=magnitude_floor)
-        n_orders = max((s.order for s in state), default=-1) + 1 or None
-        failed = [s.order for s in state if s.status == "failed"]
-        out = plot_history(h, output, detection=d, kernel=kernel, n_orders=n_orders, failed_orders=failed)
-        err(f"wrote {out}")
-
-    @hist.command("sample")
-    def sample_(
-        repo: RepoOpt,
-        build: BuildOpt,
-        bench: BenchOpt,
-        budget: Annotated[int, typer.Option("--budget", help="Most revisions to build in total (resumed runs "
-                                                              "count).")],
-        series: Annotated[str, typer.Option("--series", help="Series name in the store.")] = "git",
-        stop_sigma: Annotated[float | None, typer.Option("--stop-sigma", help="Stop once the largest posterior "
-                                                                              "sigma is at most this (metric "
-                                                                              "units).")] = None,
-        repetitions: RepsOpt = 3,
-        rev_range: RangeOpt = "HEAD",
-        strategy: Annotated[str, typer.Option("--strategy", help="active (max sigma) or random.")] = "active",
-        kernel: KernelOpt = "brownian",
-        metric: MetricOpt = "wall",
-        timeout: TimeoutOpt = 600.0,
-        random_state: Annotated[int, typer.Option("--random-state")] = 0,
-        store: StoreOpt = None,
-        json_out: JsonOpt = False,
-    ) -> None:
-        """Measure the revisions of a git repository that the GP is least sure about."""
-        from quiho.history import sample_git_history
-        from quiho.store import open_store
-
-        with open_store(store) as st:
-            r = sample_git_history(st, repo, shlex.split(build), shlex.split(bench), series=series, budget=budget,
-                                   stop_sigma=stop_sigma, repetitions=repetitions, rev_range=rev_range,
-                                   strategy=strategy, kernel=kernel, metric=metric, timeout=timeout,
-                                   random_state=random_state, log=err)
-        doc = {
-            "series": r.series, "n_revisions": r.n_revisions, "new_builds": r.new_builds,
-            "stop_reason": r.stop_reason, "max_sigma": r.max_sigma,
-            "loo_mape": r.loo_mape if np.isfinite(r.loo_mape) else None,
-            "measured": [{"revision": rev, "index": i, "mean": v} for rev, i, v in r.measured],
-            "failed": [{"revision": rev, "index": i, "reason": why} for rev, i, why in r.failed],
-            "unstable": list(r.unstable),
-            "posterior": [{"index": i, "mean": m if np.isfinite(m) else None, "sigma": s if np.isfinite(s) else None}
-                          for i, (m, s) in enumerate(zip(r.mean, r.sigma, strict=True))],
-        }
-        if json_out:
-            emit_json(doc)
-            return
-        print(f"{r.series}: {len(r.measured)} of {r.n_revisions} revisions measured ({r.new_builds} built now), "
-              f"{len(r.failed)} failed; stopped: {r.stop_reason}; largest posterior sigma {r.max_sigma:.3g}")
-        if np.isfinite(r.loo_mape):
-            print(f"  GP leave-one-out MAPE at the measured revisions: {r.loo_mape:.2f} %")
-        if r.unstable:
-            print(f"  unstable (repetitions span >= 10 % of the mean): {', '.join(x[:12] for x in r.unstable)}")
-        for rev, i, why in r.failed:
-            print(f"  skipped [{i}] {rev[:12]}: {why}")
-
-    @hist.command("bisect")
-    def bisect_(
-        repo: RepoOpt,
-        build: BuildOpt,
-        bench: BenchOpt,
-        series: Annotated[str, typer.Option("--series", help="Series whose measurements to reuse.")] = "git",
-        repetitions: RepsOpt = 3,
-        rev_range: RangeOpt = "HEAD",
-        alpha: Alpha = 0.01,
-        kernel: KernelOpt = "brownian",
-        metric: MetricOpt = "wall",
-        timeout: TimeoutOpt = 600.0,
-        store: StoreOpt = None,
-        json_out: JsonOpt = False,
-    ) -> None:
-        """Find the commit that introduced the largest change, with the GP choosing what to build."""
-        from quiho.history import bisect_git_history
-        from quiho.store import open_store
-
-        with open_store(store) as st:
-            r = bisect_git_history(st, repo, shlex.split(build), shlex.split(bench), series=series,
-                                   repetitions=repetitions, rev_range=rev_range, alpha=alpha, kernel=kernel,
-                                   metric=metric, timeout=timeout, log=err)
-        doc = asdict(r)
-        for k in ("before", "after", "magnitude", "p_value"):
-            if not np.isfinite(doc[k]):
-                doc[k] = None
-        if json_out:
-            emit_json(doc)
-            return
-        if not r.meaningful:
-            print(f"{r.series}: {r.reason}")
-        else:
-            print(f"{r.series}: first changed revision {r.first_bad} (index {r.first_bad_index}) after {r.last_good}: "
-                  f"{r.before:.4g} -> {r.after:.4g} ({r.magnitude:+.1%}), p = {r.p_value:.2g}")
-            if r.reason:
-                print(f"  {r.reason}")
-        print(f"  builds: {r.new_builds} new + {r.reused} reused; plain bisection would build "
-              f"{r.plain_bisection_builds}")
+    for name, fn in (("import", import_), ("list", list_), ("detect", detect_), ("plot", plot_),
+                     ("sample", sample_), ("bisect", bisect_)):
+        hist.command(name)(fn)

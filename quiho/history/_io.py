@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -40,6 +40,45 @@ def _series_name(base: str, config: Mapping[str, str]) -> str:
     return base + "[" + ",".join(f"{k}={v}" for k, v in config.items()) + "]"
 
 
+#: cell texts that mean "no value" (compared case-insensitively); such values are skipped and counted
+MISSING = frozenset({"", "nan", "null", "none", "na", "n/a"})
+
+
+def _read_csv_frame(p: Path, needed: Sequence[str]) -> Any:
+    """The CSV as a DataFrame of strings, after checking the header (duplicates, needed columns)."""
+    import csv
+
+    import pandas as pd
+
+    if not p.is_file():
+        raise ImportDataError(f"no such file: {p}")
+    try:
+        with p.open(newline="", encoding="utf-8-sig") as f:
+            header = next(csv.reader(f), [])
+    except PermissionError:
+        raise ImportDataError(f"{p}: permission denied") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ImportDataError(f"{p}: not a readable CSV file: {str(exc).splitlines()[0]}") from None
+    names = [h.strip() for h in header]
+    seen: set[str] = set()
+    dup = next((h for h in names if h in seen or seen.add(h)), None)  # type: ignore[func-returns-value]
+    if dup is not None:
+        raise ImportDataError(f"{p}: column {dup!r} appears twice in the header; which one is meant is ambiguous")
+    missing = [c for c in needed if c not in names]
+    if missing:
+        raise ImportDataError(f"{p}: no column {missing[0]!r}; columns are: {', '.join(names)}")
+    try:
+        df = pd.read_csv(p, dtype=str, keep_default_na=False, skipinitialspace=True, encoding="utf-8-sig")
+    except PermissionError:
+        raise ImportDataError(f"{p}: permission denied") from None
+    except (ValueError, UnicodeDecodeError, OSError, pd.errors.ParserError) as exc:
+        raise ImportDataError(f"{p}: not a readable CSV file: {str(exc).splitlines()[0]}") from None
+    df.columns = [str(c).strip() for c in df.columns]
+    if df.empty:
+        raise ImportDataError(f"{p}: no rows")
+    return df
+
+
 def read_history_csv(path: str | Path, *, revision_col: str = "revision", value_col: str = "value",
                      order_col: str | None = None, config_cols: Sequence[str] = (), name: str | None = None,
                      unit: str = "") -> list[History]:
@@ -47,7 +86,10 @@ def read_history_csv(path: str | Path, *, revision_col: str = "revision", value_
 
     Rows with the same revision (within a series) are repetitions. The order
     of revisions is ``order_col`` (integers) if given, else the order in
-    which revisions first appear in the file.
+    which revisions first appear in the file. Empty, ``NaN``, ``null``,
+    ``None``, ``NA`` and ``N/A`` values are skipped and counted in
+    :attr:`History.missing` (a revision left without values is dropped).
+    Linear in the number of rows.
 
     Parameters
     ----------
@@ -60,6 +102,8 @@ def read_history_csv(path: str | Path, *, revision_col: str = "revision", value_
         Columns that split the file into series named ``name[col=value,...]``.
     name : str, optional
         Base series name; default the file stem.
+    unit : str
+        Unit of the values.
 
     Returns
     -------
@@ -69,71 +113,84 @@ def read_history_csv(path: str | Path, *, revision_col: str = "revision", value_
     Raises
     ------
     ImportDataError
-        The file is missing, unreadable, or lacks a named column.
+        The file is missing or unreadable, lacks a named column or names a
+        column twice.
     HistoryError
-        A row has no revision, a non-numeric or non-finite value, a
-        non-integer order, or two revisions share an order (one-line message
-        with the CSV line number).
+        A row has no revision, a value that is not a number (``1_000``
+        included) or not finite, a non-integer or out-of-range order, or two
+        revisions share an order (one-line message with the CSV line number).
     """
     import pandas as pd
 
     p = Path(path)
-    if not p.is_file():
-        raise ImportDataError(f"no such file: {p}")
-    try:
-        df = pd.read_csv(p, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
-        raise ImportDataError(f"{p}: not a readable CSV file: {str(exc).splitlines()[0]}") from None
-    needed = [revision_col, value_col, *([order_col] if order_col else []), *config_cols]
-    missing = [c for c in needed if c not in df.columns]
-    if missing:
-        raise ImportDataError(f"{p}: no column {missing[0]!r}; columns are: {', '.join(map(str, df.columns))}")
-    if df.empty:
-        raise ImportDataError(f"{p}: no rows")
+    df = _read_csv_frame(p, [revision_col, value_col, *([order_col] if order_col else []), *config_cols])
+    # vectorised (pandas) so 200 k rows take a fraction of a second; errors name the first offending line
+    rev = df[revision_col].str.strip()
+    _first_bad(rev.eq(""), p, lambda i: f"missing revision in column {revision_col!r}")
+    raw = df[value_col].str.strip()
+    missing = raw.str.lower().isin(MISSING)
+    values = pd.to_numeric(raw.where(~missing & ~raw.str.contains("_", regex=False), "x"), errors="coerce")
+    _first_bad(values.isna() & ~missing, p, lambda i: f"value {raw.iloc[i]!r} in column {value_col!r} is not a number")
+    _first_bad(~np.isfinite(values.fillna(0.0)), p,
+               lambda i: f"value {raw.iloc[i]!r} in column {value_col!r} is not finite")
+    keys = [df[c].str.strip() for c in config_cols]
+    group_id = pd.MultiIndex.from_arrays(keys).factorize()[0] if keys else np.zeros(len(df), dtype=np.int64)
+    orders = _orders(df[order_col].str.strip(), rev, group_id, p, str(order_col)) if order_col else None
     base = name or p.stem
-    groups: dict[tuple[str, ...], dict[str, object]] = {}
-    for i, row in enumerate(df.itertuples(index=False)):
-        line = i + 2
-        rec = dict(zip(df.columns, row, strict=True))
-        rev = str(rec[revision_col]).strip()
-        if not rev:
-            raise HistoryError(f"{p} line {line}: missing revision in column {revision_col!r}")
-        raw = str(rec[value_col]).strip()
-        try:
-            value = float(raw)
-        except ValueError:
-            raise HistoryError(f"{p} line {line}: value {raw!r} in column {value_col!r} is not a number") from None
-        if not math.isfinite(value):
-            raise HistoryError(f"{p} line {line}: value {raw!r} in column {value_col!r} is not finite")
-        key = tuple(str(rec[c]).strip() for c in config_cols)
-        g = groups.setdefault(key, {"revs": {}, "orders": {}})
-        revs: dict[str, list[float]] = g["revs"]  # type: ignore[assignment]
-        orders: dict[str, int] = g["orders"]  # type: ignore[assignment]
-        if order_col:
-            raw_o = str(rec[order_col]).strip()
-            try:
-                o = int(raw_o)
-            except ValueError:
-                raise HistoryError(f"{p} line {line}: order {raw_o!r} in column {order_col!r} is not an integer") \
-                    from None
-            if rev in orders and orders[rev] != o:
-                raise HistoryError(f"{p} line {line}: revision {rev!r} has order {o} but earlier {orders[rev]}")
-            other = next((r for r, oo in orders.items() if oo == o and r != rev), None)
-            if other is not None:
-                raise HistoryError(f"{p} line {line}: duplicate order {o}: revisions {other!r} and {rev!r}")
-            orders[rev] = o
-        else:
-            orders.setdefault(rev, len(orders))
-        revs.setdefault(rev, []).append(value)
     out = []
-    for key, g in groups.items():
-        orders = g["orders"]  # type: ignore[assignment]
-        revs = g["revs"]  # type: ignore[assignment]
-        ordered = sorted(orders, key=lambda r: orders[r])
-        config = dict(zip(config_cols, key, strict=True))
-        out.append(History(_series_name(base, config), tuple(ordered), np.array([orders[r] for r in ordered]),
-                           tuple(np.array(revs[r]) for r in ordered), unit, config))
+    for g in pd.unique(group_id):
+        rows = np.flatnonzero(group_id == g)
+        config = {c: str(k.iloc[rows[0]]) for c, k in zip(config_cols, keys, strict=True)}
+        out.append(_group_history(rev.iloc[rows], values.iloc[rows], None if orders is None else orders[rows],
+                                  _series_name(base, config), unit, config))
     return out
+
+
+def _first_bad(mask: Any, p: Path, what: Any) -> None:
+    """Raise a one-line HistoryError for the first True row of ``mask`` (line = row + 2: header, 1-based)."""
+    bad = np.flatnonzero(np.asarray(mask, dtype=bool))
+    if bad.size:
+        i = int(bad[0])
+        raise HistoryError(f"{p} line {i + 2}: {what(i)}")
+
+
+def _orders(raw: Any, rev: Any, group_id: np.ndarray, p: Path, col: str) -> np.ndarray:
+    """Integer orders of every row, checked: integers within ±2**53, one order per revision, one revision per order."""
+    import pandas as pd
+
+    ok = raw.str.fullmatch(r"[+-]?\d{1,16}")
+    _first_bad(~ok, p, lambda i: f"order {raw.iloc[i]!r} in column {col!r} is not an integer"
+               + (" within ±2**53" if str(raw.iloc[i]).lstrip("+-").isdigit() else ""))
+    o = raw.astype(np.int64).to_numpy()
+    _first_bad(np.abs(o) > 2**53, p, lambda i: f"order {raw.iloc[i]!r} in column {col!r} is beyond ±2**53")
+    frame = pd.DataFrame({"g": group_id, "r": rev.to_numpy(), "o": o})
+    first_o = frame.groupby(["g", "r"], sort=False)["o"].transform("first").to_numpy()
+    _first_bad(first_o != o, p, lambda i: f"revision {rev.iloc[i]!r} has order {o[i]} but earlier {first_o[i]}")
+    first_r = frame.groupby(["g", "o"], sort=False)["r"].transform("first").to_numpy()
+    _first_bad(first_r != frame["r"].to_numpy(), p,
+               lambda i: f"duplicate order {o[i]}: revisions {first_r[i]!r} and {rev.iloc[i]!r}")
+    return o
+
+
+def _group_history(rev: Any, values: Any, orders: np.ndarray | None, name: str, unit: str,
+                   config: Mapping[str, str]) -> History:
+    """One series from its rows: repetitions grouped by revision, missing values dropped and counted."""
+    import pandas as pd
+
+    codes, uniq = pd.factorize(rev, sort=False)  # revisions in order of first appearance
+    pos = np.arange(len(uniq)) if orders is None else \
+        pd.Series(orders).groupby(codes, sort=True).first().to_numpy()
+    v = values.to_numpy(dtype=float)
+    keep = ~np.isnan(v)
+    codes_k, v_k = codes[keep], v[keep]
+    by = np.argsort(codes_k, kind="stable")  # repetitions of a revision stay in file order
+    counts = np.bincount(codes_k, minlength=len(uniq))
+    present = np.flatnonzero(counts)  # a revision whose values are all missing is dropped
+    parts = np.split(v_k[by], np.cumsum(counts)[:-1])
+    sel = present[np.argsort(pos[present], kind="stable")]
+    names = uniq.tolist()  # indexing a pandas Index per element costs ~10 us
+    return History(name, tuple(str(names[i]) for i in sel), pos[sel], tuple(parts[i] for i in sel), unit, config,
+                   int((~keep).sum()))
 
 
 @dataclass(frozen=True)
@@ -205,18 +262,26 @@ def load_history(store: Store, name: str) -> History:
     UnknownTargetError
         No such series.
     """
+    return _load_with_state(store, name)[0]
+
+
+def _load_with_state(store: Store, name: str) -> tuple[History, list[RevisionState]]:
+    """The history of series ``name`` and the state of all its revisions, read once."""
     unit, config = _sq.series_meta(store, _series_id(store, name))
-    ok = [s for s in load_state(store, name) if s.status == "ok" and s.values.size]
+    state = load_state(store, name)
+    ok = [s for s in state if s.status == "ok" and s.values.size]
     return History(name, tuple(s.revision for s in ok), np.array([s.order for s in ok], dtype=np.int64),
-                   tuple(s.values for s in ok), unit, config)
+                   tuple(s.values for s in ok), unit, config), state
 
 
-def import_history_csv(store: Store, path: str | Path, **kwargs: object) -> HistoryImport:
+def import_history_csv(store: Store, path: str | Path, histories: Sequence[History] | None = None,
+                       **kwargs: object) -> HistoryImport:
     """Read ``path`` with :func:`read_history_csv` (same keyword arguments) and store every series.
 
-    Validation happens before the store is touched, so a bad file changes nothing.
+    Validation happens before the store is touched, so a bad file changes nothing. ``histories``, if
+    given, are what :func:`read_history_csv` already returned for ``path`` (not read twice).
     """
-    hs = read_history_csv(path, **kwargs)  # type: ignore[arg-type]
+    hs = list(histories) if histories is not None else read_history_csv(path, **kwargs)  # type: ignore[arg-type]
     for h in hs:
         save_history(store, h, f"csv:{Path(path).name}")
     return HistoryImport(str(path), tuple(h.name for h in hs), tuple(len(h) for h in hs),
@@ -283,4 +348,4 @@ def open_history(target: str | Path, *, store_path: str | Path | None = None, se
     except StoreError as exc:
         raise UnknownTargetError(f"{target} is not a file, and there is no store to look it up in ({exc})") from None
     with st:
-        return load_history(st, str(target)), load_state(st, str(target))
+        return _load_with_state(st, str(target))
