@@ -6,10 +6,15 @@ Detectors are chosen by name from :data:`DETECTORS` (``auto``, ``cusum``,
 history over revision order (Brownian kernel by default);
 :func:`sample_revisions` and :func:`gp_bisect` choose what to measure, and
 :func:`sample_git_history` / :func:`bisect_git_history` do it on a git repository.
+:func:`read_results` / :func:`import_results` read the result files of common benchmark
+harnesses (:data:`FORMATS`); :func:`verdict_of` and :func:`verdict_markdown` answer the CI
+question (does the newest revision regress?) per series.
 """
 
 from quiho.history import _auto, _cusum, _segment, _talos, _window  # noqa: F401  (register the detectors)
 from quiho.history._base import DETECTORS, Detector, as_history, detect, make_detector, register_detector
+from quiho.history._ci import NewestCheck, SeriesVerdict, check_newest, verdict_markdown, verdict_of
+from quiho.history._formats import FORMATS, ResultFile, ResultImport, import_results, read_results
 from quiho.history._git import (
     GitBisectReport,
     GitSampleReport,
@@ -78,4 +83,14 @@ __all__ = [
     "bisect_git_history",
     "GitSampleReport",
     "GitBisectReport",
+    "FORMATS",
+    "ResultFile",
+    "ResultImport",
+    "read_results",
+    "import_results",
+    "NewestCheck",
+    "SeriesVerdict",
+    "check_newest",
+    "verdict_of",
+    "verdict_markdown",
 ]
