@@ -223,6 +223,148 @@ def fit_change_model(
         return _fit(baseline, target, families, free_shape, baseline_df, linear_baseline, weighted, robust)
 
 
+@dataclass(frozen=True)
+class _Design:
+    """Both versions stacked: x, y, the side indicator ``s``, scaled y and the shared baseline basis ``B``."""
+
+    x: Arr
+    y: Arr
+    s: Arr
+    u: Arr
+    ys: Arr
+    scale: float
+    B: Arr
+    n_baseline: int
+    distinct: bool
+    spline_ok: bool
+
+    @property
+    def n(self) -> int:
+        return int(self.y.size)
+
+    @property
+    def kb(self) -> int:
+        return int(self.B.shape[1])
+
+    def rss(self, X: Arr, w: Arr) -> tuple[float, Arr]:
+        """Weighted residual sum of squares of the least-squares fit of ``ys`` on ``X``, and its coefficients."""
+        sw = np.sqrt(w)
+        beta, *_ = np.linalg.lstsq(X * sw[:, None], self.ys * sw, rcond=None)
+        r = self.ys - X @ beta
+        return float((w * r * r).sum()), np.asarray(beta, dtype=np.float64)
+
+    def with_change(self, G: Arr) -> Arr:
+        """Design matrix of ``f`` plus the change columns ``s·G``."""
+        return np.column_stack([self.B, self.s[:, None] * G])
+
+
+#: (weighted RSS, coefficients, change columns G, parameters counted for BIC)
+_FamilyFit = tuple[float, Arr, Arr, int]
+
+
+def _design(baseline: Samples, target: Samples, free_shape: bool, baseline_df: int,
+            linear_baseline: bool) -> _Design:
+    xb, yb = _thin(baseline, _MAX_POINTS)
+    xt, yt = _thin(target, _MAX_POINTS)
+    x = np.concatenate([xb, xt])
+    y = np.concatenate([yb, yt])
+    s = np.concatenate([np.full(xb.size, -0.5), np.full(xt.size, 0.5)])
+    lo, hi = float(x.min()), float(x.max())
+    u = (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x)
+    if linear_baseline:
+        B = np.column_stack([np.ones_like(u), u])
+    else:
+        B = _bspline(u, baseline_df)
+        if x.min() > 0 and np.ptp(x) > 0:
+            B = np.column_stack([B, np.log(x)])
+    scale = float(np.abs(y).max()) or 1.0
+    distinct = bool(np.ptp(u) > 0)
+    return _Design(x, y, s, u, y / scale, scale, B, int(xb.size), distinct,
+                   free_shape and distinct and np.unique(u).size >= 10)
+
+
+def _noise_weights(d: _Design, robust: bool) -> tuple[Arr, Arr]:
+    """Row weights ``1/σ̂(x)²`` and the spike-keeping mask ``tk`` (1 kept, 0 dropped).
+
+    The noise scale comes from each version's own flexible fit, so a change cannot inflate it (and hide
+    itself); σ̂(x) is one smooth of the kept |residuals| of both versions (a per-version σ̂ made the test
+    liberal).
+    """
+    r0 = np.empty(d.n)
+    tk = np.ones(d.n)
+    Bs = _bspline(d.u, 6)
+    for side in (d.s < 0, d.s > 0):
+        r0[side], tk[side] = _robust_residuals(d.B[side], d.ys[side], d.u[side], Bs[side], robust)
+    a = np.abs(r0)
+    st = np.sqrt(tk)
+    sig, *_ = np.linalg.lstsq(Bs * st[:, None], a * st, rcond=None)
+    sd = np.maximum(Bs @ sig, max(0.1 * float(np.median(a)), 1e-12))
+    w = tk / sd**2
+    return w / w.mean(), tk
+
+
+def _family_fit(d: _Design, fam: str, c: Callable[[float], Arr] | Arr, w: Arr) -> _FamilyFit:
+    if callable(c):  # exponential: the rate b on a grid, the rest by least squares
+        best: _FamilyFit | None = None
+        for b in (-30, -15, -8, -4, -2, 2, 4, 8, 15, 30, 60):
+            G = c(float(b))
+            r, beta = d.rss(d.with_change(G), w)
+            if best is None or r < best[0]:
+                best = (r, beta, G, _NPAR[fam])
+        assert best is not None
+        return best
+    r, beta = d.rss(d.with_change(c), w)
+    return (r, beta, c, c.shape[1] if fam not in _NPAR else _NPAR[fam])
+
+
+def _select(d: _Design, families: Sequence[str], cols: dict[str, Callable[[float], Arr] | Arr],
+            w: Arr) -> tuple[str, dict[str, _FamilyFit], dict[str, float], float, float]:
+    """Kind by BIC (the simplest family within 2 units of the best; the spline only if 10 units better).
+
+    Returns the kind, every family's fit, the BICs, the RSS without a change and the RSS floor.
+    """
+    fits = {fam: _family_fit(d, fam, cols[fam], w) for fam in families if fam in cols}
+    if d.spline_ok:
+        G = _bspline(d.u, 6)
+        r, beta = d.rss(d.with_change(G), w)
+        fits["spline"] = (r, beta, G, 6)
+    n = d.n
+    tiny = 1e-24 * max(float((w * d.ys * d.ys).sum()), 1e-300)
+    bics = {f: float(n * np.log(max(v[0], tiny) / n) + (d.kb + v[3]) * np.log(n)) for f, v in fits.items()}
+    simple = {f: v for f, v in bics.items() if f != "spline"}
+    best_bic = min(simple.values())
+    # the simplest family within 2 BIC units of the best ("not worth the extra parameter")
+    kind = next(f for f in _ORDER if f in simple and simple[f] <= best_bic + 2.0)
+    if "spline" in bics and bics["spline"] < best_bic - 10.0:
+        kind = "spline"
+    return kind, fits, bics, d.rss(d.B, w)[0], tiny
+
+
+def _p_value(d: _Design, w: Arr, linear_baseline: bool) -> tuple[float, float]:
+    """Bonferroni-corrected smallest p-value (and its Wald statistic) of the pre-specified change tests.
+
+    Pre-specified, not the BIC-selected family (whose selection would need its own correction): a constant
+    shift (1 df), a quadratic change (3 df; linear for LREG, which can only see intercept and slope) and,
+    for free shapes, the 6-df spline.
+    """
+    tests: list[Arr] = [np.ones((d.n, 1))]
+    if d.distinct:
+        tests.append(np.vander(d.u, 2 if linear_baseline else 3, increasing=True))
+    if d.spline_ok:
+        tests.append(_bspline(d.u, 6))
+    p, fstat = 1.0, 0.0
+    for G in tests:
+        X = d.with_change(G)
+        _, bt = d.rss(X, w)
+        k = G.shape[1]
+        st_ = _wald_hc3(X, d.ys, w, bt, k)
+        dfe = max(int((w > 0).sum()) - d.kb - k, 1)
+        pt = 0.0 if st_ == float("inf") else float(stats.f.sf(max(st_, 0.0), k, dfe))
+        if pt < p or (pt == p and st_ > fstat):
+            p, fstat = pt, st_
+    return min(1.0, p * len(tests)), fstat
+
+
 def _fit(
     baseline: Samples,
     target: Samples,
@@ -233,126 +375,33 @@ def _fit(
     weighted: bool,
     robust: bool,
 ) -> ChangeModelFit:
-    xb, yb = _thin(baseline, _MAX_POINTS)
-    xt, yt = _thin(target, _MAX_POINTS)
-    x = np.concatenate([xb, xt])
-    y = np.concatenate([yb, yt])
-    s = np.concatenate([np.full(xb.size, -0.5), np.full(xt.size, 0.5)])
-    lo, hi = float(x.min()), float(x.max())
-    u = (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x)
-    n = y.size
-    if linear_baseline:
-        B = np.column_stack([np.ones_like(u), u])
-    else:
-        B = _bspline(u, baseline_df)
-        if x.min() > 0 and np.ptp(x) > 0:
-            B = np.column_stack([B, np.log(x)])
-    scale = float(np.abs(y).max()) or 1.0
-    ys = y / scale
-    w = np.ones(n)
-    tk = np.ones(n)
-
-    def rss(X: Arr, w: Arr) -> tuple[float, Arr]:
-        sw = np.sqrt(w)
-        beta, *_ = np.linalg.lstsq(X * sw[:, None], ys * sw, rcond=None)
-        r = ys - X @ beta
-        return float((w * r * r).sum()), np.asarray(beta, dtype=np.float64)
-
-    if weighted and np.ptp(u) > 0:
-        # noise scale from each version's own flexible fit, so a change cannot inflate it (and hide itself)
-        r0 = np.empty(n)
-        Bs = _bspline(u, 6)
-        for side in (s < 0, s > 0):
-            r0[side], tk[side] = _robust_residuals(B[side], ys[side], u[side], Bs[side], robust)
-        # σ̂(x): one smooth of the kept |residuals| of both versions (a per-version σ̂ made the test liberal)
-        a = np.abs(r0)
-        st = np.sqrt(tk)
-        sig, *_ = np.linalg.lstsq(Bs * st[:, None], a * st, rcond=None)
-        sd = np.maximum(Bs @ sig, max(0.1 * float(np.median(a)), 1e-12))
-        w = tk / sd**2
-        w /= w.mean()
-    distinct = np.ptp(u) > 0
-    cols = _family_columns(u, x) if distinct else {"constant": np.ones((n, 1))}
-    if "cubic" in families and distinct:
-        cols["cubic"] = np.vander(u, 4, increasing=True)
-    kb = B.shape[1]
-    spline_ok = free_shape and distinct and np.unique(u).size >= 10
-
-    def select(w: Arr) -> tuple[str, dict[str, tuple[float, Arr, Arr, int]], dict[str, float], float, float]:
-        fits: dict[str, tuple[float, Arr, Arr, int]] = {}
-        for fam in families:
-            c = cols.get(fam)
-            if c is None:
-                continue
-            if callable(c):
-                best: tuple[float, Arr, Arr, int] | None = None
-                for b in (-30, -15, -8, -4, -2, 2, 4, 8, 15, 30, 60):
-                    G = c(float(b))
-                    r, beta = rss(np.column_stack([B, s[:, None] * G]), w)
-                    if best is None or r < best[0]:
-                        best = (r, beta, G, _NPAR[fam])
-                assert best is not None
-                fits[fam] = best
-            else:
-                r, beta = rss(np.column_stack([B, s[:, None] * c]), w)
-                fits[fam] = (r, beta, c, c.shape[1] if fam not in _NPAR else _NPAR[fam])
-        if spline_ok:
-            G = _bspline(u, 6)
-            r, beta = rss(np.column_stack([B, s[:, None] * G]), w)
-            fits["spline"] = (r, beta, G, 6)
-        tiny = 1e-24 * max(float((w * ys * ys).sum()), 1e-300)
-
-        def bic(r: float, k: int) -> float:
-            return float(n * np.log(max(r, tiny) / n) + (kb + k) * np.log(n))
-
-        bics = {f: bic(v[0], v[3]) for f, v in fits.items()}
-        simple = {f: v for f, v in bics.items() if f != "spline"}
-        best_bic = min(simple.values())
-        # the simplest family within 2 BIC units of the best ("not worth the extra parameter")
-        kind = next(f for f in _ORDER if f in simple and simple[f] <= best_bic + 2.0)
-        if "spline" in bics and bics["spline"] < best_bic - 10.0:
-            kind = "spline"
-        return kind, fits, bics, rss(B, w)[0], tiny
-
-    kind, fits, bics, rss0, tiny = select(w)
+    d = _design(baseline, target, free_shape, baseline_df, linear_baseline)
+    w, tk = np.ones(d.n), np.ones(d.n)
+    if weighted and d.distinct:
+        w, tk = _noise_weights(d, robust)
+    cols: dict[str, Callable[[float], Arr] | Arr] = (_family_columns(d.u, d.x) if d.distinct
+                                                      else {"constant": np.ones((d.n, 1))})
+    if "cubic" in families and d.distinct:
+        cols["cubic"] = np.vander(d.u, 4, increasing=True)
+    kind, fits, bics, rss0, tiny = _select(d, families, cols, w)
     if kind == "spline" and weighted:
         # claim "no parametric shape" only if it also holds without the variance weights: a version spanning
         # many orders of magnitude (Perun's const4) makes the weights follow misfit, not noise
         # (the spike-rejecting bisquare weights stay)
         wu = tk / tk.mean()
-        kind_u, fits_u, bics_u, rss0_u, tiny_u = select(wu)
+        kind_u, fits_u, bics_u, rss0_u, tiny_u = _select(d, families, cols, wu)
         if kind_u != "spline":
             kind, fits, bics, rss0, tiny, w = kind_u, fits_u, bics_u, rss0_u, tiny_u, wu
-    r1, beta1, G1, k1 = fits[kind]
-    g = G1 @ beta1[kb:] * scale
-    mean_change = float(g.mean())
-    tb = tk[: xb.size]
+    _, beta1, G1, _ = fits[kind]
+    mean_change = float((G1 @ beta1[d.kb:] * d.scale).mean())
+    nb = d.n_baseline
+    tb, yb = tk[:nb], d.y[:nb]
     base_mean = float((tb * yb).sum() / tb.sum()) if tb.sum() > 0 else float(yb.mean())
-    # significance from pre-specified tests (not the BIC-selected family, whose selection would need its own
-    # correction): constant shift (1 df), quadratic change (3 df) and, for free shapes, the 6-df spline;
-    # the smallest p-value, Bonferroni-corrected for the number of tests
-    tests: list[Arr] = [np.ones((n, 1))]
-    if distinct:
-        # LREG's view can only see a change of intercept and slope
-        tests.append(np.vander(u, 2 if linear_baseline else 3, increasing=True))
-    if spline_ok:
-        tests.append(_bspline(u, 6))
-    p, fstat = 1.0, 0.0
-    if rss0 > tiny:
-        for G in tests:
-            X = np.column_stack([B, s[:, None] * G])
-            _, bt = rss(X, w)
-            k = G.shape[1]
-            st_ = _wald_hc3(X, ys, w, bt, k)
-            dfe = max(int((w > 0).sum()) - kb - k, 1)
-            pt = 0.0 if st_ == float("inf") else float(stats.f.sf(max(st_, 0.0), k, dfe))
-            if pt < p or (pt == p and st_ > fstat):
-                p, fstat = pt, st_
-        p = min(1.0, p * len(tests))
+    p, fstat = _p_value(d, w, linear_baseline) if rss0 > tiny else (1.0, 0.0)
     if kind == "spline":
-        kind = "localized" if _localized(u, y, s) else "other"
+        kind = "localized" if _localized(d.u, d.y, d.s) else "other"
     mag = mean_change / abs(base_mean) if base_mean != 0 else float("nan")
-    return ChangeModelFit(kind, p, float(mag), mean_change, base_mean, bics, fstat, int(xb.size), int(xt.size))
+    return ChangeModelFit(kind, p, float(mag), mean_change, base_mean, bics, fstat, nb, d.n - nb)
 
 
 class _ChangeModelDetector(PerFunctionProfileDetector):

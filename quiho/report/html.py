@@ -90,7 +90,12 @@ def _min_p_note(m: Any) -> str:
 def render_html(result: ProfileResult, images: dict[str, Path] | None = None) -> str:
     """The report as one HTML string (images inlined from ``images``: name → PNG path)."""
     images = images or {}
-    r = result
+    return "".join([*_summary_html(result), *_metric_html(result, images), *_irup_html(result, images),
+                    *_fleet_html(result, images), *_method_html(result)])
+
+
+def _summary_html(r: ProfileResult) -> list[str]:
+    """Document head, the verdict line, partial-result warnings, notes and the hints."""
     m = r.metric
     title = f"quiho profile: {r.application}@{r.version_a} → {r.application}@{r.version_b}"
     parts = [
@@ -115,6 +120,13 @@ def render_html(result: ProfileResult, images: dict[str, Path] | None = None) ->
     else:
         parts.append("<p>No class or stressor moved beyond its seed noise.</p>")
 
+    return parts
+
+
+def _metric_html(r: ProfileResult, images: dict[str, Path]) -> list[str]:
+    """The metric's test, its per-host table and plot."""
+    m = r.metric
+    parts: list[str] = []
     parts.append("<h2>Metric change</h2>")
     direction = "higher is better" if m.higher_is_better else "lower is better"
     parts.append(f"<p>Metric in {_e(m.unit or 'its unit')} ({_e(direction)}); magnitude floor ±{m.min_change:.0%}, "
@@ -135,6 +147,12 @@ def render_html(result: ProfileResult, images: dict[str, Path] | None = None) ->
                                                               m.excluded_hosts.items()) + "</p>")
     parts.append(_img(images.get("metric"), "metric per host and version"))
 
+    return parts
+
+
+def _irup_html(r: ProfileResult, images: dict[str, Path]) -> list[str]:
+    """Both versions' IRUP validity, their plot, the comparison tables and fleet-size advice."""
+    parts: list[str] = []
     parts.append("<h2>Inferred resource utilization profiles</h2>")
     for key, irup, name in (("a", r.irup_a, r.version_a), ("b", r.irup_b, r.version_b)):
         if irup is None:
@@ -159,6 +177,12 @@ def render_html(result: ProfileResult, images: dict[str, Path] | None = None) ->
         if irup is not None and irup.target in r.advice:
             parts.append(f"<p>Fleet-size advice for {_e(irup.target)}: {_e(r.advice[irup.target].reason)}</p>")
 
+    return parts
+
+
+def _fleet_html(r: ProfileResult, images: dict[str, Path]) -> list[str]:
+    """The fingerprint run used, per-host outcomes and the failed runs."""
+    parts: list[str] = []
     parts.append("<h2>Fleet</h2>")
     fp = (f"fingerprint run {_e(r.fingerprint_batch)} (id {r.fingerprint_run_id}), "
           + ("taken for this profile" if r.fingerprinted_now else
@@ -175,11 +199,17 @@ def render_html(result: ProfileResult, images: dict[str, Path] | None = None) ->
         parts.append("<h2>Failed runs</h2>")
         parts.append(_table(["host", "version", "repetition", "reason"],
                             ([x.host, x.version, x.repetition, x.reason] for x in failed.itertuples()), num={2}))
+    return parts
+
+
+def _method_html(r: ProfileResult) -> list[str]:
+    """Parameters, versions and the closing tags."""
+    parts: list[str] = []
     parts.append("<h2>Method and versions</h2>")
     parts.append(f"<pre>{_e(json.dumps(r.params, indent=1, default=str))}</pre>")
     parts.append(f"<p class='muted'>batch {_e(r.batch)} · created {_e(r.created_at)} · report.json schema "
                  f"quiho.profile v1</p></body></html>")
-    return "".join(parts)
+    return parts
 
 
 def write_report(result: ProfileResult, directory: str | Path) -> ReportFiles:

@@ -21,6 +21,7 @@ the parent's exclusive time, as in Perun. All times are nanoseconds.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -129,19 +130,47 @@ def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
     n = len(ev)
     if n == 0:
         return _empty_calls(), CallStats(0, 0, 0, 0, 0, ev.bad_lines, ev.skipped_records)
+    tid, ts, func, arg, k = _in_thread_time_order(ev)
+    starts, thread_idx, lev = _levels(tid, k)
+    m = _pair(thread_idx, lev, k, func)
+    incl = ts[m.ext] - ts[m.ent]
+    excl = incl - _traced_callee_time(m, lev, incl, n)
+    # depth 0 = the outermost entry seen in the thread, even if it never returned; threads are contiguous
+    # segments here, so a segmented minimum (reduceat) replaces the slow ufunc.at
+    thread_min = np.minimum.reduceat(np.where(k == 0, lev, np.iinfo(np.int64).max), starts)
+    depth = (lev[m.ent] - thread_min[thread_idx[m.ent]]).astype(np.int32)
+    calls = _calls_frame(ev.names, m.fe, ts[m.ent], tid[m.ent], arg[m.ent], incl, excl, depth)
+    stats = CallStats(n, int(m.ent.size), m.unmatched_entries, m.unmatched_exits, m.mismatched, ev.bad_lines,
+                      ev.skipped_records)
+    return calls, stats
+
+
+# The helpers below delete intermediates as soon as they are dead: 10 M events must stay well under 2 GB.
+_Ints = NDArray[Any]  # integer arrays of several widths
+
+
+def _in_thread_time_order(ev: Events) -> tuple[_Ints, _Ints, _Ints, _Ints, _Ints]:
+    """(tid, ts, func, arg, kind) in time order within each thread; ties keep arrival order.
+
+    Threads are grouped with a stable sort; if every thread is then in time order (the usual case) that is
+    all, otherwise events are sorted by time within threads too.
+    """
+    n = len(ev)
     kind = ev.kind.astype(np.int8)
-    pos = np.arange(n, dtype=np.int64)
-    # time order within each thread; ties keep arrival order
-    # group threads with a stable sort; if every thread is then in time order (the usual case) that is all,
-    # otherwise sort by time within threads too
     o = _stable_argsort(ev.tid)
     tso, tdo = ev.ts[o], ev.tid[o]
     if n > 1 and not bool(np.all((tso[1:] >= tso[:-1]) | (tdo[1:] != tdo[:-1]))):
-        o = np.lexsort((pos, ev.ts, ev.tid))
+        o = np.lexsort((np.arange(n, dtype=np.int64), ev.ts, ev.tid))
     del tso, tdo
-    tid, ts, func, arg, k = ev.tid[o], ev.ts[o], ev.func[o], ev.arg[o], kind[o]
-    del o, kind
-    # (intermediates are deleted as soon as they are dead: 10 M events must stay well under 2 GB)
+    return ev.tid[o], ev.ts[o], ev.func[o], ev.arg[o], kind[o]
+
+
+def _levels(tid: _Ints, k: _Ints) -> tuple[_Ints, _Ints, _Ints]:
+    """First event of each thread, each event's thread index, and its level shifted so the smallest is 0.
+
+    The level is the depth before an entry and after an exit.
+    """
+    n = tid.size
     step = np.where(k == 0, 1, -1).astype(np.int64)
     cs = np.cumsum(step)
     new_thread = np.ones(n, dtype=bool)
@@ -153,11 +182,33 @@ def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
     del cs, step
     level = np.where(k == 0, depth_after - 1, depth_after)
     del depth_after
-    lmin = int(level.min())
-    span = int(level.max()) - lmin + 2
-    lev = level - lmin
-    del level
-    # group by (thread, level); inside a group, events alternate entry/exit (see module docstring)
+    return starts, thread_idx, level - int(level.min())
+
+
+@dataclass(frozen=True)
+class _Pairs:
+    """Matched calls: entry and exit event positions, the entry's function, and what could not be matched.
+
+    ``g`` sorts events by (thread, level, position), ``gkey`` is each event's (thread, level) key and ``kk``
+    the kinds in ``g`` order; the parent search reuses them.
+    """
+
+    ent: _Ints
+    ext: _Ints
+    fe: _Ints
+    mismatched: int
+    unmatched_entries: int
+    unmatched_exits: int
+    g: _Ints
+    gkey: _Ints
+    kk: _Ints
+
+
+def _pair(thread_idx: _Ints, lev: _Ints, k: _Ints,
+          func: _Ints) -> _Pairs:
+    """Pair entries with exits: inside a (thread, level) group events alternate (see the module docstring)."""
+    n = lev.size
+    span = int(lev.max()) + 2
     gkey = thread_idx.astype(np.int64) * span + lev
     g = _stable_argsort(gkey)  # = lexsort((pos, gkey)): positions already increase
     gk, kk = gkey[g], k[g]
@@ -177,36 +228,39 @@ def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
     paired[ext] = True
     unmatched_entries = int(((k == 0) & ~paired).sum()) - mismatched
     unmatched_exits = int(((k == 1) & ~paired).sum()) - mismatched
-    del paired
+    return _Pairs(ent, ext, fe[ok], mismatched, unmatched_entries, unmatched_exits, g, gkey, kk)
 
-    incl = ts[ext] - ts[ent]
-    ncall = ent.size
-    # parent of each call: last entry one level up in the same thread before this entry
+
+def _traced_callee_time(m: _Pairs, lev: _Ints, incl: _Ints, n: int) -> _Ints:
+    """Per call, the inclusive time of its traced direct callees.
+
+    A call's parent is the last entry one level up in the same thread before the call's entry.
+    """
+    ncall = m.ent.size
     call_of_event = np.full(n, -1, dtype=np.int64)
-    call_of_event[ent] = np.arange(ncall)
-    ent_sorted = g[kk == 0]  # entries in (thread, level, position) order: g already sorts them so
-    sk_sorted = gkey[ent_sorted] * (n + 1) + ent_sorted
-    q = (gkey[ent] - 1) * (n + 1) + ent
+    call_of_event[m.ent] = np.arange(ncall)
+    ent_sorted = m.g[m.kk == 0]  # entries in (thread, level, position) order: g already sorts them so
+    sk_sorted = m.gkey[ent_sorted] * (n + 1) + ent_sorted
+    q = (m.gkey[m.ent] - 1) * (n + 1) + m.ent
     j = np.searchsorted(sk_sorted, q, side="right") - 1
-    valid = (lev[ent] > 0) & (j >= 0)
+    valid = (lev[m.ent] > 0) & (j >= 0)
     jj = np.where(valid, j, 0)
     cand = ent_sorted[jj]
-    valid &= gkey[cand] == gkey[ent] - 1
+    valid &= m.gkey[cand] == m.gkey[m.ent] - 1
     parent_call = np.where(valid, call_of_event[cand], -1)
-    del call_of_event, sk_sorted, ent_sorted, q, j, jj, cand, valid, g, kk
+    del call_of_event, sk_sorted, ent_sorted, q, j, jj, cand, valid
     has_parent = parent_call >= 0
     child_sum = np.bincount(parent_call[has_parent], weights=incl[has_parent].astype(np.float64), minlength=ncall)
-    excl = incl - np.rint(child_sum).astype(np.int64)
+    return np.rint(child_sum).astype(np.int64)
 
-    # depth 0 = the outermost entry seen in the thread, even if it never returned; threads are contiguous
-    # segments here, so a segmented minimum (reduceat) replaces the slow ufunc.at
-    thread_min = np.minimum.reduceat(np.where(k == 0, lev, np.iinfo(np.int64).max), starts)
-    depth = (lev[ent] - thread_min[thread_idx[ent]]).astype(np.int32)
 
-    names = np.asarray(ev.names + ("?",), dtype=object)
-    fcode = np.where(fe[ok] >= 0, fe[ok], len(ev.names))
-    start = ts[ent]
-    # order: rank by start time within each function
+def _calls_frame(names: tuple[str, ...], fe: _Ints, start: _Ints, tid: _Ints,
+                 arg: _Ints, incl: _Ints, excl: _Ints,
+                 depth: _Ints) -> pd.DataFrame:
+    """The calls table sorted by function (``names`` order, unknown last) then ``order`` = rank by start time."""
+    ncall = fe.size
+    cats = np.asarray(names + ("?",), dtype=object)
+    fcode = np.where(fe >= 0, fe, len(names))
     oo = np.lexsort((start, fcode))
     fsorted = fcode[oo]
     first = np.ones(ncall, dtype=bool)
@@ -214,20 +268,17 @@ def events_to_calls(ev: Events) -> tuple[pd.DataFrame, CallStats]:
     grp_start = np.maximum.accumulate(np.where(first, np.arange(ncall), 0))
     order = np.empty(ncall, dtype=np.int64)
     order[oo] = np.arange(ncall) - grp_start
-    calls = pd.DataFrame(
+    # (categories keep every traced name, also those never called; group with observed=True)
+    return pd.DataFrame(
         {
-            "function": pd.Categorical.from_codes(fcode[oo], categories=list(names)),
-            "tid": tid[ent][oo],
+            "function": pd.Categorical.from_codes(fcode[oo], categories=list(cats)),
+            "tid": tid[oo],
             "order": order[oo],
             "start_ns": start[oo],
             "inclusive_ns": incl[oo],
             "exclusive_ns": excl[oo],
             "depth": depth[oo],
-            "arg": arg[ent][oo],
+            "arg": arg[oo],
         },
         copy=False,
     )
-    # (categories keep every traced name, also those never called; group with observed=True)
-    stats = CallStats(n, int(ncall), unmatched_entries, unmatched_exits, mismatched, ev.bad_lines,
-                      ev.skipped_records)
-    return calls, stats
