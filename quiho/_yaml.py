@@ -30,6 +30,10 @@ def read_yaml_mapping(path: Path, *, what: str, error: type[QuihoError], shape: 
         raise error(f"cannot read {what} {path}: {exc.strerror}") from exc
     except yaml.YAMLError as exc:
         raise error(f"{what} {path} is not valid YAML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise error(f"{what} {path} is not UTF-8 text (bad byte at offset {exc.start})") from exc
+    except RecursionError as exc:
+        raise error(f"{what} {path} is nested too deeply to be a {what}") from exc
     if not isinstance(raw, dict):
         raise error(f"{what} {path} must be a mapping {shape}")
     return raw

@@ -97,3 +97,16 @@ def plot_path(value: Path | None) -> Path | None:
         return check_plot_path(value)
     except UsageError as exc:
         raise typer.BadParameter(str(exc)) from exc
+
+
+def shell_words(value: str | None) -> str | None:
+    """Option callback: a command given as shell words must split (balanced quotes), e.g. ``--bench``."""
+    import shlex
+
+    if value is None:
+        return value
+    try:
+        shlex.split(value)
+    except ValueError as exc:
+        raise typer.BadParameter(f"cannot split {value!r} into words: {exc}") from exc
+    return value

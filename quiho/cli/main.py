@@ -62,14 +62,32 @@ def _interrupted() -> int:
     return EXIT_INTERRUPTED
 
 
+def _undecodable(args: list[str]) -> str | None:
+    """The first argument holding bytes that are not UTF-8 (Python passes them on as lone surrogates), shown safely.
+
+    Such a name cannot be stored (SQLite text is UTF-8), printed or drawn; refusing it here is one answer for all.
+    """
+    for a in args:
+        try:
+            a.encode("utf-8")
+        except UnicodeEncodeError:
+            return printable(repr(a.encode("utf-8", "surrogateescape"))[1:])
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the process exit code instead of raising SystemExit.
 
     Every way a command can end becomes one exit code here (0 ok, 1 error, 2 usage, 3 change found,
     130 interrupted): typer's usage errors print typer's usage message; quiho's errors print one line.
     """
+    args = sys.argv[1:] if argv is None else list(argv)
+    if (bad := _undecodable(args)) is not None:
+        print(f"quiho: usage error: argument {bad} is not UTF-8 text (quiho takes UTF-8 names and paths)",
+              file=sys.stderr)
+        return EXIT_USAGE
     try:
-        rv = app(args=argv, prog_name="quiho", standalone_mode=False)
+        rv = app(args=args, prog_name="quiho", standalone_mode=False)
     except ChangeFound:
         return EXIT_CHANGE
     except UsageError as exc:
@@ -77,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except QuihoError as exc:
         print(f"quiho: error: {printable(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:  # the file system refused (name too long, disk full...) where no check of quiho's did
+        where = f"{printable(exc.filename)[:200]}: " if exc.filename else ""
+        print(f"quiho: error: {where}{printable(exc.strerror or exc)}", file=sys.stderr)
         return EXIT_ERROR
     except (KeyboardInterrupt, typer.Abort):  # typer < 0.20 turns Ctrl-C into Abort
         return _interrupted()
