@@ -21,7 +21,6 @@ __all__ = [
     "InventoryError",
     "FingerprintParseError",
     "RunFailed",
-    "FleetTimeout",
     "AppSpecError",
     "TraceParseError",
     "ModelError",
@@ -77,10 +76,6 @@ class FingerprintParseError(QuihoError):
 
 class RunFailed(QuihoError):
     """A playbook or application run failed as a whole."""
-
-
-class FleetTimeout(RunFailed):
-    """A playbook run exceeded its outer timeout and was killed (with its whole process tree)."""
 
 
 class AppSpecError(QuihoError):

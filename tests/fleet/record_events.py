@@ -147,7 +147,7 @@ def _apps(out: Path, work: Path, one: Path, gone: Path, store: Any, only: set[st
     spec = work / "app.yml"
     spec.write_text(
         "schema_version: 1\nname: rec\nversions:\n"
-        "  ok: {command: [sh, -c, 'echo {\"result\": {\"ops\": 41.5}}']}\n"
+        "  ok: {command: [echo, '{\"result\": {\"ops\": 41.5}}']}\n"
         "  fail: {command: [sh, -c, 'echo doomed >&2; exit 3']}\n"
         "  slow: {command: [sleep, '30']}\n"
         "metric: {kind: json, path: result.ops, unit: ops/s, higher_is_better: true}\nrepetitions: 2\ntimeout: 2\n")

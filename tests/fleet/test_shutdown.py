@@ -89,8 +89,8 @@ def test_sigterm_mid_fingerprint_cleans_up_marks_partial_and_resumes(tmp_path: P
     proc = _quiho(["fingerprint", "-i", str(inv), "--battery", "quick", "--repetitions", "1", "--seconds", "2",
                    "--warmup", "0", "--store", str(db)], run_dir)
     # mid-measurement on the emulated host: its stressors run in its cgroup with THP switched
-    _wait_for(lambda: _thp() == "always" and any(c.startswith("stress-ng") and c != "stress-ng"
-                                                 for _, c, _ in _proc_cwds("/tmp/quiho-remote/fp-")),
+    _wait_for(lambda: _thp() == "always" and any(c.startswith("stress-ng") and c != "stress-ng" and w.endswith("/sd-a")
+                                                 for _, c, w in _proc_cwds("/tmp/quiho-remote/fp-")),
               proc, "a stressor of sd-a")
     proc.send_signal(signal.SIGTERM)
     rc = proc.wait(timeout=120)
