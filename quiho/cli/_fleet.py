@@ -103,7 +103,7 @@ def fingerprint_cmd(
             on_event=on_event,
         )
     if json_out:
-        emit_json(run.as_dict())
+        emit_json(run.to_dict())
     else:
         print(f"fingerprint {run.batch} (run id {run.run_id}): {run.status} in {run.elapsed_s:.0f} s")
         for h in run.hosts:
@@ -135,7 +135,7 @@ def run_cmd(
         run = run_app(spec, version, inventory, store=st, forks=forks, host_key_checking=not insecure,
                       on_event=on_event)
     if json_out:
-        emit_json(run.as_dict())
+        emit_json(run.to_dict())
         return
     fp = f"fingerprint run {run.fingerprint_run_id}" if run.fingerprint_run_id else "no fingerprint yet"
     print(f"{run.application} {printable(run.version)} {run.batch}: {run.status} in {run.elapsed_s:.0f} s ({fp})")

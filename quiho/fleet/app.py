@@ -205,7 +205,7 @@ class AppRun:
     hosts: dict[str, tuple[str, str | None]]
     elapsed_s: float
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {
             "batch": self.batch,

@@ -69,7 +69,7 @@ class FingerprintRun:
     passes: int
     errors: tuple[str, ...] = field(default_factory=tuple)
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {
             "run_id": self.run_id,

@@ -41,7 +41,7 @@ def test_a_lookup_in_a_spec_is_run_literally_not_templated(tmp_path: Path) -> No
     assert load_app_spec(spec).versions["v1"].command[-1] == payload
     with open_store(tmp_path / "q.db") as st:
         run = run_app(load_app_spec(spec), "v1", inv, store=st)
-    assert run.status == "complete", run.as_dict()
+    assert run.status == "complete", run.to_dict()
     assert not marker.exists()  # the lookup never ran on the controller
     assert (tmp_path / "got.txt").read_text() == payload  # and the host got the text as written
     conn = sqlite3.connect(tmp_path / "q.db")
