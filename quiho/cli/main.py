@@ -10,7 +10,7 @@ import typer
 from quiho._text import printable
 from quiho.errors import QuihoError, UsageError
 
-# Exit codes (STYLE.md): 0 ok, 1 error, 2 usage, 3 change found (--fail-on-change).
+# Exit codes: 0 ok, 1 error, 2 usage, 3 change found (--fail-on-change).
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_CHANGE = 0, 1, 2, 3
 
 app = typer.Typer(

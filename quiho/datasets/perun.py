@@ -1,12 +1,12 @@
 """Seeded generators of Perun-style baseline/target pairs with known truth.
 
-The Perun-compatible set follows the recipe of the Perun notes §6.3 (reverse-engineered from the 24
-``degradation_profiles`` files): x = 1, 1001, ..., 999 001 plus 1 000 000 (1001 points), six baseline families,
+The Perun-compatible set follows the recipe of Perun's artificial benchmark, reverse-engineered from its 24
+``degradation_profiles`` test files: x = 1, 1001, ..., 999 001 plus 1 000 000 (1001 points), six baseline families,
 three injected changes (constant, linear, quadratic) checked in both directions = 36 ordered pairs.
 The ``const`` family's "quadratic" target is exponential in Perun's files (y ≈ 1.17·1.00004^x); it is
 generated the same way here and labelled ``exponential`` (``perun_kind`` keeps Perun's column name).
 
-The harder variants (§6.3 items 1-6) are: null pairs (two independent noise draws), a change-size sweep
+The harder variants are: null pairs (two independent noise draws), a change-size sweep
 relative to the baseline mean, heavy-tailed and multiplicative noise, localized changes, concave changes
 (√x, ln x) and true negative-quadratic changes. ``repetitions`` gives several measurements per x.
 """
@@ -58,7 +58,7 @@ _CURVES: dict[str, Callable[[Arr], Arr]] = {
 
 
 def baseline_curve(family: str, x: Arr) -> Arr:
-    """Noise-free baseline of a family (§6.3 table)."""
+    """Noise-free baseline of a family (fitted to Perun's ``degradation_profiles`` files)."""
     return _CURVES[family](x)
 
 

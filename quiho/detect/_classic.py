@@ -1,6 +1,6 @@
 """Perun's model-level detectors done right (AAT, BMOE, FAST) and a rank test (Mann-Whitney).
 
-Differences from Perun (notes §2.5, §5):
+Differences from Perun's own implementation of these checks:
 
 * **aat**: Perun's ratio thresholds (2.0 / 0.5) are kept as defaults, but a ratio beyond them only counts
   when Welch's t-test on the two means agrees (p < ``alpha``); otherwise the verdict is ``maybe``.

@@ -1,6 +1,6 @@
 """Integral comparison (whole range and sub-intervals) and local statistics.
 
-Differences from Perun (notes §2.5.2, §5 weaknesses 6 and 7):
+Differences from Perun's integral comparison and local statistics:
 
 * Both curves are compared over the **same** x interval, the overlap of the two ranges, on a common grid
   (Perun integrated each model over its own range and truncated curves of unequal length).

@@ -1,6 +1,6 @@
 """stress-ng YAML output → one typed result per *requested* stressor.
 
-Exit code 0 is not success (fleet-feasibility §1.2): a stressor with no
+Exit code 0 is not success (measured with stress-ng 0.15.06): a stressor with no
 ``metrics`` entry, zero bogo-ops, or a wall time far from its ``-t`` is marked
 failed with a reason and never given a value. Results are keyed by the name
 that was requested, because stress-ng writes the ``null`` stressor unquoted and
@@ -22,7 +22,7 @@ __all__ = ["StressorResult", "parse_stressng_yaml", "running_stressor", "last_st
 #: A run shorter than this share of ``-t`` ended early (e.g. stream in a small memory cgroup: 0.07 s of 1 s).
 EARLY_FRACTION = 0.5
 #: A run longer than ``OVERRUN_FACTOR * t + OVERRUN_SLACK_S`` overran its budget far beyond the
-#: 1.7-2.5x seen for resources/mmaphuge at -t 1 (fleet-feasibility §1.2).
+#: 1.7-2.5x seen for resources/mmaphuge at -t 1 (stress-ng 0.15.06).
 OVERRUN_FACTOR = 3.0
 OVERRUN_SLACK_S = 5.0
 

@@ -103,8 +103,8 @@ def hardware_groups(
 
     References
     ----------
-    The paper (Jimenez et al., ICPE'18) counts host names; quiho-method.md
-    shows why that overstates the fleet.
+    The paper (Jimenez et al., ICPE'18) counts host names; differently named hosts of one hardware kind are
+    not independent samples, so that overstates the fleet.
     """
     units = pd.Series(np.asarray(units), name="unit")
     L = np.log(X.clip(lower=1e-12).to_numpy(dtype=float))

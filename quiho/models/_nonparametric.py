@@ -1,6 +1,6 @@
 """Regressogram and moving averages (SMA, SMM, EMA), with the unit and bin rules done right.
 
-Differences from Perun (notes §2.4 and §5 weakness 5):
+Differences from Perun's non-parametric models:
 
 * The regressogram's numpy rule (``doane``, ``fd``, ``sturges`` ...) gives bin **edges** through
   :func:`numpy.histogram_bin_edges`; the bucket count is ``len(edges) - 1``. Perun used the rule's bin *width*

@@ -1,7 +1,7 @@
 """Parametric models fitted fairly: least squares in the original y space for every family.
 
 Perun fits power and exponential models by ordinary least squares on log-transformed data and then compares
-their log-space R² with the linear-space R² of the other families (notes §5, weakness 1). Here every family
+their log-space R² with the linear-space R² of the other families. Here every family
 minimises the same objective, the sum of squared errors of ``y`` itself, so R², AIC and BIC are comparable
 across families and the best model is the one with the lowest BIC.
 

@@ -140,7 +140,7 @@ def load_perun_profile(path: Path, x_key: str | None = None) -> Profile:
 
     ``amount`` becomes ``y``; ``x`` is ``x_key`` if given, else ``structure-unit-size``, else ``call-order``,
     else the position. ``exclusive`` is used when present. The unit is taken from the header but Perun's trace
-    profiles label nanoseconds as ``us`` (notes §2.1.3); that label is passed through unchanged. The document's
+    profiles label nanoseconds as ``us``; that label is passed through unchanged. The document's
     shape (objects where objects belong, finite numbers in the value lists) is validated before anything is read.
 
     Raises
