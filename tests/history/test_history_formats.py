@@ -4,6 +4,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from quiho.errors import ImportDataError, UsageError
@@ -147,3 +148,38 @@ def test_every_fixture_is_recognised_by_content():
     assert set(files) == set(FORMATS)
     for fmt, name in files.items():
         assert detect_format((DATA / name).read_text()) == fmt
+
+
+def _json_values():
+    from hypothesis import strategies as st
+
+    scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=5))
+    return st.recursive(scalars, lambda c: st.one_of(st.lists(c, max_size=4),
+                                                     st.dictionaries(st.sampled_from(
+                                                         ["name", "unit", "value", "benchmarks", "context",
+                                                          "machine_info", "results", "command", "times", "stats",
+                                                          "data", "primaryMetric", "rawData", "result_columns",
+                                                          "commit_hash", "version", "run_type", "real_time"]),
+                                                         c, max_size=5)), max_leaves=20)
+
+
+def test_garbage_and_near_miss_files_raise_only_import_errors(tmp_path_factory):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.one_of(st.binary(max_size=300), _json_values().map(lambda d: json.dumps(d).encode()),
+                     st.sampled_from([(DATA / f).read_bytes() for f in ("gotest.txt", "custom.json", "jmh.json",
+                                                                        "hyperfine.json")])
+                     .flatmap(lambda b: st.integers(0, len(b)).map(lambda k: b[:k]))))
+    def check(blob):
+        p = tmp_path_factory.mktemp("g") / "r.json"
+        p.write_bytes(blob)
+        try:
+            r = read_results(p)
+        except ImportDataError as exc:
+            assert "\n" not in str(exc)  # one line; anything but ImportDataError fails the test
+        else:
+            assert r.measurements and all(all(np.isfinite(v) for v in m.values) for m in r.measurements)
+
+    check()
