@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from quiho._text import printable
 from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err
 
 
@@ -31,9 +32,9 @@ def register(app: typer.Typer) -> None:
         if json_out:
             emit_json(asdict(s))
             return
-        err(
+        err(printable(
             f"imported {s.path}: {s.batches} batches, {s.hosts} hosts, {s.measurements} stress-ng values, "
             f"{s.app_runs} application values over {s.targets} targets into {st.path}"
-        )
+        ))
         for dup, orig in s.duplicate_batches.items():
-            err(f"  batch {dup} has the same stress-ng values as batch {orig}: marked duplicate")
+            err(printable(f"  batch {dup} has the same stress-ng values as batch {orig}: marked duplicate"))
