@@ -10,8 +10,10 @@ from quiho._text import printable
 
 __all__ = ["md_escape", "md_table"]
 
-# characters with a meaning in GitHub-flavoured Markdown inline text (the table pipe included)
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
+# characters with a meaning inside GitHub-flavoured Markdown inline text and table cells: escapes, code,
+# emphasis, links/images, cell separators, strikethrough (< > & are entity-escaped). '#', '-', '+' and digits
+# matter only at the start of a line, where quiho's own text always stands.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 
 
 def md_escape(text: object) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 from quiho._text import printable as p
 from quiho.profile.flow import ProfileResult
 
-__all__ = ["summary_lines"]
+__all__ = ["summary_lines", "summary_markdown"]
 
 
 def _metric_line(res: ProfileResult) -> str:
@@ -52,3 +52,28 @@ def summary_lines(res: ProfileResult, report_dir: Path | None = None) -> list[st
     if report_dir is not None:
         out.append(f"report: {p(report_dir / 'report.html')}")
     return out
+
+
+def summary_markdown(res: ProfileResult, report_dir: Path | None = None) -> str:
+    """``quiho profile --format markdown``: a CI job summary / PR comment.
+
+    A headline with the verdict, a table of the metric change (magnitude, 95 % CI, p, hosts), the IRUPs' top
+    stressors, the top hints and a link to the HTML report. Every name is escaped (:mod:`quiho._markdown`).
+    """
+    from quiho._markdown import md_escape, md_table
+
+    m = res.metric
+    rows = [["verdict", res.verdict], ["hosts", str(m.hosts_used)]]
+    if m.hosts_used:
+        rows += [["change", f"{m.change:+.1%}"], ["95% CI", f"{m.ci_low:+.1%} … {m.ci_high:+.1%}"],
+                 ["Wilcoxon p", f"{m.wilcoxon_p:.3g}"], ["floor", f"±{m.min_change:.0%}"]]
+    rows += [[line.split(":", 1)[0], line.split(":", 1)[1].strip()] for line in _irup_lines(res)]
+    out = [f"### quiho profile {md_escape(res.application)}: {md_escape(res.version_a)} → "
+           f"{md_escape(res.version_b)}", "", f"**{md_escape(res.verdict.upper())}** — {md_escape(m.reason)}", "",
+           md_table(["", "value"], rows).rstrip("\n")]
+    if res.hints:
+        out += ["", "**Where to look first**", ""] + [f"- {md_escape(h.message)}" for h in res.hints[:3]]
+    out += [f"- partial: {md_escape(n)}" for n in res.partial]
+    if report_dir is not None:
+        out += ["", f"[Full report]({md_escape(str(report_dir / 'report.html')).replace(' ', '%20')})"]
+    return "\n".join(out) + "\n"
