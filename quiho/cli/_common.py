@@ -110,3 +110,26 @@ def shell_words(value: str | None) -> str | None:
     except ValueError as exc:
         raise typer.BadParameter(f"cannot split {value!r} into words: {exc}") from exc
     return value
+
+
+def output_dir(value: Path | None) -> Path | None:
+    """Option callback: a directory to write into (e.g. ``--report``) must be creatable and writable.
+
+    Checked before any work: a profile's report is written after the whole fleet run.
+    """
+    from quiho._plotting import check_writable_dir
+    from quiho.errors import UsageError
+
+    if value is None:
+        return value
+    try:
+        return check_writable_dir(value, what="files")
+    except UsageError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+
+
+def worker_count(value: int) -> int:
+    """Option callback: ``--jobs`` is -1 (all cores) or a count from 1 to 4096."""
+    if value != -1 and not 1 <= value <= 4096:
+        raise typer.BadParameter(f"{value} is not a number of workers: use -1 (all cores) or 1..4096")
+    return value

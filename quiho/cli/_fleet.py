@@ -17,7 +17,8 @@ InventoryOpt = Annotated[
     Path | None,
     typer.Option("-i", "--inventory", help="Ansible inventory file or directory (default: the local fleet)."),
 ]
-ForksOpt = Annotated[int, typer.Option("--forks", min=1, help="Hosts in parallel; keep 1 when hosts share hardware.")]
+ForksOpt = Annotated[int, typer.Option("--forks", min=1, max=4096, help="Hosts in parallel; keep 1 when hosts share "
+                                                                       "hardware.")]
 InsecureOpt = Annotated[
     bool,
     typer.Option(
@@ -81,10 +82,10 @@ def _progress(total_hosts: int, label: str) -> Iterator[Callable[[object], None]
 def fingerprint_cmd(
     inventory: InventoryOpt = None,
     battery: Annotated[str, typer.Option("--battery", help="quick, default or paper.")] = "default",
-    seconds: Annotated[int | None, typer.Option("--seconds", min=1, help="Seconds per stressor.")] = None,
-    repetitions: Annotated[int | None, typer.Option("--repetitions", min=1, help="Repetitions.")] = None,
-    warmup: Annotated[int | None, typer.Option("--warmup", min=0, help="Warm-up seconds per stressor (0: none).")]
-    = None,
+    seconds: Annotated[int | None, typer.Option("--seconds", min=1, max=86400, help="Seconds per stressor.")] = None,
+    repetitions: Annotated[int | None, typer.Option("--repetitions", min=1, max=10_000, help="Repetitions.")] = None,
+    warmup: Annotated[int | None, typer.Option("--warmup", min=0, max=86400, help="Warm-up seconds per stressor "
+                                               "(0: none).")] = None,
     resume: Annotated[str | None, typer.Option("--resume", help="Rerun only what RUN_ID is missing.")] = None,
     forks: ForksOpt = 1,
     insecure: InsecureOpt = False,

@@ -7,7 +7,17 @@ from typing import Annotated, Any
 
 import typer
 
-from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err
+from quiho.cli._common import (
+    JsonOpt,
+    StoreOpt,
+    emit_json,
+    err,
+    number,
+    output_dir,
+    probability,
+    seed,
+    worker_count,
+)
 
 
 def _split(target: str) -> tuple[str, str]:
@@ -32,26 +42,29 @@ def profile_cmd(
                                                 )] = None,
     max_age: Annotated[str | None, typer.Option("--max-age", help="Reuse fingerprints at most this old (e.g. 6h; "
                                                                   "0 = always fingerprint). Default 24h.")] = None,
-    fp_seconds: Annotated[int | None, typer.Option("--fingerprint-seconds", min=1, help="Seconds per stressor of "
-                                                   "a new fingerprint (default: the battery's).")] = None,
-    fp_repetitions: Annotated[int | None, typer.Option("--fingerprint-repetitions", min=1, help="Repetitions of "
-                                                       "a new fingerprint (default: the battery's).")] = None,
-    repetitions: Annotated[int | None, typer.Option("--repetitions", min=1, help="Runs per version per host "
-                                                                                "(default: the spec's).")] = None,
-    warmup: Annotated[int | None, typer.Option("--warmup", min=0, help="Discarded warm-up runs per version per "
-                                               "host (default 1).")] = None,
-    min_change: Annotated[float | None, typer.Option("--min-change", help="Magnitude floor as a fraction "
-                                                                          "(default 0.05 = 5 %).")] = None,
-    alpha: Annotated[float, typer.Option("--alpha", help="Significance level of the paired test.")] = 0.05,
-    seeds: Annotated[int | None, typer.Option("--seeds", min=1, help="IRUP model fits per version (default 10)."
-                                              )] = None,
-    random_state: Annotated[int, typer.Option("--random-state", help="Master seed.")] = 0,
+    fp_seconds: Annotated[int | None, typer.Option("--fingerprint-seconds", min=1, max=86400, help="Seconds per "
+                                                   "stressor of a new fingerprint (default: the battery's).")] = None,
+    fp_repetitions: Annotated[int | None, typer.Option("--fingerprint-repetitions", min=1, max=10_000,
+                                                       help="Repetitions of a new fingerprint (default: the "
+                                                       "battery's).")] = None,
+    repetitions: Annotated[int | None, typer.Option("--repetitions", min=1, max=10_000, help="Runs per version per "
+                                                    "host (default: the spec's).")] = None,
+    warmup: Annotated[int | None, typer.Option("--warmup", min=0, max=10_000, help="Discarded warm-up runs per "
+                                               "version per host (default 1).")] = None,
+    min_change: Annotated[float | None, typer.Option("--min-change", callback=number(0, 1, hi_open=True),
+                                                     help="Magnitude floor as a fraction (default 0.05 = 5 %).")]
+    = None,
+    alpha: Annotated[float, typer.Option("--alpha", callback=probability, help="Significance level of the paired "
+                                         "test.")] = 0.05,
+    seeds: Annotated[int | None, typer.Option("--seeds", min=1, max=10_000, help="IRUP model fits per version "
+                                              "(default 10).")] = None,
+    random_state: Annotated[int, typer.Option("--random-state", callback=seed, help="Master seed.")] = 0,
     batch: Annotated[str | None, typer.Option("--batch", help="Re-analyse the runs of an earlier profile "
                                                               "(nothing is run).")] = None,
     resume: Annotated[str | None, typer.Option("--resume", help="Continue an interrupted profile BATCH: run "
                                                                 "only the hosts it has no runs of.")] = None,
-    report: Annotated[Path | None, typer.Option("--report", help="Write report.html, report.json and PNGs "
-                                                                 "here.")] = None,
+    report: Annotated[Path | None, typer.Option("--report", callback=output_dir, help="Write report.html, "
+                                                "report.json and PNGs here.")] = None,
     fail_on_change: Annotated[bool, typer.Option("--fail-on-change", help="Exit 3 when a regression is found."
                                                  )] = False,
     traces: Annotated[bool, typer.Option("--traces/--no-traces", help="Join per-function verdicts of stored "
@@ -61,7 +74,8 @@ def profile_cmd(
                                                        "run id, APP@VERSION or Perun file.")] = None,
     trace_target: Annotated[str | None, typer.Option("--trace-target", help="Trace of the candidate instead: "
                                                      "run id, APP@VERSION or Perun file.")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", help="Parallel model fits (-1 = all cores).")] = -1,
+    jobs: Annotated[int, typer.Option("--jobs", callback=worker_count, help="Parallel model fits (-1 = all "
+                                      "cores).")] = -1,
     store: StoreOpt = None,
     json_out: JsonOpt = False,
 ) -> None:

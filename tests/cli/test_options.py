@@ -22,6 +22,21 @@ CASES = [
     (["irup", "t", "--store", NO_STORE], "--seeds", ["0", "10000000", "1e3"]),
     (["compare", "a", "b", "--store", NO_STORE], "--top-k", ["0", "-1"]),
     (["advise", "t", "--store", NO_STORE], "--draws", ["0", "99999999"]),
+    # profile and fingerprint: refused at parse time, so nothing is ever measured (a bad inventory too, to be sure)
+    (["profile", "a@1", "a@2", "--store", NO_STORE, "-i", NO_STORE], "--alpha", ["nan", "0", "1.5"]),
+    (["profile", "a@1", "a@2", "--store", NO_STORE, "-i", NO_STORE], "--min-change", ["nan", "1", "-0.1"]),
+    (["profile", "a@1", "a@2", "--store", NO_STORE, "-i", NO_STORE], "--jobs", ["0", "-2", "100000"]),
+    (["profile", "a@1", "a@2", "--store", NO_STORE, "-i", NO_STORE], "--random-state", ["-1", "4294967296"]),
+    (["profile", "a@1", "a@2", "--store", NO_STORE, "-i", NO_STORE], "--report", ["/etc/passwd/r", "/proc/1/x"]),
+    (["profile", "a@1", "a@2", "--store", NO_STORE, "-i", NO_STORE], "--seeds", ["0", "1000000"]),
+    (["fingerprint", "--store", NO_STORE, "-i", NO_STORE], "--seconds", ["0", "1000000000"]),
+    (["fingerprint", "--store", NO_STORE, "-i", NO_STORE], "--forks", ["0", "100000"]),
+    (["history", "detect", "x.csv"], "--alpha", ["nan", "0", "2"]),
+    (["history", "detect", "x.csv"], "--magnitude-floor", ["nan", "-1", "inf"]),
+    (["history", "detect", "x.csv"], "--min-size", ["0", "-1"]),
+    (["history", "bisect", "--repo", "/nonexistent-h5", "--build", ""], "--bench", ["'unbalanced", 'a "b']),
+    (["history", "sample", "--repo", "/nonexistent-h5", "--build", "", "--bench", "x"], "--budget", ["0", "-1"]),
+    (["schedule", "remove", "--root", "/nonexistent-h5"], "--name", ["..", "../../etc/passwd", "/etc/x", ".", "a b"]),
 ]
 
 
