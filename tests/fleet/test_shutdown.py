@@ -174,7 +174,7 @@ def test_ctrl_c_while_waiting_on_the_local_fleet_lock_exits_at_once(tmp_path: Pa
 
     inv, db, spec = tmp_path / "one.yml", tmp_path / "q.db", tmp_path / "t.yml"
     inv.write_text(ONE)
-    spec.write_text("schema_version: 1\nname: t\nversions:\n  v1: {command: [true]}\n")
+    spec.write_text("schema_version: 1\nname: t\nversions:\n  v1: {command: ['true']}\n")
     with local_fleet_lock():
         proc = _quiho(["run", str(spec), "--version", "v1", "-i", str(inv), "--store", str(db)], tmp_path / "runs")
 
