@@ -34,6 +34,7 @@ from quiho.fingerprint.catalog import load_catalog
 from quiho.history import detect
 from quiho.irup.groups import hardware_groups
 from quiho.store import Store
+from quiho.store import fleet as fleet_store
 
 __all__ = [
     "StressorDrift", "GroupChange", "StaleHost", "DriftReport", "fingerprint_history", "detect_drift", "drift_warnings",
@@ -117,12 +118,7 @@ def fingerprint_history(store: Store, *, source: str = "fleet") -> pd.DataFrame:
 
     Columns: ``run_id, batch, started_at, host, stressor, value``; ordered by start time.
     """
-    q = (
-        "SELECT r.id AS run_id, r.batch, r.started_at, h.name AS host, m.stressor, m.value "
-        "FROM measurements m JOIN fingerprint_runs r ON r.id = m.run_id JOIN hosts h ON h.id = m.host_id "
-        "WHERE m.status = 'ok' AND r.source = ? AND r.duplicate_of IS NULL"
-    )
-    df = pd.read_sql_query(q, store.conn, params=[source])
+    df = fleet_store.ok_measurements(store, source)
     if df.empty:
         return df.assign(value=pd.Series(dtype=float))
     med = df.groupby(["run_id", "batch", "started_at", "host", "stressor"], as_index=False)["value"].median()

@@ -27,7 +27,8 @@ __all__ = [
     "create_fingerprint_run",
     "fingerprint_run", "host_id", "host_counts", "hosts_with_runs", "insert_app_runs", "latest_fleet_run",
     "mark_interrupted_runs", "missing_measurements", "remember_hosts", "set_host_status", "set_run_status",
-    "summarise_run", "upsert_measurements", "profile_runs", "fingerprint_run_age", "fleet_hosts", "save_profile_row",
+    "summarise_run", "upsert_measurements", "profile_runs", "fingerprint_run_age", "fleet_hosts", "ok_measurements",
+    "save_profile_row",
     "profile_row",
 ]
 
@@ -351,6 +352,21 @@ def summarise_run(store: Store, run_id: int) -> None:
 
 
 # --- profiles -----------------------------------------------------------------------------------------------
+
+
+def ok_measurements(store: Store, source: str = "fleet") -> pd.DataFrame:
+    """Every ``ok`` measurement of the non-duplicate ``source`` runs.
+
+    Columns: run_id, batch, started_at, host, stressor, value.
+    """
+    import pandas as pd
+
+    q = (
+        "SELECT r.id AS run_id, r.batch, r.started_at, h.name AS host, m.stressor, m.value "
+        "FROM measurements m JOIN fingerprint_runs r ON r.id = m.run_id JOIN hosts h ON h.id = m.host_id "
+        "WHERE m.status = 'ok' AND r.source = ? AND r.duplicate_of IS NULL"
+    )
+    return pd.read_sql_query(q, store.conn, params=[source])
 
 
 def profile_runs(store: Store, application: str, labels: tuple[str, str], batch: str) -> pd.DataFrame:
