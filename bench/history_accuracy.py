@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import ruptures as rpt
 
-from quiho.datasets.history import HistoryCase, history_suite, step_history
+from quiho.datasets.history import HistoryCase, ar_noise_history, history_suite, step_history
 from quiho.history import DETECTORS, KERNELS, detect, gp_bisect, mape, plain_bisection_builds, sample_revisions
 from quiho.history._metrics import covering, covering_annotators, f1_annotators, f1_margin
 
@@ -136,6 +136,28 @@ def part0(root: Path) -> None:
               f"{f[1::2].mean():.3f} / {c[1::2].mean():.3f} | {el:.1f} |", flush=True)
 
 
+def part1b(n_each: int) -> None:
+    """Wandering (AR(1), rho 0.7) noise: change-free series and series with one 3-sd step."""
+    null = [ar_noise_history(300, rho=0.7, noise=1.0, random_state=s) for s in range(n_each)]
+    steps = [ar_noise_history(300, (150,), (100.0, 103.0), rho=0.7, noise=1.0, random_state=1000 + s)
+             for s in range(n_each)]
+    print(f"\n## Wandering noise: AR(1) rho 0.7, 300 revisions; {n_each} change-free series, {n_each} with one "
+          "3-sd step at 150\n")
+    print("| detector | false alarms (change-free) | steps found (±5) | F1 / cover (all) |")
+    print("|---|---|---|---|")
+    methods: dict[str, object] = {m: (lambda y, m=m: [c.index for c in detect(y, m).change_points])
+                                  for m in ["auto", "cusum", "binseg", "bottomup", "gmm", "ttest", "mannwhitney"]}
+    methods.update({k: ruptures_default(k) for k in ("rpt-binseg", "rpt-bottomup", "rpt-pelt")})
+    for name, fn in methods.items():
+        fa = sum(len(fn(c.values)) for c in null)  # type: ignore[operator]
+        preds = [fn(c.values) for c in steps]  # type: ignore[operator]
+        found = sum(any(abs(p - 150) <= MARGIN for p in pr) for pr in preds)
+        cases = [(c, fn(c.values)) for c in null] + list(zip(steps, preds, strict=True))  # type: ignore[operator]
+        f1 = np.mean([f1_margin(c.truth, pr, MARGIN) for c, pr in cases])
+        cov = np.mean([covering(c.truth, pr, c.values.size) for c, pr in cases])
+        print(f"| {name} | {fa} | {found}/{n_each} | {f1:.2f} / {cov:.2f} |", flush=True)
+
+
 def gp_history(seed: int, n: int = 1000) -> HistoryCase:
     rng = np.random.default_rng(seed)
     cps = tuple(sorted(int(x) for x in rng.choice(np.arange(50, n - 50, 25), size=5, replace=False)))
@@ -214,6 +236,7 @@ def main() -> None:
     if a.only_real:
         return
     part1(n_each=3 if a.quick else 10)
+    part1b(n_each=5 if a.quick else 20)
     part3(seeds=5 if a.quick else 20)
     part2(seeds=2 if a.quick else 5, kernels=["brownian"] if a.quick else list(KERNELS))
 

@@ -3,7 +3,8 @@
 Every generator returns a :class:`HistoryCase` whose ``truth`` lists the
 indexes where the generating process changed (the first index of each new
 segment), so tests and ``bench/history_accuracy.py`` can score detectors.
-``truth`` is empty for the null cases: constant, slow drift, bimodal banding.
+``truth`` is empty for the null cases: constant, slow drift, bimodal banding,
+wandering (serially dependent) noise.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ __all__ = [
     "outlier_history",
     "bimodal_history",
     "heavy_tail_history",
+    "ar_noise_history",
     "history_suite",
 ]
 
@@ -101,6 +103,26 @@ def heavy_tail_history(n: int = 200, change_points: tuple[int, ...] = (70, 140),
     signal = _levels(n, change_points, levels)
     return HistoryCase("heavy_tail", signal + scale * _rng(random_state).standard_t(df, n), signal,
                        tuple(change_points))
+
+
+def ar_noise_history(n: int = 200, change_points: tuple[int, ...] = (), levels: tuple[float, ...] = (100.0,),
+                     rho: float = 0.7, noise: float = 2.0,
+                     random_state: int | np.random.Generator | None = 0) -> HistoryCase:
+    """Steps plus AR(1) noise ``e_t = rho e_(t-1) + w_t`` with marginal sd ``noise``: a history that wanders.
+
+    Real histories are serially dependent (machine state, caches, a neighbour's load drift between runs);
+    with ``change_points=()`` this is a null case for detectors that assume independent noise.
+    """
+    if not -1 < rho < 1:
+        raise ValueError(f"rho must be in (-1, 1), got {rho}")
+    rng = _rng(random_state)
+    w = rng.normal(0.0, noise * np.sqrt(1 - rho**2), n)
+    e = np.empty(n)
+    e[0] = rng.normal(0.0, noise)  # start in the stationary distribution
+    for t in range(1, n):
+        e[t] = rho * e[t - 1] + w[t]
+    signal = _levels(n, change_points, levels)
+    return HistoryCase("ar_noise", signal + e, signal, tuple(change_points))
 
 
 def history_suite(n_each: int = 10, n: int = 200, random_state: int | None = 0) -> list[HistoryCase]:

@@ -3,6 +3,7 @@ import pandas as pd
 import pytest
 
 from quiho.datasets.history import (
+    ar_noise_history,
     bimodal_history,
     heavy_tail_history,
     outlier_history,
@@ -230,21 +231,21 @@ def test_spread_change_is_not_reported_as_a_level_change(seed):
     assert detect(case.values, "auto").change_points == ()
 
 
-def _ar1(n, rho, rng):
-    e = rng.normal(0, 1, n)
-    x = np.zeros(n)
-    for i in range(n):
-        x[i] = (rho * x[i - 1] if i else 0.0) + e[i]
-    return x * np.sqrt(1 - rho**2)  # unit marginal variance
-
-
 def test_auto_serially_dependent_noise_is_not_a_change_but_a_step_in_it_is():
     # real histories wander (AR-like noise); without the long-run variance correction the default detector
     # put a change at 19 of these 20 change-free AR(1) series
     fa, hits = 0, 0
     for seed in range(20):
-        rng = np.random.default_rng(seed)
-        fa += len(detect(100 + _ar1(300, 0.7, rng)).change_points)
-        step = 100 + _ar1(300, 0.7, rng) + np.where(np.arange(300) >= 150, 3.0, 0.0)
-        hits += any(abs(c.index - 150) <= 5 for c in detect(step).change_points)
+        fa += len(detect(ar_noise_history(300, rho=0.7, noise=1.0, random_state=seed).values).change_points)
+        step = ar_noise_history(300, (150,), (100.0, 103.0), rho=0.7, noise=1.0, random_state=100 + seed)
+        hits += any(abs(c.index - 150) <= 5 for c in detect(step.values).change_points)
     assert fa <= 6 and hits >= 15
+
+
+def test_ar_noise_generator_is_seeded_and_has_the_asked_dependence():
+    a, b = ar_noise_history(5000, random_state=3), ar_noise_history(5000, random_state=3)
+    assert np.array_equal(a.values, b.values) and a.truth == ()
+    e = a.values - a.signal
+    assert np.corrcoef(e[1:], e[:-1])[0, 1] == pytest.approx(0.7, abs=0.05) and e.std() == pytest.approx(2, rel=0.1)
+    with pytest.raises(ValueError, match="rho"):
+        ar_noise_history(rho=1.0)
