@@ -79,8 +79,7 @@ def _store_error(path: Path, exc: sqlite3.Error) -> StoreError:
     msg = str(exc)
     if "readonly" in msg or "read-only" in msg:
         return StoreError(f"store {path} is read-only ({msg}): use a writable copy or another --store")
-    if "malformed" in msg or "not a database" in msg or isinstance(exc, sqlite3.DatabaseError) and (
-            "corrupt" in msg):
+    if "malformed" in msg or "not a database" in msg or "corrupt" in msg:
         return StoreError(f"store {path} is damaged ({msg}): restore it from a backup or use another --store")
     if "no such table" in msg or "no such column" in msg:
         return StoreError(f"store {path} lacks part of its schema ({msg}): it is damaged or not a quiho store")
@@ -89,44 +88,41 @@ def _store_error(path: Path, exc: sqlite3.Error) -> StoreError:
     return StoreError(f"store {path}: {msg}")
 
 
+def _is_store_problem(exc: sqlite3.Error) -> bool:
+    """A problem of the file or its use (read-only, locked, damaged, missing table), not a bug in a query.
+
+    Programming errors (wrong bindings, closed cursors) and constraint violations stay as they are: a
+    traceback points at the code that needs fixing.
+    """
+    return isinstance(exc, sqlite3.OperationalError | sqlite3.DataError | sqlite3.InternalError) or (
+        type(exc) is sqlite3.DatabaseError)
+
+
+def _translating(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a :class:`sqlite3.Cursor` method so store problems arrive as :class:`StoreError`."""
+
+    def wrapper(self: sqlite3.Cursor, *args: Any) -> Any:
+        try:
+            return method(self, *args)
+        except sqlite3.Error as exc:
+            if not _is_store_problem(exc):
+                raise
+            raise _store_error(self.connection.path, exc) from exc  # type: ignore[attr-defined]
+
+    wrapper.__name__ = method.__name__
+    wrapper.__doc__ = method.__doc__
+    return wrapper
+
+
 class _Cursor(sqlite3.Cursor):
     """A cursor whose SQLite errors arrive as :class:`StoreError` (one line at the CLI, never a traceback)."""
 
-    def execute(self, sql: str, parameters: Any = (), /) -> _Cursor:
-        try:
-            return super().execute(sql, parameters)
-        except sqlite3.Error as exc:
-            raise _store_error(self.connection.path, exc) from exc  # type: ignore[attr-defined]
-
-    def executemany(self, sql: str, seq_of_parameters: Any, /) -> _Cursor:
-        try:
-            return super().executemany(sql, seq_of_parameters)
-        except sqlite3.Error as exc:
-            raise _store_error(self.connection.path, exc) from exc  # type: ignore[attr-defined]
-
-    def fetchone(self) -> Any:
-        try:
-            return super().fetchone()
-        except sqlite3.Error as exc:
-            raise _store_error(self.connection.path, exc) from exc  # type: ignore[attr-defined]
-
-    def fetchmany(self, size: int | None = 1) -> list[Any]:
-        try:
-            return super().fetchmany(size if size is not None else self.arraysize)
-        except sqlite3.Error as exc:
-            raise _store_error(self.connection.path, exc) from exc  # type: ignore[attr-defined]
-
-    def fetchall(self) -> list[Any]:
-        try:
-            return super().fetchall()
-        except sqlite3.Error as exc:
-            raise _store_error(self.connection.path, exc) from exc  # type: ignore[attr-defined]
-
-    def __next__(self) -> Any:
-        try:
-            return super().__next__()
-        except sqlite3.Error as exc:
-            raise _store_error(self.connection.path, exc) from exc  # type: ignore[attr-defined]
+    execute = _translating(sqlite3.Cursor.execute)
+    executemany = _translating(sqlite3.Cursor.executemany)
+    fetchone = _translating(sqlite3.Cursor.fetchone)
+    fetchmany = _translating(sqlite3.Cursor.fetchmany)
+    fetchall = _translating(sqlite3.Cursor.fetchall)
+    __next__ = _translating(sqlite3.Cursor.__next__)
 
 
 class _Connection(sqlite3.Connection):
@@ -264,14 +260,19 @@ def _pending(have: dict[str, int], path: Path) -> list[_Component]:
 
 
 _CREATED = re.compile(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
+_DROPPED = re.compile(r"DROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
 
 
 def _check_tables(conn: sqlite3.Connection, path: Path) -> None:
     """Refuse a store that lacks a table its recorded schema versions promise (dropped or damaged)."""
     have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     versions = _read_versions(conn) or {}
-    want = {t for name, comp in _COMPONENTS.items() for step in comp.migrations[:versions.get(name, 0)]
-            if isinstance(step, str) for t in _CREATED.findall(step)}
+    want: set[str] = set()
+    for name, comp in _COMPONENTS.items():
+        for step in comp.migrations[:versions.get(name, 0)]:
+            if isinstance(step, str):  # in order: a later migration may drop what an earlier one created
+                want |= set(_CREATED.findall(step))
+                want -= set(_DROPPED.findall(step))
     missing = sorted(want - have)
     if missing:
         raise StoreError(f"store {path} lacks table(s) {', '.join(missing)}: it is damaged or was edited by "
