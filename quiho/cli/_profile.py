@@ -76,6 +76,8 @@ def profile_cmd(
                                                      "run id, APP@VERSION or Perun file.")] = None,
     jobs: Annotated[int, typer.Option("--jobs", callback=worker_count, help="Parallel model fits (-1 = all "
                                       "cores).")] = -1,
+    fmt: Annotated[str, typer.Option("--format", help="Output: text, or markdown (a CI job summary / PR "
+                                                      "comment).")] = "text",
     store: StoreOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -86,6 +88,8 @@ def profile_cmd(
     from quiho.profile.project import DEFAULTS
     from quiho.store import open_store
 
+    if fmt not in ("text", "markdown"):
+        raise UsageError(f"--format must be text or markdown, got {fmt!r}")
     app_a, v1 = _split(a)
     app_b, v2 = _split(b)
     if app_a != app_b:
@@ -116,6 +120,10 @@ def profile_cmd(
         write_report(res, report)
     if json_out:
         emit_json(res.to_dict())
+    elif fmt == "markdown":
+        from quiho.profile.text import summary_markdown
+
+        print(summary_markdown(res, report), end="")
     else:
         from quiho.profile.text import summary_lines
 

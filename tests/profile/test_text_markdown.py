@@ -37,3 +37,11 @@ def test_markdown_escapes_names(result):
     table = [ln for ln in md.splitlines() if ln.startswith("|")]
     assert table and all(len(re.findall(r"(?<!\\)\|", ln)) == 3 for ln in table)
     assert md.splitlines()[0].startswith("### quiho profile app\\|x \\*bold\\*")
+
+
+def test_profile_format_option_is_checked_first(tmp_path, capsys):
+    from quiho.cli.main import main
+
+    assert main(["profile", "a@1", "a@2", "--format", "html", "--store", str(tmp_path / "q.db")]) == 2
+    assert "--format must be text or markdown" in capsys.readouterr().err
+    assert not (tmp_path / "q.db").exists()  # nothing was opened, let alone run
