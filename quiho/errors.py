@@ -17,6 +17,7 @@ __all__ = [
     "UnknownTargetError",
     "NotEnoughData",
     "NotEnoughMachines",
+    "NoCommonHosts",
     "CatalogError",
     "InventoryError",
     "FingerprintParseError",
@@ -60,6 +61,10 @@ class NotEnoughData(QuihoError):
 
 class NotEnoughMachines(NotEnoughData):
     """There are too few distinct hardware groups for a cross-validated IRUP."""
+
+
+class NoCommonHosts(NotEnoughData):
+    """Two data sets share no host, so a within-host comparison (the calibrated IRUP-shift test) cannot apply."""
 
 
 class CatalogError(QuihoError):

@@ -10,26 +10,35 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err, plot_path
+from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err, number, plot_path
 
 ImportanceOpt = Annotated[
     str, typer.Option("--importance", help="classic (paper), impurity (current scikit-learn) or permutation.")
 ]
 SeedsOpt = Annotated[int, typer.Option("--seeds", min=1, max=10_000, help="Model fits; spread and stability are "
                                                                          "over these.")]
-RandomOpt = Annotated[int, typer.Option("--random-state", help="Master seed (same seed, same result).")]
+RandomOpt = Annotated[int, typer.Option("--random-state", min=0, help="Master seed, ≥ 0 (same seed, same result).")]
 ResampleOpt = Annotated[
     str, typer.Option("--resample", help="groups: each seed bootstraps hardware groups; none: paper (all rows).")
 ]
 BatchOpt = Annotated[str | None, typer.Option("--batch", help="Only rows of this batch / fingerprint run.")]
-JobsOpt = Annotated[int, typer.Option("--jobs", help="Parallel workers (-1 = all cores).")]
+
+
+def _jobs(value: int) -> int:
+    if value == 0 or value < -1:
+        raise typer.BadParameter(f"{value} is not a number of workers: use -1 (all cores) or a count ≥ 1")
+    return value
+
+
+JobsOpt = Annotated[int, typer.Option("--jobs", callback=_jobs, help="Parallel workers (-1 = all cores).")]
 ModelOpt = Annotated[
-    str, typer.Option("--model", help="paper (1000 trees, lr 0.01) or fast (250 trees, lr 0.04; ~4x cheaper).")
+    str, typer.Option("--model", help="quiho (default: the paper's 1000 trees, lr 0.01, batched engine), paper (the "
+                                      "same on scikit-learn, the reference) or fast (250 scikit-learn trees, lr 0.04).")
 ]
 
 
 def _irup(store: Path | None, target: str, importance: str, seeds: int, random_state: int, resample: str,
-          batch: str | None, jobs: int, model: str = "paper"):
+          batch: str | None, jobs: int, model: str = "quiho"):
     from quiho.irup import ModelParams, irup_for_target
     from quiho.store import open_store
 
@@ -65,6 +74,26 @@ def _print_irup(irup, top: int) -> None:
         out.print("note: " + escape(n))
 
 
+def comparison_lines(c) -> list[str]:
+    """What ``quiho compare`` prints (names escaped for the terminal)."""
+    from quiho._text import printable as p
+
+    lines = [f"{p(c.target_a)} vs {p(c.target_b)}: {c.verdict.upper()}", p(c.reason)]
+    if c.shift is not None:
+        t = c.shift
+        lines.append(f"profile-shift test: p = {t.p_value:.3g} (B = {t.permutations} within-host permutations, "
+                     f"{t.hosts_shared} shared hosts); distance {t.distance:.3f}, null {1 - t.alpha:.0%} quantile "
+                     f"{t.null_quantile:.3f}")
+    else:
+        lines.append("profile-shift test: not run (--permutations 0): the verdict is the uncalibrated walk")
+    lines += [f"  rank {s.rank}: {'same' if s.same else 'DIFFERENT'} — {p(s.why)}" for s in c.steps]
+    lines.append(f"Spearman ρ = {c.spearman:.2f} (p = {c.spearman_p:.2g}), Kendall τ = {c.kendall:.2f} "
+                 f"(p = {c.kendall_p:.2g}) over all stressors")
+    shifts = ", ".join(f"{k} {v:+.0%}" for k, v in c.class_shift.items() if abs(v) >= 0.005)
+    lines.append(f"class-share shift (B − A): {shifts or 'none'}")
+    return lines
+
+
 def register(app: typer.Typer) -> None:
     @app.command("targets")
     def targets(store: StoreOpt = None, json_out: JsonOpt = False) -> None:
@@ -92,7 +121,7 @@ def register(app: typer.Typer) -> None:
         top: Annotated[int, typer.Option("--top", min=1, help="Rows shown in the text output.")] = 10,
         plot: Annotated[Path | None, typer.Option("--plot", callback=plot_path, help="Write the IRUP bars (PNG or "
                                                   "SVG).")] = None,
-        model: ModelOpt = "paper",
+        model: ModelOpt = "quiho",
         jobs: JobsOpt = -1,
         json_out: JsonOpt = False,
     ) -> None:
@@ -116,23 +145,38 @@ def register(app: typer.Typer) -> None:
         seeds: SeedsOpt = 10,
         random_state: RandomOpt = 0,
         random_state_b: Annotated[
-            int | None, typer.Option("--random-state-b", help="Seed for B (default: same as A).")
+            int | None, typer.Option("--random-state-b", min=0, help="Seed for B (default: same as A).")
         ] = None,
         resample: ResampleOpt = "groups",
         top_k: Annotated[int, typer.Option("--top-k", min=1, help="A divergence at rank ≤ K means different.")] = 3,
+        permutations: Annotated[int, typer.Option(
+            "--permutations", min=0, max=100_000, help="Within-host permutations of the profile-shift test (0 = "
+            "uncalibrated walk only, e.g. for targets measured on different hosts).")] = 200,
+        alpha: Annotated[float, typer.Option("--alpha", callback=number(0, 1, lo_open=True, hi_open=True),
+                                             help="Level of the profile-shift test.")] = 0.05,
         plot: Annotated[Path | None, typer.Option("--plot", callback=plot_path, help="Write both IRUPs side by "
                                                   "side.")] = None,
-        model: ModelOpt = "paper",
+        model: ModelOpt = "quiho",
         jobs: JobsOpt = -1,
         json_out: JsonOpt = False,
     ) -> None:
-        """Compare the IRUPs of two targets: rank walk, rank correlation, class shares, verdict."""
-        from quiho.irup import compare_irups
+        """Compare the IRUPs of two targets: permutation test of a profile shift, rank walk, class shares, verdict."""
+        from quiho.irup import ModelParams, compare_irups, compute_irup, load_target, save_irup, shift_test
+        from quiho.store import open_store
 
-        a = _irup(store, target_a, importance, seeds, random_state, resample, None, jobs, model)
-        b = _irup(store, target_b, importance, seeds,
-                  random_state if random_state_b is None else random_state_b, resample, None, jobs, model)
-        c = compare_irups(a, b, top_k=top_k)
+        params = ModelParams.preset(model)
+        rs_b = random_state if random_state_b is None else random_state_b
+        with open_store(store, create=False) as st:
+            da, db = load_target(st, target_a), load_target(st, target_b)
+            test = shift_test(da, db, importance=importance, permutations=permutations, alpha=alpha,
+                              random_state=random_state, n_jobs=jobs) if permutations else None
+            a = compute_irup(da, importance=importance, seeds=seeds, random_state=random_state, resample=resample,
+                             n_jobs=jobs, params=params)
+            b = compute_irup(db, importance=importance, seeds=seeds, random_state=rs_b, resample=resample,
+                             n_jobs=jobs, params=params)
+            save_irup(st, a)
+            save_irup(st, b)
+        c = compare_irups(a, b, shift=test, top_k=top_k)
         if plot is not None:
             from quiho.report.plots import irup_pair, save
 
@@ -140,15 +184,8 @@ def register(app: typer.Typer) -> None:
         if json_out:
             emit_json(c.to_dict())
             return
-        out = Console(highlight=False)
-        out.print(f"{escape(target_a)} vs {escape(target_b)}: {c.verdict.upper()}")
-        out.print(escape(c.reason))
-        for s in c.steps:
-            out.print(f"  rank {s.rank}: {'same' if s.same else 'DIFFERENT'} — {escape(s.why)}")
-        out.print(f"Spearman ρ = {c.spearman:.2f} (p = {c.spearman_p:.2g}), Kendall τ = {c.kendall:.2f} "
-                  f"(p = {c.kendall_p:.2g}) over all stressors")
-        shifts = ", ".join(f"{k} {v:+.0%}" for k, v in c.class_shift.items() if abs(v) >= 0.005)
-        out.print(f"class-share shift (B − A): {escape(shifts) or 'none'}")
+        for line in comparison_lines(c):
+            print(line)
 
     @app.command("advise")
     def advise_cmd(

@@ -1,14 +1,20 @@
-"""Compare two IRUPs: the paper's rank walk, with a tolerance from the seed spread.
+"""Compare two IRUPs: the paper's rank walk, with a tolerance calibrated on the data's noise.
 
 The paper walks two profiles from rank 1 down and stops at the first rank
 whose importance is "not the same", without saying what "the same" means.
 quiho makes it a test: at rank *r* the stressors of the two profiles are the
 same if they are one stressor whose importances differ by less than the
 tolerance, or two stressors whose importances are each within tolerance of
-their counterpart in the other profile (a swap inside the noise). The
-tolerance for a stressor is ``z × sqrt(se_A² + se_B²)`` where ``se`` is the
-standard error of its mean importance over seeds, floored at ``min_tol``
-points on the 0-100 scale.
+their counterpart in the other profile (a swap inside the noise).
+
+The walk's tolerance for a stressor is ``z × sqrt(se_A² + se_B²)`` of the seed means (floor
+``min_tol``): it locates *which rank* moved beyond the seeds' noise. That tolerance shrinks with
+the number of seeds and knows nothing about run-to-run noise, so on its own it cannot say that
+the profile changed. With a :class:`quiho.irup.shift.ShiftTest` (the permutation test of "same
+profile", :func:`quiho.irup.shift.shift_test`) the verdict needs the test: ``different`` =
+p < alpha *and* a divergence in the top ranks; ``equivalent`` = p ≥ alpha *and* the top ranks
+agree; otherwise ``inconclusive``. Without one (IRUPs of different fleets, or no runs at hand)
+the verdict is the walk's and says it is uncalibrated.
 """
 
 from __future__ import annotations
@@ -19,12 +25,15 @@ from typing import Any
 import numpy as np
 from scipy.stats import kendalltau, spearmanr
 
+from quiho.errors import NotEnoughData
 from quiho.fingerprint.catalog import ANALYSIS_CLASSES
+from quiho.irup.data import TargetData
 from quiho.irup.engine import Irup
+from quiho.irup.shift import DEFAULT_PERMUTATIONS, ShiftTest, shift_test
 
-COMPARISON_SCHEMA_VERSION = 1
+COMPARISON_SCHEMA_VERSION = 2
 
-__all__ = ["RankStep", "Comparison", "compare_irups", "class_shares"]
+__all__ = ["RankStep", "Comparison", "compare_irups", "compare_runs", "class_shares", "stressor_tolerance"]
 
 
 @dataclass(frozen=True)
@@ -42,7 +51,12 @@ class RankStep:
 
 @dataclass(frozen=True)
 class Comparison:
-    """The verdict of comparing IRUP ``a`` with IRUP ``b`` and its evidence."""
+    """The verdict of comparing IRUP ``a`` with IRUP ``b`` and its evidence.
+
+    ``shares_a`` / ``shares_b``: share of the total importance per class of ``a`` and ``b``;
+    ``tolerance``: the tolerance used for each stressor (0-100 scale), also used by the hints;
+    ``shift``: the permutation test, None when uncalibrated.
+    """
 
     target_a: str
     target_b: str
@@ -54,11 +68,29 @@ class Comparison:
     spearman_p: float
     kendall: float
     kendall_p: float
-    class_shares: dict[str, dict[str, float]]
+    shares_a: dict[str, float]
+    shares_b: dict[str, float]
     class_shift: dict[str, float]
+    tolerance: dict[str, float]
     tolerance_z: float
     validity_a: str
     validity_b: str
+    shift: ShiftTest | None = None
+
+    @property
+    def class_shares(self) -> dict[str, dict[str, float]]:
+        """``{"a": shares_a, "b": shares_b}``."""
+        return {"a": self.shares_a, "b": self.shares_b}
+
+    @property
+    def calibrated(self) -> bool:
+        """True when the verdict rests on the permutation test."""
+        return self.shift is not None
+
+    @property
+    def p_value(self) -> float | None:
+        """The permutation test's p-value (None when uncalibrated)."""
+        return self.shift.p_value if self.shift else None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract of ``quiho compare --json``."""
@@ -66,10 +98,15 @@ class Comparison:
             "schema_version": COMPARISON_SCHEMA_VERSION,
             "target_a": self.target_a, "target_b": self.target_b, "verdict": self.verdict,
             "first_divergent_rank": self.first_divergent_rank, "reason": self.reason,
+            "calibrated": self.calibrated,
+            "p_value": None if self.shift is None else round(self.shift.p_value, 5),
+            "permutations": None if self.shift is None else self.shift.permutations,
+            "shift_test": None if self.shift is None else self.shift.to_dict(),
             "spearman": _r(self.spearman), "spearman_p": _r(self.spearman_p),
             "kendall": _r(self.kendall), "kendall_p": _r(self.kendall_p),
             "class_shares": self.class_shares, "class_shift": self.class_shift,
             "validity": {"a": self.validity_a, "b": self.validity_b}, "tolerance_z": self.tolerance_z,
+            "tolerance": {k: round(v, 2) for k, v in self.tolerance.items()},
             "walk": [s.__dict__ for s in self.steps],
         }
 
@@ -88,45 +125,30 @@ def class_shares(irup: Irup) -> dict[str, float]:
     return {k: round(v, 4) for k, v in out.items()}
 
 
-def compare_irups(
-    a: Irup, b: Irup, *, z: float = 3.0, min_tol: float = 5.0, top_k: int = 3, min_importance: float = 10.0
-) -> Comparison:
-    """Compare two IRUPs.
+def stressor_tolerance(a: Irup, b: Irup, *, z: float = 3.0, min_tol: float = 5.0) -> dict[str, float]:
+    """Walk tolerance of every stressor of ``a`` or ``b``: ``z`` seed standard errors, floor ``min_tol``.
 
-    Parameters
-    ----------
-    a, b : Irup
-        Profiles to compare (any formulas, but compare like with like).
-    z : float, default 3.0
-        Tolerance multiple of the standard error of the difference.
-    min_tol : float, default 5.0
-        Smallest tolerance, in points of the 0-100 scale.
-    top_k : int, default 3
-        A divergence at rank ≤ ``top_k`` makes the profiles ``different``.
-    min_importance : float, default 10.0
-        The walk covers the ranks where either profile still has a stressor at
-        or above this importance (at least 1, at most 10 ranks).
-
-    Returns
-    -------
-    Comparison
-        ``verdict`` is ``equivalent``, ``different`` or ``inconclusive`` (when
-        either IRUP is not meaningful: noise can prove neither).
+    On the 0-100 scale. This says whether two importances differ beyond the *seeds'* noise (which rank moved); whether
+    the profiles differ beyond the *runs'* noise is the permutation test's job. The test's own
+    per-stressor null quantiles are not used here: they are computed on pooled runs, which under a
+    real shift mix both profiles and can be inflated by the very shift under test.
     """
     fa, fb = a.by_stressor(), b.by_stressor()
-    names = sorted(set(fa) | set(fb))
-
-    def imp(f: dict, s: str) -> float:
-        return f[s].importance if s in f else 0.0
 
     def se(irup: Irup, f: dict, s: str) -> float:
         return (f[s].std / np.sqrt(max(len(irup.per_seed), 1))) if s in f else 0.0
 
-    def tol(s: str) -> float:
-        return max(min_tol, z * float(np.hypot(se(a, fa, s), se(b, fb, s))))
+    return {s: max(min_tol, z * float(np.hypot(se(a, fa, s), se(b, fb, s)))) for s in sorted(set(fa) | set(fb))}
+
+
+def _walk(a: Irup, b: Irup, tol: dict[str, float], min_importance: float) -> tuple[list[RankStep], int | None]:
+    fa, fb = a.by_stressor(), b.by_stressor()
+
+    def imp(f: dict, s: str) -> float:
+        return f[s].importance if s in f else 0.0
 
     def within(s: str) -> bool:
-        return abs(imp(fa, s) - imp(fb, s)) <= tol(s)
+        return abs(imp(fa, s) - imp(fb, s)) <= tol[s]
 
     n_walk = max(1, min(10, max(
         sum(1 for f in a.features if f.importance >= min_importance),
@@ -139,30 +161,81 @@ def compare_irups(
         ia, ib = a.features[r].importance, b.features[r].importance
         if sa == sb:
             same = within(sa)
-            why = (f"'{sa}' {ia:.0f} vs {ib:.0f} (tolerance ±{tol(sa):.0f})")
+            why = f"'{sa}' {ia:.0f} vs {ib:.0f} (tolerance ±{tol[sa]:.0f})"
         else:
             same = within(sa) and within(sb)
             why = (
-                f"'{sa}' {imp(fa, sa):.0f} vs {imp(fb, sa):.0f} (±{tol(sa):.0f}); "
-                f"'{sb}' {imp(fa, sb):.0f} vs {imp(fb, sb):.0f} (±{tol(sb):.0f})"
+                f"'{sa}' {imp(fa, sa):.0f} vs {imp(fb, sa):.0f} (±{tol[sa]:.0f}); "
+                f"'{sb}' {imp(fa, sb):.0f} vs {imp(fb, sb):.0f} (±{tol[sb]:.0f})"
             )
             why = ("swap within noise: " if same else "different stressors: ") + why
         steps.append(RankStep(r + 1, sa, round(ia, 2), sb, round(ib, 2), bool(same), why))
         if not same and first is None:
             first = r + 1
-    va, vb = np.array([imp(fa, s) for s in names]), np.array([imp(fb, s) for s in names])
+    return steps, first
+
+
+def _decide(first: int | None, steps: list[RankStep], top_k: int, shift: ShiftTest | None) -> tuple[str, str]:
+    """Verdict and reason from the walk and (when calibrated) the permutation test."""
+    diverges = first is not None and first <= top_k
+    walk = (f"the profiles diverge at rank {first}: {steps[first - 1].why}" if diverges and first else
+            f"the top {top_k} ranks agree within tolerance" + (
+                f"; first divergence at rank {first}: {steps[first - 1].why}" if first else ""))
+    if shift is None:
+        return ("different" if diverges else "equivalent"), walk + " (uncalibrated: seed-spread tolerance)"
+    test = (f"permutation test p = {shift.p_value:.3g} (B = {shift.permutations} within-host permutations over "
+            f"{shift.hosts_shared} shared hosts; distance {shift.distance:.3f} vs null {1 - shift.alpha:.0%} "
+            f"quantile {shift.null_quantile:.3f})")
+    significant = shift.p_value < shift.alpha
+    if significant and diverges:
+        return "different", f"{walk}; {test}"
+    if not significant and not diverges:
+        return "equivalent", f"{walk}; {test}"
+    why = ("the distance is beyond the noise but the top ranks agree" if significant else
+           "the top ranks differ but not beyond what exchanging the runs produces")
+    return "inconclusive", f"{why}: {walk}; {test}"
+
+
+def compare_irups(
+    a: Irup, b: Irup, *, shift: ShiftTest | None = None, z: float = 3.0, min_tol: float = 5.0, top_k: int = 3,
+    min_importance: float = 10.0,
+) -> Comparison:
+    """Compare two IRUPs.
+
+    Parameters
+    ----------
+    a, b : Irup
+        Profiles to compare (any formulas, but compare like with like).
+    shift : ShiftTest, optional
+        The permutation test of the two versions' runs (:func:`quiho.irup.shift.shift_test`): calibrates
+        the tolerances and the verdict. Without it the verdict is uncalibrated (seed-spread tolerance).
+    z : float, default 3.0
+        Walk tolerance: multiple of the standard error of the difference of the seed means.
+    min_tol : float, default 5.0
+        Smallest tolerance, in points of the 0-100 scale.
+    top_k : int, default 3
+        A divergence at rank ≤ ``top_k`` is a shift of the top ranks.
+    min_importance : float, default 10.0
+        The walk covers the ranks where either profile still has a stressor at
+        or above this importance (at least 1, at most 10 ranks).
+
+    Returns
+    -------
+    Comparison
+        ``verdict`` is ``equivalent``, ``different`` or ``inconclusive`` (either IRUP not
+        meaningful, or the walk and the permutation test disagree).
+    """
+    tol = stressor_tolerance(a, b, z=z, min_tol=min_tol)
+    steps, first = _walk(a, b, tol, min_importance)
+    fa, fb = a.by_stressor(), b.by_stressor()
+    names = sorted(set(fa) | set(fb))
+    va = np.array([fa[s].importance if s in fa else 0.0 for s in names])
+    vb = np.array([fb[s].importance if s in fb else 0.0 for s in names])
     rho, rho_p = spearmanr(va, vb)
     tau, tau_p = kendalltau(va, vb)
     ca, cb = class_shares(a), class_shares(b)
-    shift = {k: round(cb.get(k, 0.0) - ca.get(k, 0.0), 4) for k in sorted(set(ca) | set(cb))}
-    if first is not None and first <= top_k:
-        raw, reason = "different", f"the profiles diverge at rank {first}: {steps[first - 1].why}"
-    elif first is not None:
-        raw = "equivalent"
-        reason = f"the top {top_k} ranks agree within tolerance; first divergence at rank {first}: " \
-                 f"{steps[first - 1].why}"
-    else:
-        raw, reason = "equivalent", f"all {len(steps)} walked ranks agree within tolerance"
+    shift_ = {k: round(cb.get(k, 0.0) - ca.get(k, 0.0), 4) for k in sorted(set(ca) | set(cb))}
+    raw, reason = _decide(first, steps, top_k, shift)
     bad = [f"{x.target} is {x.validity.verdict}" for x in (a, b) if x.validity.verdict == "not-meaningful"]
     if bad:
         verdict_, reason = "inconclusive", f"{'; '.join(bad)}: it cannot prove a difference or an equivalence " \
@@ -175,6 +248,26 @@ def compare_irups(
     return Comparison(
         target_a=a.target, target_b=b.target, verdict=verdict_, first_divergent_rank=first, reason=reason,
         steps=tuple(steps), spearman=float(rho), spearman_p=float(rho_p), kendall=float(tau), kendall_p=float(tau_p),
-        class_shares={a.target: ca, b.target: cb} if a.target != b.target else {"a": ca, "b": cb},
-        class_shift=shift, tolerance_z=z, validity_a=a.validity.verdict, validity_b=b.validity.verdict,
+        shares_a=ca, shares_b=cb, class_shift=shift_, tolerance=tol, tolerance_z=z, validity_a=a.validity.verdict,
+        validity_b=b.validity.verdict, shift=shift,
     )
+
+
+def compare_runs(
+    a: Irup, b: Irup, data_a: TargetData, data_b: TargetData, *, permutations: int = DEFAULT_PERMUTATIONS,
+    alpha: float = 0.05, top_k: int = 3, random_state: int = 0, n_jobs: int = -1,
+) -> tuple[Comparison, str | None]:
+    """:func:`compare_irups` calibrated by :func:`quiho.irup.shift_test` on the rows behind ``a`` and ``b``.
+
+    Needs only stored runs (``data_a``/``data_b`` are the IRUPs' training rows), so a profile can be
+    re-judged later. Returns the comparison and, when the test could not run (no shared host, too few
+    rows), a note saying why (the comparison is then the uncalibrated walk); ``permutations=0`` skips it.
+    """
+    shift, note = None, None
+    if permutations > 0:
+        try:
+            shift = shift_test(data_a, data_b, importance=a.importance, permutations=permutations, alpha=alpha,
+                               random_state=random_state, n_jobs=n_jobs)
+        except NotEnoughData as exc:
+            note = f"profile-shift test not run ({exc}); the IRUP verdict is the uncalibrated walk"
+    return compare_irups(a, b, shift=shift, top_k=top_k), note

@@ -15,16 +15,25 @@ from joblib import Parallel, delayed
 from quiho._version import __version__
 from quiho.errors import NotEnoughData, NotEnoughMachines, UsageError
 from quiho.fingerprint.catalog import Catalog, load_catalog
+from quiho.irup.batched import fit_batched, predict_batched
 from quiho.irup.data import TargetData, load_target
 from quiho.irup.groups import HardwareGroups, hardware_groups
-from quiho.irup.importance import FORMULAS, ModelParams, fit_seed
+from quiho.irup.importance import (
+    ENGINES,
+    FORMULAS,
+    ModelParams,
+    fit_seed,
+    permutation_blocks,
+    permutation_scores,
+    seed_weights,
+)
 from quiho.irup.validity import Validity, logo_fold, logo_predictions, r2, verdict
 from quiho.store import Store
 from quiho.store.irup import insert_irup
 
 __all__ = [
-    "FeatureImportance", "DroppedStressor", "Irup", "compute_irup", "irup_for_target", "save_irup",
-    "NOISY_COV", "MIN_ROWS", "MIN_GROUPS",
+    "FeatureImportance", "DroppedStressor", "SeedImportances", "Irup", "fit_models", "child_seeds", "compute_irup",
+    "irup_for_target", "save_irup", "NOISY_COV", "MIN_ROWS", "MIN_GROUPS",
 ]
 
 #: Version of the IRUP JSON document (``quiho irup --json``, the ``irups`` table).
@@ -64,6 +73,25 @@ class DroppedStressor:
 
 
 @dataclass(frozen=True)
+class SeedImportances:
+    """Importance of every training stressor in every seed, on the IRUP's 0-100 scale.
+
+    ``values[s][j]`` is seed ``s``'s importance of ``columns[j]`` (training column order,
+    dropped stressors excluded); the IRUP's ``importance`` of a stressor is the mean over seeds.
+    """
+
+    columns: tuple[str, ...] = ()
+    values: tuple[tuple[float, ...], ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def matrix(self) -> np.ndarray:
+        """The values as an array of shape (seeds, stressors)."""
+        return np.asarray(self.values, dtype=float).reshape(len(self.values), len(self.columns))
+
+
+@dataclass(frozen=True)
 class Irup:
     """An inferred resource utilisation profile with the evidence behind it."""
 
@@ -82,7 +110,7 @@ class Irup:
     params: dict[str, Any]
     versions: dict[str, str]
     notes: tuple[str, ...] = field(default_factory=tuple)
-    per_seed: tuple[tuple[float, ...], ...] = field(default_factory=tuple, repr=False)
+    per_seed: SeedImportances = field(default_factory=SeedImportances, repr=False)
 
     def top(self, k: int = 5) -> tuple[FeatureImportance, ...]:
         """The ``k`` most important stressors."""
@@ -210,68 +238,28 @@ def compute_irup(
         raise UsageError("permutation importance is measured on held-out hardware groups: use resample='groups'")
     if seeds < 1:
         raise UsageError("seeds must be at least 1")
+    if params is not None and params.engine not in ENGINES:
+        raise UsageError(f"unknown model engine {params.engine!r}; choose one of {', '.join(ENGINES)}")
     params = params or ModelParams()
     catalog = catalog or load_catalog()
-    if len(data.y) < MIN_ROWS:
-        raise NotEnoughData(f"target {data.target!r} has {len(data.y)} rows; an IRUP needs at least {MIN_ROWS}")
-    if float(np.std(data.y)) == 0:
-        raise NotEnoughData(f"target {data.target!r} has the same value on every row: nothing to explain")
-    X, dropped, noisy = _prepare(data)
-    units = _units(data)
-    hw: HardwareGroups = hardware_groups(X, units)
-    if hw.n_groups < MIN_GROUPS:
-        raise NotEnoughMachines(
-            f"target {data.target!r} ran on {hw.n_groups} distinct hardware group(s) "
-            f"({len(set(data.meta['host']))} hosts); an IRUP needs at least {MIN_GROUPS}"
-        )
+    X, dropped, noisy, hw = _training_rows(data)
     Xa, ya, groups = X.to_numpy(dtype=float), data.y.to_numpy(dtype=float), hw.row_groups
-    ss = np.random.SeedSequence(random_state)
-    seed_states = [int(s.generate_state(1)[0]) for s in ss.spawn(seeds)]
+    seed_states = child_seeds(random_state, seeds)
     logo_seed = int(np.random.SeedSequence([random_state, 1]).generate_state(1)[0] % (2**31 - 1))
-    ug = sorted(set(groups.tolist()))
     # The out-of-group check does not depend on the formula or on the seeds: reuse it
     # within this process (e.g. three formulas, or compare after irup, on one target).
     key = _logo_key(Xa, ya, groups, params, logo_seed)
-    cached = _LOGO_CACHE.get(key)
-    tasks = [delayed(fit_seed)(Xa, ya, groups, formula=importance, params=params, seed=s, resample=resample)
-             for s in seed_states]
-    if cached is None:
-        tasks += [delayed(logo_fold)(Xa, ya, groups, g, params, logo_seed) for g in ug]
-    results = Parallel(n_jobs=n_jobs)(tasks)
-    fits = results[:seeds]
-    if cached is None:
-        cached = r2(ya, logo_predictions(dict(zip(ug, results[seeds:], strict=True)), groups, len(ya)))
-        _LOGO_CACHE[key] = cached
-    r2_cv = cached
-
-    imp = np.vstack([f.importances for f in fits])  # (seeds, features)
+    imp, logo = fit_models(Xa, ya, groups, formula=importance, params=params, seed_states=seed_states,
+                           resample=resample, logo_seed=logo_seed if key not in _LOGO_CACHE else None, n_jobs=n_jobs)
+    if logo is not None:
+        _LOGO_CACHE[key] = r2(ya, logo_predictions(logo, groups, len(ya)))
     valid = np.isfinite(imp).all(axis=1)
     if not valid.any():
         raise NotEnoughData(f"target {data.target!r}: no seed had held-out groups for permutation importance")
-    imp = imp[valid]
-    mean = np.clip(imp.mean(axis=0), 0, None)
-    std = imp.std(axis=0)
-    if mean.max() <= 0:
-        raise NotEnoughData(f"target {data.target!r}: no stressor has positive importance")
-    scale = 100.0 / mean.max()
-    ranks = (-imp).argsort(axis=1).argsort(axis=1) + 1  # rank of each feature per seed
-    top3 = (ranks <= TOP_K).mean(axis=0)
-    med_rank = np.median(ranks, axis=0)
     cols = [str(c) for c in X.columns]
-    order = sorted(range(len(cols)), key=lambda i: (-mean[i], cols[i]))
-    feats = tuple(
-        FeatureImportance(
-            stressor=cols[i], importance=float(mean[i] * scale), std=float(std[i] * scale),
-            classes=catalog.classes(cols[i]), primary=catalog.primary(cols[i]), top3_frequency=float(top3[i]),
-            median_rank=float(med_rank[i]), noisy=cols[i] in noisy,
-        )
-        for i in order
-    )
-    top1 = order[0]
-    top1_freq = float((ranks[:, top1] == 1).mean())
-    validity = verdict(
-        r2_cv, hw.n_groups, len(set(data.meta["host"])), len(ya), top1_freq, float(top3[top1]), cols[top1]
-    )
+    feats, per_seed, top1_freq = _features(imp[valid], cols, noisy, catalog)
+    validity = verdict(_LOGO_CACHE[key], hw.n_groups, len(set(data.meta["host"])), len(ya), top1_freq,
+                       feats[0].top3_frequency, feats[0].stressor)
     notes = list(data.notes)
     notes.extend(metric_stability(data))
     batch_warnings = batch_consistency(data, groups)
@@ -285,13 +273,108 @@ def compute_irup(
         features=feats, dropped=tuple(dropped), validity=validity, rows=len(ya), unit=data.unit,
         higher_is_better=data.higher_is_better, groups=hw.members(),
         params={
-            "model": "GradientBoostingRegressor", **params.__dict__,
-            "group_threshold": round(hw.threshold, 4), "repetition_distance": _round(hw.repetition_distance),
-            "seed_states": seed_states,
+            "model": "GradientBoostingRegressor" if params.engine == "sklearn" else "batched gradient boosting",
+            **params.__dict__, "group_threshold": round(hw.threshold, 4),
+            "repetition_distance": _round(hw.repetition_distance), "seed_states": seed_states,
         },
-        versions=_versions(), notes=tuple(notes),
-        per_seed=tuple(tuple(float(v) * scale for v in row) for row in imp),
+        versions=_versions(), notes=tuple(notes), per_seed=per_seed,
     )
+
+
+def child_seeds(random_state: int, seeds: int) -> list[int]:
+    """The per-seed states drawn up front from ``random_state`` (same for every engine and ``n_jobs``)."""
+    return [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(random_state).spawn(seeds)]
+
+
+def _training_rows(data: TargetData) -> tuple[pd.DataFrame, list[DroppedStressor], set[str], HardwareGroups]:
+    """Checked training columns, dropped and noisy stressors, and the hardware groups of ``data``."""
+    if len(data.y) < MIN_ROWS:
+        raise NotEnoughData(f"target {data.target!r} has {len(data.y)} rows; an IRUP needs at least {MIN_ROWS}")
+    y = data.y.to_numpy(dtype=float)
+    if not np.isfinite(y).all() or not np.isfinite(data.X.to_numpy(dtype=float)).all():
+        raise NotEnoughData(f"target {data.target!r} has non-finite values (NaN or infinite) in its metric or "
+                            "fingerprints; remove or re-measure those runs")
+    if float(np.std(y)) == 0:
+        raise NotEnoughData(f"target {data.target!r} has the same value on every row: nothing to explain")
+    X, dropped, noisy = _prepare(data)
+    hw: HardwareGroups = hardware_groups(X, _units(data))
+    if hw.n_groups < MIN_GROUPS:
+        raise NotEnoughMachines(
+            f"target {data.target!r} ran on {hw.n_groups} distinct hardware group(s) "
+            f"({len(set(data.meta['host']))} hosts); an IRUP needs at least {MIN_GROUPS}"
+        )
+    return X, dropped, noisy, hw
+
+
+def _features(
+    imp: np.ndarray, cols: list[str], noisy: set[str], catalog: Catalog
+) -> tuple[tuple[FeatureImportance, ...], SeedImportances, float]:
+    """Scaled features (largest first), the per-seed matrix on the same scale, top-1 frequency."""
+    mean = np.clip(imp.mean(axis=0), 0, None)
+    if mean.max() <= 0:
+        raise NotEnoughData("no stressor has positive importance")
+    scale = 100.0 / mean.max()
+    std = imp.std(axis=0)
+    ranks = (-imp).argsort(axis=1).argsort(axis=1) + 1  # rank of each feature per seed
+    top3 = (ranks <= TOP_K).mean(axis=0)
+    med_rank = np.median(ranks, axis=0)
+    order = sorted(range(len(cols)), key=lambda i: (-mean[i], cols[i]))
+    feats = tuple(
+        FeatureImportance(
+            stressor=cols[i], importance=float(mean[i] * scale), std=float(std[i] * scale),
+            classes=catalog.classes(cols[i]), primary=catalog.primary(cols[i]), top3_frequency=float(top3[i]),
+            median_rank=float(med_rank[i]), noisy=cols[i] in noisy,
+        )
+        for i in order
+    )
+    per_seed = SeedImportances(tuple(cols), tuple(tuple(float(v) * scale for v in row) for row in imp))
+    return feats, per_seed, float((ranks[:, order[0]] == 1).mean())
+
+
+def fit_models(
+    X: np.ndarray, y: np.ndarray, groups: np.ndarray, *, formula: str, params: ModelParams, seed_states: list[int],
+    resample: str, logo_seed: int | None, n_jobs: int = -1, n_repeats: int = 5,
+) -> tuple[np.ndarray, dict[int, np.ndarray] | None]:
+    """Importances of every seed (seeds × stressors) and, when ``logo_seed`` is given, out-of-group predictions.
+
+    The ``batched`` engine fits all seeds and leave-one-group-out folds in one call
+    (:func:`quiho.irup.batched.fit_batched`); the ``sklearn`` engine fits one
+    ``GradientBoostingRegressor`` per seed and fold in joblib workers. Both draw the same
+    bootstrap of hardware groups per seed (:func:`quiho.irup.importance.seed_weights`).
+    """
+    ug = sorted(set(groups.tolist()))
+    if params.engine == "sklearn":
+        tasks = [delayed(fit_seed)(X, y, groups, formula=formula, params=params, seed=s, resample=resample)
+                 for s in seed_states]
+        if logo_seed is not None:
+            tasks += [delayed(logo_fold)(X, y, groups, g, params, logo_seed) for g in ug]
+        results = Parallel(n_jobs=n_jobs)(tasks)
+        imp = np.vstack([f.importances for f in results[:len(seed_states)]])
+        logo = dict(zip(ug, results[len(seed_states):], strict=True)) if logo_seed is not None else None
+        return imp, logo
+    drawn = [seed_weights(groups, s, resample) for s in seed_states]
+    W = [w for _, _, w in drawn]
+    mseeds = [ms for _, ms, _ in drawn]
+    if logo_seed is not None:
+        W += [(groups != g).astype(float) for g in ug]
+        mseeds += [logo_seed + i for i in range(len(ug))]
+    fit = fit_batched(X, y, np.vstack(W), n_estimators=params.n_estimators, max_depth=params.max_depth,
+                      learning_rate=params.learning_rate, min_samples_split=params.min_samples_split,
+                      seeds=np.array(mseeds), n_jobs=n_jobs)
+    S = len(seed_states)
+    logo = {g: fit.pred[S + i][groups == g] for i, g in enumerate(ug)} if logo_seed is not None else None
+    if formula != "permutation":
+        return (fit.classic if formula == "classic" else fit.impurity)[:S].copy(), logo
+    imp = np.full((S, X.shape[1]), np.nan)
+    y_var = float(np.var(y)) or 1.0
+    for s, (rng, _, w) in enumerate(drawn):
+        oob = np.flatnonzero(w == 0)
+        if len(oob) < 2:
+            continue  # no held-out group this seed: contributes nothing
+        blocks = permutation_blocks(X[oob], rng, n_repeats)
+        pred = predict_batched(fit, np.full(len(blocks), s), blocks, n_jobs=n_jobs)
+        imp[s] = permutation_scores(pred, fit.pred[s][oob], y[oob], n_repeats, y_var)
+    return imp, logo
 
 
 _LOGO_CACHE: dict[str, float] = {}

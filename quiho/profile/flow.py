@@ -39,7 +39,7 @@ from quiho.irup import (
     ModelParams,
     TargetData,
     advise_fleet_size,
-    compare_irups,
+    compare_runs,
     compute_irup,
     load_fingerprints,
     load_target,
@@ -271,11 +271,12 @@ def analyse_data(
                            model_params=model_params, n_jobs=n_jobs, catalog=catalog)
     ia, ib = irups["a"], irups["b"]
     notes.extend(f"IRUP of {names[key]} unavailable: {why}" for key, why in errors.items())
-    comparison = compare_irups(ia, ib) if ia is not None and ib is not None else None
+    comparison = None
+    if ia is not None and ib is not None and data_a is not None and data_b is not None:
+        comparison, shift_note = compare_runs(ia, ib, data_a, data_b, random_state=random_state, n_jobs=n_jobs)
+        notes.extend([shift_note] if shift_note else [])
     advice = _advice(irups, datas, model_params, random_state, n_jobs, notes) if advise else {}
-    columns: dict[str, Sequence[str]] = {k: [str(c) for c in d.X.columns] for k, d in datas.items() if d is not None}
-    hints = root_cause_hints(ia, ib, comparison, catalog=catalog, advice=advice, metric_verdict=mc.verdict,
-                             columns=columns)
+    hints = root_cause_hints(ia, ib, comparison, catalog=catalog, advice=advice, metric_verdict=mc.verdict)
     if ia is None or ib is None:
         hints = (Hint("validity", "No resource-profile comparison: " + "; ".join(
             f"{names[k]}: {v}" for k, v in errors.items())

@@ -59,23 +59,18 @@ class Hint:
                 "evidence": self.evidence}
 
 
-def seed_class_shares(irup: Irup, columns: Sequence[str]) -> dict[str, tuple[float, float]] | None:
+def seed_class_shares(irup: Irup, columns: Sequence[str] | None = None) -> dict[str, tuple[float, float]] | None:
     """Per class: mean and standard deviation over seeds of its share of the total importance.
 
-    ``columns`` is the column order of ``irup.per_seed`` (the training columns minus the dropped
-    stressors). Returns None when the order does not reproduce the IRUP's means (then no noise
-    estimate is available).
+    The column order travels with ``irup.per_seed``; ``columns`` is accepted for older callers and
+    ignored. Returns None when the IRUP has no per-seed values.
     """
-    cols = [c for c in columns if c not in {d.stressor for d in irup.dropped}]
-    P = np.clip(np.asarray(irup.per_seed, dtype=float), 0, None)
-    if P.ndim != 2 or P.shape[1] != len(cols) or P.shape[0] == 0:
+    del columns
+    P = np.clip(irup.per_seed.matrix(), 0, None)
+    if P.shape[0] == 0 or P.shape[1] == 0:
         return None
     feats = irup.by_stressor()
-    means = np.clip(np.asarray(irup.per_seed, dtype=float).mean(axis=0), 0, None)
-    if not np.allclose([feats[c].importance for c in cols if c in feats], means[[i for i, c in enumerate(cols)
-                                                                               if c in feats]], atol=1e-6):
-        return None
-    prim = np.array([feats[c].primary if c in feats else "other" for c in cols])
+    prim = np.array([feats[c].primary if c in feats else "other" for c in irup.per_seed.columns])
     tot = P.sum(axis=1, keepdims=True)
     tot[tot == 0] = 1.0
     S = P / tot
@@ -93,12 +88,130 @@ def _rank(irup: Irup, name: str) -> int | None:
     return None
 
 
-def _tol(a: Irup, b: Irup, name: str, z: float, min_tol: float) -> float:
-    def se(irup: Irup) -> float:
-        f = irup.by_stressor().get(name)
-        return f.std / np.sqrt(max(len(irup.per_seed), 1)) if f else 0.0
+def _test_text(c: Comparison) -> tuple[str, dict[str, Any]]:
+    """How the comparison was calibrated, as a clause and as evidence."""
+    if c.shift is None:
+        return "uncalibrated: seed-spread tolerance", {"calibrated": False}
+    return (f"profile-shift permutation test p = {c.shift.p_value:.3g}, B = {c.shift.permutations}",
+            {"calibrated": True, "p_value": round(c.shift.p_value, 5), "permutations": c.shift.permutations})
 
-    return max(min_tol, z * float(np.hypot(se(a), se(b))))
+
+def _validity_hints(irups: Sequence[Irup | None], advice: dict[str, Advice]) -> list[Hint]:
+    hints = []
+    for irup in irups:
+        if irup is None or irup.validity.verdict == "meaningful":
+            continue
+        v = irup.validity
+        adv = advice.get(irup.target)
+        need = ""
+        if adv is not None and adv.recommended_groups is None and v.verdict == "not-meaningful":
+            need = (f" Fleet-size advice: no subset of these {adv.full_groups} hardware groups does better; add "
+                    f"hosts that differ in the resources the application might use.")
+        elif adv is not None:
+            need = f" Fleet-size advice: {adv.reason}."
+        elif v.verdict == "not-meaningful":
+            need = " Add hosts that differ in the resources the application might use."
+        strength = "is NOT meaningful" if v.verdict == "not-meaningful" else "is only weakly valid"
+        hints.append(Hint(
+            "validity",
+            f"The IRUP of {irup.target} {strength}: {v.reason}. Treat resource claims about it as "
+            f"{'unsupported' if v.verdict == 'not-meaningful' else 'tentative'}.{need}",
+            subject=irup.target,
+            evidence={"validity": v.to_dict(), "advice": adv.to_dict() if adv else None},
+        ))
+    return hints
+
+
+def _class_noise(a: Irup, b: Irup, c: Comparison, cls: str, z: float) -> tuple[float, dict[str, float], str] | None:
+    """Tolerance of a class-share shift.
+
+    Calibrated: 0 when the permutation test rejects "same profile" (the shift is established; the
+    ``class_shift_min`` floor still applies), infinite when it does not. Uncalibrated: ``z``
+    standard errors of the per-seed class shares.
+    """
+    if c.shift is not None:
+        null_q = c.shift.class_tolerance.get(cls, 0.0)
+        tol = 0.0 if c.shift.p_value < c.shift.alpha else float("inf")
+        return tol, {"null_quantile": round(null_q, 4)}, ""
+    noise_a, noise_b = seed_class_shares(a), seed_class_shares(b)
+    if noise_a is None or noise_b is None:
+        return None
+    _, sda = noise_a.get(cls, (0.0, 0.0))
+    _, sdb = noise_b.get(cls, (0.0, 0.0))
+    se = float(np.hypot(sda / np.sqrt(max(len(a.per_seed), 1)), sdb / np.sqrt(max(len(b.per_seed), 1))))
+    ev = {"seed_sd_a": round(sda, 4), "seed_sd_b": round(sdb, 4), "tolerance": round(z * se, 4)}
+    return z * se, ev, f" (seed spread ±{sda:.0%} / ±{sdb:.0%})"
+
+
+def _class_hints(a: Irup, b: Irup, c: Comparison, catalog: Catalog, qualifier: str, class_shift_min: float,
+                 z: float) -> list[Hint]:
+    hints = []
+    test_txt, test_ev = _test_text(c)
+    for cls, d in sorted(c.class_shift.items(), key=lambda kv: -abs(kv[1])):
+        if abs(d) < class_shift_min:
+            continue
+        noise = _class_noise(a, b, c, cls, z)
+        if noise is not None and abs(d) <= noise[0]:
+            continue  # within the noise of the class shares
+        sd_txt, noise_ev = (noise[2], noise[1]) if noise is not None else ("", {})
+        members = [f for f in (b if d > 0 else a).features if f.primary == cls][:3]
+        ev_members, parts = [], []
+        for f in members:
+            ra, rb = _rank(a, f.stressor), _rank(b, f.stressor)
+            fa, fb = a.by_stressor().get(f.stressor), b.by_stressor().get(f.stressor)
+            ia, ib = (fa.importance if fa else 0.0), (fb.importance if fb else 0.0)
+            sda, sdb = (fa.std if fa else 0.0), (fb.std if fb else 0.0)
+            parts.append(f"{f.stressor} rank {ra or '-'}→{rb or '-'}, {ia:.0f}±{sda:.0f}→{ib:.0f}±{sdb:.0f}")
+            ev_members.append({"stressor": f.stressor, "rank_a": ra, "rank_b": rb, "importance_a": round(ia, 2),
+                               "importance_b": round(ib, 2), "std_a": round(sda, 2), "std_b": round(sdb, 2)})
+        look = ""
+        if d > 0 and members:
+            entry = catalog.get(members[0].stressor)
+            look = f" Where to look: {entry.hint}." if entry else ""
+        elif d < 0:
+            look = " The candidate depends less on this resource than the baseline did."
+        hints.append(Hint(
+            "class",
+            f"{qualifier}{_CLASS_WORDS.get(cls, cls)} {'rose' if d > 0 else 'fell'} from "
+            f"{c.shares_a.get(cls, 0.0):.0%} to {c.shares_b.get(cls, 0.0):.0%} of the total importance{sd_txt} "
+            f"({'; '.join(parts) or 'no stressor of this class in the profile'}; {test_txt}).{look}",
+            direction="gained" if d > 0 else "lost", subject=cls,
+            evidence={"share_a": c.shares_a.get(cls, 0.0), "share_b": c.shares_b.get(cls, 0.0), "shift": d,
+                      "stressors": ev_members, **noise_ev, **test_ev},
+        ))
+    return hints
+
+
+def _stressor_hints(a: Irup, b: Irup, c: Comparison, catalog: Catalog, qualifier: str) -> list[Hint]:
+    test_txt, test_ev = _test_text(c)
+    fa_all, fb_all = a.by_stressor(), b.by_stressor()
+    names = {f.stressor for f in a.features[:TOP_STRESSORS]} | {f.stressor for f in b.features[:TOP_STRESSORS]}
+    moved = []
+    for name in names:
+        fa, fb = fa_all.get(name), fb_all.get(name)
+        ia, ib = (fa.importance if fa else 0.0), (fb.importance if fb else 0.0)
+        tol = c.tolerance.get(name, 0.0)  # the comparison's own tolerance: computed once
+        if abs(ib - ia) > tol:
+            moved.append((ib - ia, name, ia, ib, tol, fa, fb))
+    hints = []
+    for d, name, ia, ib, tol, fa, fb in sorted(moved, key=lambda t: (-abs(t[0]), t[1])):
+        entry = catalog.get(name)
+        what = entry.subsystem if entry else "not in the stressor catalog"
+        cls = entry.primary if entry else "unknown"
+        ra, rb = _rank(a, name), _rank(b, name)
+        direction = "gained" if d > 0 else "lost"
+        hint_txt = f" {entry.hint}." if (entry and d > 0) else ""
+        hints.append(Hint(
+            "stressor",
+            f"{qualifier}{name} ({cls}: {what}) {direction} importance: rank {ra or '-'}→{rb or '-'}, "
+            f"{ia:.0f}±{fa.std if fa else 0:.0f} → {ib:.0f}±{fb.std if fb else 0:.0f} "
+            f"(tolerance ±{tol:.0f}; {test_txt}).{hint_txt}",
+            direction=direction, subject=name,
+            evidence={"rank_a": ra, "rank_b": rb, "importance_a": round(ia, 2), "importance_b": round(ib, 2),
+                      "std_a": round(fa.std, 2) if fa else None, "std_b": round(fb.std, 2) if fb else None,
+                      "tolerance": round(tol, 2), "class": cls, **test_ev},
+        ))
+    return hints
 
 
 def root_cause_hints(
@@ -110,7 +223,6 @@ def root_cause_hints(
     advice: dict[str, Advice] | None = None,
     metric_verdict: str = "",
     z: float = 3.0,
-    min_tol: float = 5.0,
     class_shift_min: float = CLASS_SHIFT_MIN,
     columns: dict[str, Sequence[str]] | None = None,
 ) -> tuple[Hint, ...]:
@@ -121,134 +233,42 @@ def root_cause_hints(
     a, b : Irup or None
         Baseline and candidate profiles (None when it could not be computed).
     comparison : Comparison or None
-        :func:`quiho.irup.compare_irups` of ``a`` and ``b``.
+        :func:`quiho.irup.compare_irups` of ``a`` and ``b``; its stressor tolerances and, when
+        calibrated, its permutation test (p, B, class tolerances) are what the hints use and cite.
     catalog : Catalog, optional
         Stressor catalog (default ``stressors/catalog.yaml``).
     advice : dict, optional
         Fleet-size advice per target, shown when a profile is not meaningful.
     metric_verdict : str
         The metric verdict; when the metric changed but the profile did not, the hint says so.
-    z, min_tol : float
-        Stressor-level tolerance, as in :func:`quiho.irup.compare_irups`.
+    z : float, default 3.0
+        Uncalibrated comparisons only: a class shift must exceed ``z`` standard errors of the
+        per-seed class shares.
     class_shift_min : float, default 0.10
         Smallest class-share shift reported.
     columns : dict, optional
-        Training column order per target (``"a"``/``"b"`` keys): enables the seed-noise test of class
-        shifts (a shift must also exceed ``z`` standard errors of the per-seed class shares).
+        Ignored (the column order travels with ``Irup.per_seed``); kept for older callers.
 
     Returns
     -------
     tuple of Hint
-        Validity hints first, then class shifts (largest first), then stressors.
+        Validity hints first, then class shifts (largest first), then stressors, then the
+        profile hint when the comparison says ``equivalent``.
     """
+    del columns
     catalog = catalog or load_catalog()
-    hints: list[Hint] = []
-    advice = advice or {}
-    for irup in (a, b):
-        if irup is None:
-            continue
-        v = irup.validity
-        if v.verdict != "meaningful":
-            adv = advice.get(irup.target)
-            need = ""
-            if adv is not None and adv.recommended_groups is None and v.verdict == "not-meaningful":
-                need = (f" Fleet-size advice: no subset of these {adv.full_groups} hardware groups does better; add "
-                        f"hosts that differ in the resources the application might use.")
-            elif adv is not None:
-                need = f" Fleet-size advice: {adv.reason}."
-            elif v.verdict == "not-meaningful":
-                need = " Add hosts that differ in the resources the application might use."
-            strength = "is NOT meaningful" if v.verdict == "not-meaningful" else "is only weakly valid"
-            hints.append(Hint(
-                "validity",
-                f"The IRUP of {irup.target} {strength}: {v.reason}. Treat resource claims about it as "
-                f"{'unsupported' if v.verdict == 'not-meaningful' else 'tentative'}.{need}",
-                subject=irup.target,
-                evidence={"validity": v.to_dict(), "advice": adv.to_dict() if adv else None},
-            ))
+    hints = _validity_hints((a, b), advice or {})
     if a is None or b is None or comparison is None:
         return tuple(hints)
-    shares = list(comparison.class_shares.values())
-    sa, sb = shares[0], shares[-1]
-    shifts = sorted(comparison.class_shift.items(), key=lambda kv: -abs(kv[1]))
     if comparison.verdict == "inconclusive":
-        qualifier = "(profiles not meaningful, read as a guess) "
+        qualifier = "(profiles not meaningful or shift not established, read as a guess) "
     elif "weak" in (a.validity.verdict, b.validity.verdict):
         # seen on the local fleet: two weak IRUPs of the SAME version compared as "different"
         qualifier = "(profiles only weakly valid: tentative) "
     else:
         qualifier = ""
-    noise_a = seed_class_shares(a, columns["a"]) if columns and "a" in columns else None
-    noise_b = seed_class_shares(b, columns["b"]) if columns and "b" in columns else None
-    for cls, d in shifts:
-        if abs(d) < class_shift_min:
-            continue
-        sd_txt = ""
-        noise: dict[str, float] = {}
-        if noise_a is not None and noise_b is not None:
-            ma, sda = noise_a.get(cls, (0.0, 0.0))
-            mb, sdb = noise_b.get(cls, (0.0, 0.0))
-            se = float(np.hypot(sda / np.sqrt(max(len(a.per_seed), 1)), sdb / np.sqrt(max(len(b.per_seed), 1))))
-            noise = {"seed_sd_a": round(sda, 4), "seed_sd_b": round(sdb, 4), "tolerance": round(z * se, 4)}
-            if abs(d) <= z * se:
-                continue  # within the seed noise of the class shares
-            sd_txt = f" (seed spread ±{sda:.0%} / ±{sdb:.0%})"
-        direction = "gained" if d > 0 else "lost"
-        members = [f for f in (b if d > 0 else a).features if f.primary == cls][:3]
-        ev_members = []
-        parts = []
-        for f in members:
-            ra, rb = _rank(a, f.stressor), _rank(b, f.stressor)
-            fa, fb = a.by_stressor().get(f.stressor), b.by_stressor().get(f.stressor)
-            ia = fa.importance if fa else 0.0
-            ib = fb.importance if fb else 0.0
-            sda = fa.std if fa else 0.0
-            sdb = fb.std if fb else 0.0
-            parts.append(f"{f.stressor} rank {ra or '-'}→{rb or '-'}, {ia:.0f}±{sda:.0f}→{ib:.0f}±{sdb:.0f}")
-            ev_members.append({"stressor": f.stressor, "rank_a": ra, "rank_b": rb, "importance_a": round(ia, 2),
-                               "importance_b": round(ib, 2), "std_a": round(sda, 2), "std_b": round(sdb, 2)})
-        verb = "rose" if d > 0 else "fell"
-        look = ""
-        if d > 0 and members:
-            entry = catalog.get(members[0].stressor)
-            look = f" Where to look: {entry.hint}." if entry else ""
-        elif d < 0:
-            look = " The candidate depends less on this resource than the baseline did."
-        hints.append(Hint(
-            "class",
-            f"{qualifier}{_CLASS_WORDS.get(cls, cls)} {verb} from {sa.get(cls, 0.0):.0%} to {sb.get(cls, 0.0):.0%} "
-            f"of the total importance{sd_txt} "
-            f"({'; '.join(parts) or 'no stressor of this class in the profile'}).{look}",
-            direction=direction, subject=cls,
-            evidence={"share_a": sa.get(cls, 0.0), "share_b": sb.get(cls, 0.0), "shift": d, "stressors": ev_members,
-                      **noise},
-        ))
-    names = {f.stressor for f in a.features[:TOP_STRESSORS]} | {f.stressor for f in b.features[:TOP_STRESSORS]}
-    moved = []
-    for name in names:
-        fa, fb = a.by_stressor().get(name), b.by_stressor().get(name)
-        ia = fa.importance if fa else 0.0
-        ib = fb.importance if fb else 0.0
-        tol = _tol(a, b, name, z, min_tol)
-        if abs(ib - ia) > tol:
-            moved.append((ib - ia, name, ia, ib, tol, fa, fb))
-    for d, name, ia, ib, tol, fa, fb in sorted(moved, key=lambda t: -abs(t[0])):
-        entry = catalog.get(name)
-        what = entry.subsystem if entry else "not in the stressor catalog"
-        cls = entry.primary if entry else "unknown"
-        ra, rb = _rank(a, name), _rank(b, name)
-        direction = "gained" if d > 0 else "lost"
-        hint_txt = f" {entry.hint}." if (entry and d > 0) else ""
-        hints.append(Hint(
-            "stressor",
-            f"{qualifier}{name} ({cls}: {what}) {direction} importance: rank {ra or '-'}→{rb or '-'}, "
-            f"{ia:.0f}±{fa.std if fa else 0:.0f} → {ib:.0f}±{fb.std if fb else 0:.0f} "
-            f"(tolerance ±{tol:.0f}).{hint_txt}",
-            direction=direction, subject=name,
-            evidence={"rank_a": ra, "rank_b": rb, "importance_a": round(ia, 2), "importance_b": round(ib, 2),
-                      "std_a": round(fa.std, 2) if fa else None, "std_b": round(fb.std, 2) if fb else None,
-                      "tolerance": round(tol, 2), "class": cls},
-        ))
+    hints += _class_hints(a, b, comparison, catalog, qualifier, class_shift_min, z)
+    hints += _stressor_hints(a, b, comparison, catalog, qualifier)
     if comparison.verdict == "equivalent":
         top = ", ".join(f.stressor for f in b.top(3))
         changed = metric_verdict in ("regression", "improvement")
@@ -256,7 +276,8 @@ def root_cause_hints(
                + (f"The metric changed while the application leans on the same resources ({top}): look for more "
                   f"(or less) of the same work rather than a new bottleneck." if changed else
                   f"Both versions lean on the same resources ({top})."))
-        hints.append(Hint("profile", msg, subject="profile", evidence={"walk_verdict": comparison.verdict}))
+        hints.append(Hint("profile", msg, subject="profile",
+                          evidence={"walk_verdict": comparison.verdict, **_test_text(comparison)[1]}))
     return tuple(hints)
 
 

@@ -1,0 +1,193 @@
+"""Is "the resource profile changed" calibrated? Prints tables; rerun with `python bench/irup_calibration.py`.
+
+Stored data only, no fleet time:
+
+- **self-pairs**: one version's runs split per host into two random halves (paper targets
+  with ≥ 3 repetitions per host; the nadds1 and nadds30 runs of local-fleet profiles when
+  ``--profile-store`` names a store holding them). Nothing changed: ``different`` must stay
+  at or below 5 %.
+- **planted shifts**: :func:`quiho.datasets.planted_profile` version pairs on an 8-host fleet
+  whose bottleneck moves from ``stream`` (memory) to ``cpu``: ``different`` must reach 90 %.
+  Planted pairs with the *same* bottleneck are a second null.
+- **MariaDB 10.3.2 vs 5.5.58 innodb_load** and, with ``--profile-store``, nadds1 vs nadds30:
+  what the calibrated comparison says.
+- with ``--profile-store``: the profile IRUP's rows (host-median fingerprints vs
+  per-repetition rows) and formula (classic vs permutation) on the same pairs.
+
+Every comparison is the product's: :func:`quiho.irup.shift_test` then
+:func:`quiho.irup.compare_irups` on IRUPs of the default engine. Options: --permutations B
+(default 100 here, 200 in the product: the test is exact for any B, B only sets the p
+resolution), --splits N per target, --planted N, --seeds S (displayed IRUPs), --quick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from quiho.datasets import planted_profile
+from quiho.errors import NotEnoughData
+from quiho.irup import TargetData, compare_irups, compute_irup, load_target, shift_test
+from quiho.store import open_store
+from quiho.store.popper import import_quiho_popper
+
+CSV = (Path(__file__).resolve().parents[2]
+       / "shared/data/quiho-popper/pipelines/single-node/datapackage/quiho/results.csv")
+SELF_TARGETS = ["hpccg", "ssca", "scikit-learn", "redisbench/SET", "redisbench/GET",
+                *[f"mysqlslap-mariadb-{v}/{t}" for v in ("10.3.2", "5.5.58") for t in ("innodb_load", "memory_load")]]
+
+
+def subset(data: TargetData, rows: np.ndarray, name: str) -> TargetData:
+    """The rows ``rows`` of ``data`` as a target of its own."""
+    return TargetData(name, data.X.iloc[rows].reset_index(drop=True), data.y.iloc[rows].reset_index(drop=True),
+                      data.meta.iloc[rows].reset_index(drop=True), data.unit, data.higher_is_better)
+
+
+def split_halves(data: TargetData, rng: np.random.Generator) -> tuple[TargetData, TargetData]:
+    """Each host's runs shuffled and cut in two halves (odd counts: the extra run to a random side)."""
+    a, b = [], []
+    for _, idx in data.meta.groupby("host").indices.items():
+        idx = rng.permutation(idx)
+        cut = len(idx) // 2 + (int(rng.integers(2)) if len(idx) % 2 else 0)
+        a.extend(idx[:cut])
+        b.extend(idx[cut:])
+    return subset(data, np.sort(a), data.target + "#A"), subset(data, np.sort(b), data.target + "#B")
+
+
+def host_median_rows(data: TargetData) -> TargetData:
+    """Every run's fingerprint replaced by its host's median fingerprint (the profile's rows)."""
+    med = data.X.groupby(data.meta["host"].to_numpy()).median()
+    X = med.loc[data.meta["host"].to_numpy()].reset_index(drop=True)
+    return TargetData(data.target, X, data.y, data.meta, data.unit, data.higher_is_better)
+
+
+def judge(a: TargetData, b: TargetData, args, importance: str = "classic", seed: int = 0):
+    """The product's comparison of two data sets: (verdict, p, class shift of memory, of cpu, R² a, R² b)."""
+    t = shift_test(a, b, importance=importance, permutations=args.permutations, random_state=seed, n_jobs=args.jobs)
+    ia = compute_irup(a, importance=importance, seeds=args.seeds, random_state=seed, n_jobs=args.jobs)
+    ib = compute_irup(b, importance=importance, seeds=args.seeds, random_state=seed, n_jobs=args.jobs)
+    c = compare_irups(ia, ib, shift=t)
+    return (c.verdict, t.p_value, c.class_shift.get("memory", 0.0), c.class_shift.get("cpu", 0.0),
+            ia.validity.r2_group_cv, ib.validity.r2_group_cv)
+
+
+def row(name: str, results: list, t0: float) -> str:
+    v = Counter(r[0] for r in results)
+    n = len(results)
+    p = np.median([r[1] for r in results]) if results else float("nan")
+    diff = v["different"] / n if n else float("nan")
+    return (f"{name:<34} {n:>5} {v['different']:>9} {v['equivalent']:>10} {v['inconclusive']:>12} {diff:>9.0%} "
+            f"{p:>8.3f} {time.perf_counter() - t0:>7.0f}")
+
+
+HEAD = (f"{'set':<34} {'pairs':>5} {'different':>9} {'equivalent':>10} {'inconclusive':>12} {'diff rate':>9} "
+        f"{'median p':>8} {'time s':>7}")
+
+
+def self_pairs(st, args) -> list:
+    rng = np.random.default_rng(args.seed)
+    out = []
+    for target in SELF_TARGETS[: args.targets]:
+        data = load_target(st, target)
+        for _ in range(args.splits):
+            a, b = split_halves(data, rng)
+            try:
+                out.append(judge(a, b, args, seed=int(rng.integers(1 << 30))))
+            except NotEnoughData as exc:
+                print(f"  skipped a split of {target}: {exc}", flush=True)
+    return out
+
+
+def planted(args, same: bool) -> list:
+    out = []
+    for k in range(args.planted):
+        # the generator's defaults: 8 hosts (one per hardware group) x 3 runs, like a local-fleet profile
+        _, a, b = planted_profile(bottleneck_a="stream", bottleneck_b="stream" if same else "cpu",
+                                  change=1.0 if same else 1.5, random_state=100 + k)
+        out.append(judge(a, b, args, seed=k))
+    return out
+
+
+def local_fleet(path: Path, args) -> None:
+    st = open_store(path, create=False)
+    batches = [r[0] for r in st.conn.execute(
+        "SELECT DISTINCT batch FROM app_runs WHERE application='stream' AND version IN ('nadds1','nadds30')")]
+    print(f"\nlocal-fleet profiles in {path}: {len(batches)} batch(es)")
+    if not batches:
+        return
+    rng = np.random.default_rng(args.seed)
+    print(f"{'batch':<34} {'rows':<10} {'formula':<12} {'verdict':<13} {'p':>6} {'memory':>7} {'cpu':>6} "
+          f"{'R2 a':>5} {'R2 b':>5} {'self-pairs diff/n':>17}")
+    for batch in batches:
+        try:
+            da = load_target(st, "stream@nadds1", batch=batch)
+            db = load_target(st, "stream@nadds30", batch=batch)
+        except NotEnoughData as exc:
+            print(f"{batch}: {exc}")
+            continue
+        for rows_name, prep in (("host-median", host_median_rows), ("per-rep", lambda d: d)):
+            for formula in ("classic", "permutation"):
+                v, p, dm, dc, ra, rb = judge(prep(da), prep(db), args, importance=formula)
+                selfs = []
+                for d in (da, db):
+                    for _ in range(args.local_splits):
+                        a, b = split_halves(prep(d), rng)
+                        try:
+                            selfs.append(judge(a, b, args, importance=formula, seed=int(rng.integers(1 << 30)))[0])
+                        except NotEnoughData:
+                            pass
+                print(f"{batch:<34} {rows_name:<10} {formula:<12} {v:<13} {p:>6.3f} {dm:>+7.0%} {dc:>+6.0%} "
+                      f"{ra:>5.2f} {rb:>5.2f} {selfs.count('different'):>9}/{len(selfs)}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--permutations", type=int, default=100)
+    ap.add_argument("--splits", type=int, default=5, help="random splits per paper target")
+    ap.add_argument("--targets", type=int, default=len(SELF_TARGETS), help="first N paper targets")
+    ap.add_argument("--planted", type=int, default=20, help="planted pairs (shifted, and as many unshifted)")
+    ap.add_argument("--seeds", type=int, default=5, help="seeds of the displayed IRUPs")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=-1)
+    ap.add_argument("--csv", type=Path, default=CSV)
+    ap.add_argument("--profile-store", type=Path, default=None, help="store with local-fleet nadds1/nadds30 profiles")
+    ap.add_argument("--local-splits", type=int, default=3)
+    ap.add_argument("--skip", default="", help="comma list of sections to skip: self,planted,mariadb")
+    args = ap.parse_args()
+    skip = set(args.skip.split(","))
+    print(f"cores: {os.cpu_count()}, permutations: {args.permutations}, displayed-IRUP seeds: {args.seeds}, "
+          f"load average before: {os.getloadavg()[0]:.2f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        st = open_store(Path(tmp) / "q.db")
+        import_quiho_popper(st, args.csv)
+        print(HEAD)
+        if "planted" not in skip:
+            t0 = time.perf_counter()
+            print(row("planted shift stream -> cpu", planted(args, same=False), t0), flush=True)
+            t0 = time.perf_counter()
+            print(row("planted, no shift (null)", planted(args, same=True), t0), flush=True)
+        if "self" not in skip:
+            t0 = time.perf_counter()
+            print(row("paper self-pairs (split halves)", self_pairs(st, args), t0), flush=True)
+        if "mariadb" not in skip:
+            a = load_target(st, "mysqlslap-mariadb-10.3.2/innodb_load")
+            b = load_target(st, "mysqlslap-mariadb-5.5.58/innodb_load")
+            for formula in ("classic", "permutation"):
+                t = shift_test(a, b, importance=formula, permutations=200, n_jobs=args.jobs)
+                c = compare_irups(compute_irup(a, importance=formula, n_jobs=args.jobs),
+                                  compute_irup(b, importance=formula, n_jobs=args.jobs), shift=t)
+                print(f"MariaDB 10.3.2 vs 5.5.58 innodb_load ({formula}, B=200, 10 seeds): {c.verdict}, "
+                      f"p = {t.p_value:.3f}; {c.reason}", flush=True)
+    if args.profile_store is not None:
+        local_fleet(args.profile_store, args)
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
