@@ -72,13 +72,13 @@ def test_nothing_outside_the_store_talks_sql() -> None:
                     bad.append(f"{_where(path, node)}: reads SQL with {node.attr}")
                 elif node.attr == "conn":
                     bad.append(f"{_where(path, node)}: uses Store.conn")
-    assert sorted(set(bad)) == []
+    assert not bad, "SQL outside quiho/store/:\n" + "\n".join(sorted(set(bad)))
 
 
 def test_schemas_live_in_the_store() -> None:
     bad = [str(p.relative_to(QUIHO.parent)) for p, _ in _modules()
            if _package(p) != "store" and "CREATE TABLE" in p.read_text().upper()]
-    assert bad == []
+    assert not bad, "CREATE TABLE outside quiho/store/ (move the schema into store/_schema.py):\n" + "\n".join(bad)
 
 
 def test_private_modules_are_imported_only_by_their_package() -> None:
@@ -95,7 +95,7 @@ def test_private_modules_are_imported_only_by_their_package() -> None:
                 if private and pkg != own:
                     bad.append(f"{_where(path, node)}: imports {name}, private to quiho.{pkg}")
                     break
-    assert sorted(set(bad)) == []
+    assert not bad, "private modules imported from another package:\n" + "\n".join(sorted(set(bad)))
 
 
 def test_the_rules_catch_what_they_claim(tmp_path: Path) -> None:
