@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import yaml
 
 from quiho.errors import FingerprintParseError
 
-__all__ = ["StressorResult", "parse_stressng_yaml", "running_stressor", "last_started"]
+__all__ = ["ResultStatus", "StressorResult", "parse_stressng_yaml", "running_stressor", "last_started"]
 
 #: A run shorter than this share of ``-t`` ended early (e.g. stream in a small memory cgroup: 0.07 s of 1 s).
 EARLY_FRACTION = 0.5
@@ -25,6 +26,13 @@ EARLY_FRACTION = 0.5
 #: 1.7-2.5x seen for resources/mmaphuge at -t 1 (stress-ng 0.15.06).
 OVERRUN_FACTOR = 3.0
 OVERRUN_SLACK_S = 5.0
+
+
+class ResultStatus(StrEnum):
+    """Outcome of one stressor run (stored as the ``status`` of its measurement)."""
+
+    OK = "ok"
+    FAILED = "failed"
 
 
 @dataclass(frozen=True)
@@ -36,7 +44,7 @@ class StressorResult:
     """
 
     stressor: str
-    status: str  # "ok" | "failed"
+    status: ResultStatus
     value: float | None
     reason: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -110,9 +118,13 @@ def parse_stressng_yaml(
     return results, info if isinstance(info, dict) else {}
 
 
+def _failed(stressor: str, reason: str, extra: dict[str, Any]) -> StressorResult:
+    return StressorResult(stressor, ResultStatus.FAILED, None, reason, extra)
+
+
 def _judge(stressor: str, entry: dict[str, Any] | None, seconds: float) -> StressorResult:
     if entry is None:
-        return StressorResult(stressor, "failed", None, "no metrics in stress-ng output (skipped or not run)")
+        return _failed(stressor, "no metrics in stress-ng output (skipped or not run)", {})
     ops = _num(entry, "bogo-ops")
     rate = _num(entry, "bogo-ops-per-second-real-time")
     wall = _num(entry, "wall-clock-time")
@@ -130,18 +142,16 @@ def _judge(stressor: str, entry: dict[str, Any] | None, seconds: float) -> Stres
         "seconds": seconds,
     }
     if ops is None or rate is None:
-        return StressorResult(stressor, "failed", None, "metrics entry lacks bogo-ops or the real-time rate", extra)
+        return _failed(stressor, "metrics entry lacks bogo-ops or the real-time rate", extra)
     if ops <= 0:
-        return StressorResult(stressor, "failed", None, "0 bogo-ops (one operation took longer than -t?)", extra)
+        return _failed(stressor, "0 bogo-ops (one operation took longer than -t?)", extra)
     if wall is None:
-        return StressorResult(stressor, "failed", None, "metrics entry lacks wall-clock-time", extra)
+        return _failed(stressor, "metrics entry lacks wall-clock-time", extra)
     if wall < EARLY_FRACTION * seconds:
-        return StressorResult(
-            stressor, "failed", None, f"ended early: wall {wall:.2f} s for -t {seconds:g} (killed or refused?)", extra
-        )
+        return _failed(stressor, f"ended early: wall {wall:.2f} s for -t {seconds:g} (killed or refused?)", extra)
     if wall > OVERRUN_FACTOR * seconds + OVERRUN_SLACK_S:
-        return StressorResult(stressor, "failed", None, f"overran: wall {wall:.2f} s for -t {seconds:g}", extra)
-    return StressorResult(stressor, "ok", rate, None, extra)
+        return _failed(stressor, f"overran: wall {wall:.2f} s for -t {seconds:g}", extra)
+    return StressorResult(stressor, ResultStatus.OK, rate, None, extra)
 
 
 _STARTED = re.compile(r"\]\s+([a-z0-9-]+): started \[(\d+)\]")
