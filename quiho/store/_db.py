@@ -26,6 +26,9 @@ from quiho.errors import SchemaVersionError, StoreError
 __all__ = ["Store", "open_store", "default_store_path", "register_component", "utcnow"]
 
 DEFAULT_STORE = Path(".quiho") / "quiho.db"
+#: Largest store checked with ``quick_check`` before its first write: 8-12 ms per MB (bench/store_check.py), so
+#: about 2-3 s here; a larger file would make every writing command wait longer.
+QUICK_CHECK_MAX_BYTES = 256 * 1024 * 1024
 
 Migration = str | Callable[[sqlite3.Connection], None]
 
@@ -158,15 +161,17 @@ class Store:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """Run a block as one transaction (BEGIN IMMEDIATE: waits for other writers).
 
-        The first write through a :class:`Store` runs SQLite's ``quick_check`` (linear in the file, no
-        index cross-checks), so a damaged file is refused before anything is written into it.
+        The first write through a :class:`Store` runs SQLite's ``quick_check`` (linear in the file, 8-12 ms
+        per MB in ``bench/store_check.py``; no index cross-checks), so a damaged file is refused before
+        anything is written into it. Files above :data:`QUICK_CHECK_MAX_BYTES` skip it on write (call
+        :meth:`check` explicitly).
 
         Raises
         ------
         StoreError
             The store is read-only, locked past the busy timeout, or damaged.
         """
-        if not self._checked:
+        if not self._checked and self._size() <= QUICK_CHECK_MAX_BYTES:
             self.check()
         self.conn.execute("BEGIN IMMEDIATE")
         try:
@@ -176,6 +181,12 @@ class Store:
             raise
         else:
             self.conn.commit()
+
+    def _size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
 
     def check(self) -> None:
         """Refuse a damaged file: raise :class:`StoreError` unless ``PRAGMA quick_check`` says ``ok``."""
