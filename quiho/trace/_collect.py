@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -24,9 +25,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from quiho._text import printable
 from quiho.errors import RunFailed, UsageError
 
-__all__ = ["bpftrace_script", "stap_script", "list_functions", "resolve_functions", "run_bpftrace", "RawTrace"]
+__all__ = ["bpftrace_script", "stap_script", "list_functions", "normalise_symbol", "resolve_functions", "run_bpftrace",
+           "RawTrace"]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.$@]*$")
 
@@ -41,7 +44,8 @@ def _check_names(functions: Sequence[str]) -> None:
         raise UsageError("a function is listed twice")
 
 
-def bpftrace_script(binary: Path, functions: Sequence[str], sample: int = 1, capture_arg: bool = True) -> str:
+def bpftrace_script(binary: Path, functions: Sequence[str], sample: int = 1, capture_arg: bool = True,
+                    command_only: bool = True) -> str:
     """The bpftrace program tracing ``functions`` of ``binary``.
 
     Parameters
@@ -54,25 +58,31 @@ def bpftrace_script(binary: Path, functions: Sequence[str], sample: int = 1, cap
         Record every N-th call of each function per thread (1 = every call).
     capture_arg : bool, default True
         Print the first integer argument (``arg0``) of each entry as ARG; 0 otherwise.
+    command_only : bool, default True
+        Record only calls made by the process bpftrace starts (``-c``; predicate ``pid == cpid``). A uprobe
+        is system-wide: on a shared library (libc, libz) it fires in every process of the host that calls
+        the function. Processes the command forks are not followed (that needs the ``sched`` tracepoints or
+        kprobes, which not every kernel offers); use False, and a quiet host, for a forking command.
     """
     _check_names(functions)
     if sample < 1:
         raise UsageError(f"--sample must be >= 1, got {sample}")
     b = Path(binary).resolve()
     arg = "arg0" if capture_arg else "0"
+    pred = " /pid == cpid/" if command_only else ""
     out = [f"// quiho trace: {len(functions)} function(s) of {b}, sample 1/{sample}", "BEGIN { }"]
     for i, f in enumerate(functions):
         if sample == 1:
-            out.append(f'uprobe:{b}:{f} {{ printf("0 %lu %lu {i} %lu\\n", tid, nsecs, {arg}); }}')
-            out.append(f'uretprobe:{b}:{f} {{ printf("1 %lu %lu {i} 0\\n", tid, nsecs); }}')
+            out.append(f'uprobe:{b}:{f}{pred} {{ printf("0 %lu %lu {i} %lu\\n", tid, nsecs, {arg}); }}')
+            out.append(f'uretprobe:{b}:{f}{pred} {{ printf("1 %lu %lu {i} 0\\n", tid, nsecs); }}')
         else:
             out.append(
-                f"uprobe:{b}:{f} {{ @d[tid] = @d[tid] + 1; @n[tid, {i}] = @n[tid, {i}] + 1; "
+                f"uprobe:{b}:{f}{pred} {{ @d[tid] = @d[tid] + 1; @n[tid, {i}] = @n[tid, {i}] + 1; "
                 f"if ((@n[tid, {i}] - 1) % {sample} == 0) {{ @k[tid, @d[tid]] = 1; "
                 f'printf("0 %lu %lu {i} %lu\\n", tid, nsecs, {arg}); }} }}'
             )
             out.append(
-                f"uretprobe:{b}:{f} {{ if (@k[tid, @d[tid]] == 1) {{ "
+                f"uretprobe:{b}:{f}{pred} {{ if (@k[tid, @d[tid]] == 1) {{ "
                 f'printf("1 %lu %lu {i} 0\\n", tid, nsecs); delete(@k[tid, @d[tid]]); }} '
                 f"@d[tid] = @d[tid] - 1; }}"
             )
@@ -81,73 +91,159 @@ def bpftrace_script(binary: Path, functions: Sequence[str], sample: int = 1, cap
     return "\n".join(out) + "\n"
 
 
-def stap_script(binary: Path, functions: Sequence[str], sample: int = 1, capture_arg: bool = False) -> str:
+def stap_script(binary: Path, functions: Sequence[str], sample: int = 1, capture_arg: bool = False,
+                command_only: bool = True) -> str:
     """The equivalent SystemTap script (same output format as :func:`bpftrace_script`).
 
-    ``capture_arg`` prints ``ulong_arg(1)``, the first integer argument; without it ARG is 0.
+    ``capture_arg`` prints ``ulong_arg(1)``, the first integer argument; without it ARG is 0. ``command_only``
+    skips calls of other processes than the one ``stap -c`` starts (``pid() != target()``), as in
+    :func:`bpftrace_script`.
     """
     _check_names(functions)
     if sample < 1:
         raise UsageError(f"--sample must be >= 1, got {sample}")
     b = Path(binary).resolve()
     out = [f"# quiho trace: {len(functions)} function(s) of {b}, sample 1/{sample}", "global d, n, k"]
+    skip = "if (pid() != target()) next; " if command_only else ""
     for i, f in enumerate(functions):
         argexpr = "ulong_arg(1)" if capture_arg else "0"
         if sample == 1:
             out.append(
-                f'probe process("{b}").function("{f}").call {{ '
+                f'probe process("{b}").function("{f}").call {{ {skip}'
                 f'printf("0 %d %d {i} %d\\n", tid(), gettimeofday_ns(), {argexpr}) }}'
             )
             out.append(
-                f'probe process("{b}").function("{f}").return {{ '
+                f'probe process("{b}").function("{f}").return {{ {skip}'
                 f'printf("1 %d %d {i} 0\\n", tid(), gettimeofday_ns()) }}'
             )
         else:
             out.append(
-                f'probe process("{b}").function("{f}").call {{ d[tid()]++; n[tid(), {i}]++; '
+                f'probe process("{b}").function("{f}").call {{ {skip}d[tid()]++; n[tid(), {i}]++; '
                 f"if ((n[tid(), {i}] - 1) % {sample} == 0) {{ k[tid(), d[tid()]] = 1; "
                 f'printf("0 %d %d {i} %d\\n", tid(), gettimeofday_ns(), {argexpr}) }} }}'
             )
             out.append(
-                f'probe process("{b}").function("{f}").return {{ if (k[tid(), d[tid()]] == 1) {{ '
+                f'probe process("{b}").function("{f}").return {{ {skip}if (k[tid(), d[tid()]] == 1) {{ '
                 f'printf("1 %d %d {i} 0\\n", tid(), gettimeofday_ns()); delete k[tid(), d[tid()]] }} '
                 f"d[tid()]-- }}"
             )
     return "\n".join(out) + "\n"
 
 
-def list_functions(binary: Path) -> list[str]:
-    """Defined function symbols (``nm`` types T/t/W) of ``binary``, sorted."""
-    if shutil.which("nm") is None:
-        raise RunFailed("nm (binutils) is needed to list a binary's functions: apt-get install binutils")
-    r = subprocess.run(["nm", "--defined-only", str(binary)], capture_output=True, text=True)
+_ELF_MAGIC = b"\x7fELF"
+_FUNCTION_TYPES = ("T", "t", "W")  # text symbols and weak text symbols; "i" (IFUNC) is a resolver, not the code
+
+
+def _check_binary(binary: Path) -> None:
+    """One-line :class:`~quiho.errors.UsageError` unless ``binary`` is a readable ELF file."""
+    try:
+        with open(binary, "rb") as fh:
+            magic = fh.read(4)
+    except FileNotFoundError:
+        raise UsageError(f"binary {binary} not found") from None
+    except IsADirectoryError:
+        raise UsageError(f"binary {binary} is a directory, not an ELF file") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read binary {binary}: {exc.strerror}") from None
+    if magic != _ELF_MAGIC:
+        raise UsageError(f"{binary} is not an ELF executable or shared library (a script? give --binary)")
+
+
+def _nm(binary: Path, dynamic: bool) -> dict[str, str]:
+    """``{name: type}`` of the defined symbols of one symbol table, names without their version suffix."""
+    cmd = ["nm", "--defined-only", *(["-D"] if dynamic else []), str(binary)]
+    r = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
     if r.returncode != 0:
         raise RunFailed(f"nm {binary} failed: {r.stderr.strip()[:200]}")
-    out = set()
+    out: dict[str, str] = {}
     for line in r.stdout.splitlines():
         parts = line.split()
-        if len(parts) == 3 and parts[1] in ("T", "t", "W"):
-            out.add(parts[2])
-    return sorted(out)
+        if len(parts) == 3:
+            name = normalise_symbol(parts[2])
+            # a function type wins over another table's / version's non-function entry of the same name
+            if out.get(name) not in _FUNCTION_TYPES:
+                out[name] = parts[1]
+    return out
+
+
+def normalise_symbol(name: str) -> str:
+    """A symbol name without its ELF version suffix: ``deflate@@ZLIB_1.2.0`` and ``deflate@ZLIB_1.2.0`` → ``deflate``.
+
+    uprobes name the symbol without the version (the dynamic symbol table stores it apart, in ``.gnu.version``).
+    """
+    return name.split("@", 1)[0] if "@" in name[1:] else name
+
+
+def _symbols(binary: Path) -> dict[str, str]:
+    """``{name: nm type}`` over the static and the dynamic symbol table (functions preferred)."""
+    if shutil.which("nm") is None:
+        raise RunFailed("nm (binutils) is needed to list a binary's functions: apt-get install binutils")
+    _check_binary(binary)
+    merged = _nm(binary, dynamic=False)
+    for name, typ in _nm(binary, dynamic=True).items():
+        if merged.get(name) not in _FUNCTION_TYPES:
+            merged[name] = typ
+    return merged
+
+
+def list_functions(binary: Path) -> list[str]:
+    """Defined function symbols (``nm`` types T/t/W) of ``binary``, sorted.
+
+    The union of the static symbol table (``nm``) and the dynamic one (``nm -D``): stripped executables and
+    shared libraries keep their exported functions only in the latter. Version suffixes are removed
+    (``deflate@@ZLIB_1.2.0`` → ``deflate``).
+
+    Raises
+    ------
+    UsageError
+        ``binary`` is missing, unreadable or not an ELF file.
+    RunFailed
+        ``nm`` is not installed or fails on the file.
+
+    Examples
+    --------
+    >>> "deflate" in list_functions(Path("/lib/x86_64-linux-gnu/libz.so.1"))  # doctest: +SKIP
+    True
+    """
+    return sorted(n for n, t in _symbols(binary).items() if t in _FUNCTION_TYPES)
 
 
 def resolve_functions(binary: Path, functions: Sequence[str] | None, matching: str | None) -> list[str]:
-    """The function list: explicit names (checked against the binary), or those matching a regex."""
+    """The function list: explicit names (checked against the binary), or those matching a regex.
+
+    Names may carry an ELF version suffix (``deflate@@ZLIB_1.2.0``); the result is without it.
+
+    Raises
+    ------
+    UsageError
+        Neither or both of ``functions``/``matching``; ``binary`` missing or not ELF; a name that is not a
+        function of ``binary``; a bad regex or one that matches nothing; a binary with no function symbols.
+    """
     if (functions is None) == (matching is None):
         raise UsageError("give exactly one of --functions and --functions-matching")
-    have = list_functions(binary)
+    syms = _symbols(binary)
+    have = sorted(n for n, t in syms.items() if t in _FUNCTION_TYPES)
+    if not have:
+        raise UsageError(f"{binary} has no function symbols (stripped, and exports none): trace an unstripped "
+                         "build or give --binary of the library that holds the functions")
     if functions is not None:
-        missing = [f for f in functions if f not in have]
+        wanted = [normalise_symbol(f) for f in functions]
+        known = set(have)
+        missing = [f for f in wanted if f not in known]
         if missing:
-            raise UsageError(f"not functions of {binary}: {', '.join(missing)} (not found by nm)")
-        return list(functions)
+            why = {f: f"{f} (an IFUNC resolver, not code: trace the implementation it selects)"
+                   for f in missing if syms.get(f) == "i"}
+            listed = ", ".join(printable(why.get(f, f)) for f in missing[:5])
+            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            raise UsageError(f"not functions of {binary}: {listed}{more} (not in its symbol tables, nm and nm -D)")
+        return wanted
     try:
         rx = re.compile(matching or "")
     except re.error as exc:
         raise UsageError(f"bad --functions-matching regex: {exc}") from exc
     found = [f for f in have if rx.search(f)]
     if not found:
-        raise UsageError(f"no function of {binary} matches {matching!r}")
+        raise UsageError(f"no function of {binary} matches {printable(matching or '')!r}")
     return found
 
 
@@ -178,11 +274,17 @@ def run_bpftrace(
         raise RunFailed("bpftrace is not installed: apt-get install bpftrace")
     if os.geteuid() != 0:
         raise RunFailed("bpftrace needs root: run as root")
+    if not command:
+        raise UsageError("give the command to trace")
     script = bpftrace_script(binary, functions, sample)
-    with tempfile.TemporaryDirectory(prefix="quiho-trace-") as tmp:
-        sp, op = Path(tmp) / "trace.bt", Path(tmp) / "events.txt"
+    with tempfile.TemporaryDirectory(prefix="quiho-trace-", dir="/tmp") as tmp:
+        sp, op, run = Path(tmp) / "trace.bt", Path(tmp) / "events.txt", Path(tmp) / "run.sh"
         sp.write_text(script)
-        cmd = [exe, "-o", str(op), "-c", " ".join(_quote(c) for c in command), str(sp)]
+        # bpftrace -c splits its argument at spaces and passes quotes literally, so `python3 -c "a; b"` would
+        # reach python as '"a;' 'b"': a shell script that execs the command keeps every argument whole, and
+        # exec keeps the process id that the script's `pid == cpid` predicate names
+        run.write_text("exec " + " ".join(shlex.quote(c) for c in command) + "\n")
+        cmd = [exe, "-o", str(op), "-c", f"/bin/sh {run}", str(sp)]
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired as exc:
@@ -194,9 +296,3 @@ def run_bpftrace(
     if r.returncode != 0 and not text.strip():
         raise RunFailed(f"bpftrace failed (exit {r.returncode}): {tail}")
     return RawTrace(text, tuple(functions), script, tuple(command), r.returncode, tail)
-
-
-def _quote(s: str) -> str:
-    import shlex
-
-    return shlex.quote(s)
