@@ -74,7 +74,8 @@ def judge(a: TargetData, b: TargetData, args, importance: str = "classic", seed:
     ib = compute_irup(b, importance=importance, seeds=args.seeds, random_state=seed, n_jobs=args.jobs)
     c = compare_irups(ia, ib, shift=t)
     return (c.verdict, t.p_value, c.class_shift.get("memory", 0.0), c.class_shift.get("cpu", 0.0),
-            ia.validity.r2_group_cv, ib.validity.r2_group_cv)
+            ia.validity.r2_group_cv, ib.validity.r2_group_cv,
+            "not-meaningful" in (ia.validity.verdict, ib.validity.verdict))
 
 
 def row(name: str, results: list, t0: float) -> str:
@@ -82,12 +83,16 @@ def row(name: str, results: list, t0: float) -> str:
     n = len(results)
     p = np.median([r[1] for r in results]) if results else float("nan")
     diff = v["different"] / n if n else float("nan")
+    rej = np.mean([r[1] < 0.05 for r in results]) if results else float("nan")
+    nm = sum(1 for r in results if r[6])
     return (f"{name:<34} {n:>5} {v['different']:>9} {v['equivalent']:>10} {v['inconclusive']:>12} {diff:>9.0%} "
-            f"{p:>8.3f} {time.perf_counter() - t0:>7.0f}")
+            f"{rej:>6.0%} {nm:>6} {p:>8.3f} {time.perf_counter() - t0:>7.0f}")
 
 
 HEAD = (f"{'set':<34} {'pairs':>5} {'different':>9} {'equivalent':>10} {'inconclusive':>12} {'diff rate':>9} "
-        f"{'median p':>8} {'time s':>7}")
+        f"{'p<.05':>6} {'not-m.':>6} {'median p':>8} {'time s':>7}\n"
+        "(p<.05: the permutation test alone; not-m.: pairs where an IRUP is not meaningful, which makes the verdict "
+        "inconclusive whatever the test says)")
 
 
 def self_pairs(st, args) -> list:
@@ -104,11 +109,11 @@ def self_pairs(st, args) -> list:
     return out
 
 
-def planted(args, same: bool) -> list:
+def planted(args, same: bool, n_groups: int = 8) -> list:
     out = []
     for k in range(args.planted):
-        # the generator's defaults: 8 hosts (one per hardware group) x 3 runs, like a local-fleet profile
-        _, a, b = planted_profile(bottleneck_a="stream", bottleneck_b="stream" if same else "cpu",
+        # the generator's defaults (one host per hardware group, 3 runs each) on 8 or 12 groups
+        _, a, b = planted_profile(n_groups=n_groups, bottleneck_a="stream", bottleneck_b="stream" if same else "cpu",
                                   change=1.0 if same else 1.5, random_state=100 + k)
         out.append(judge(a, b, args, seed=k))
     return out
@@ -133,7 +138,7 @@ def local_fleet(path: Path, args) -> None:
             continue
         for rows_name, prep in (("host-median", host_median_rows), ("per-rep", lambda d: d)):
             for formula in ("classic", "permutation"):
-                v, p, dm, dc, ra, rb = judge(prep(da), prep(db), args, importance=formula)
+                v, p, dm, dc, ra, rb, _ = judge(prep(da), prep(db), args, importance=formula)
                 selfs = []
                 for d in (da, db):
                     for _ in range(args.local_splits):
@@ -168,10 +173,11 @@ def main() -> None:
         import_quiho_popper(st, args.csv)
         print(HEAD)
         if "planted" not in skip:
-            t0 = time.perf_counter()
-            print(row("planted shift stream -> cpu", planted(args, same=False), t0), flush=True)
-            t0 = time.perf_counter()
-            print(row("planted, no shift (null)", planted(args, same=True), t0), flush=True)
+            for groups in (8, 12):
+                t0 = time.perf_counter()
+                print(row(f"planted shift stream->cpu, {groups} hosts", planted(args, False, groups), t0), flush=True)
+                t0 = time.perf_counter()
+                print(row(f"planted no shift (null), {groups} hosts", planted(args, True, groups), t0), flush=True)
         if "self" not in skip:
             t0 = time.perf_counter()
             print(row("paper self-pairs (split halves)", self_pairs(st, args), t0), flush=True)

@@ -1,16 +1,24 @@
-"""How long does one IRUP take? Prints a table; rerun with `python bench/irup_speed.py`.
+"""How long does one IRUP take, per engine? Prints a table; rerun with `python bench/irup_speed.py`.
 
-Cases: stream/add-1 of the paper data (136 rows, 14 hardware groups), and "all
-rows": the 391 complete fingerprint rows of the paper data with a planted
-target (runtime ∝ 1/stream), since no real application has a value on every
-row. Each cell is one cold IRUP (20 seeds, paper hyper-parameters, both
-cores) including its out-of-group validity check; "warm" reruns the same
-target with another seed, reusing the cached validity folds (the cost of the
-seeds alone); "fast" is the ``fast`` model preset (250 trees, learning rate
-0.04), cold, with its agreement with the paper-parameter IRUP: Spearman rho
-over all stressors and the overlap of the top 3.
+Case: stream/add-1 of the paper data (136 rows x 41 stressors, 14 hardware groups), one
+cold 20-seed IRUP with its out-of-group validity (20 seeds + one fit per hardware group), classic
+formula, paper hyper-parameters (1000 trees, depth 4, learning rate 0.01), all cores. Every row
+is measured in the same run as **one plain scikit-learn fit** on the same rows ("ratio" = IRUP
+time / that fit), so machine load cancels out of the ratio.
 
-Options: --seeds N (default 20), --repeat R (default 1), --csv PATH (paper results.csv).
+Engines:
+
+- ``batched`` (the default, ``--model quiho``): every seed and fold in one compiled loop;
+- ``sklearn`` (``--model paper``, the reference): one ``GradientBoostingRegressor`` per seed and fold;
+- ``lightgbm`` / ``xgboost`` (exact): the same seeds and folds, one fit each, when installed
+  (``pip install .[bench]``); classic formula from their per-tree split gains.
+
+"agreement" is against the scikit-learn IRUP of the same run: Spearman rho over all stressors
+and the top-3 overlap. Also printed: a 200-permutation profile-shift test on an 8-host,
+7-stressor planted profile (the size of a local-fleet quick profile) and on MariaDB innodb_load
+(40 rows x 41 stressors).
+
+Options: --seeds N (default 20), --csv PATH (paper results.csv), --skip-others.
 """
 
 from __future__ import annotations
@@ -22,68 +30,113 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from scipy.stats import spearmanr
 
-from quiho.irup import ModelParams, TargetData, compute_irup, load_fingerprints, load_target
+from quiho.datasets import planted_profile
+from quiho.irup import ModelParams, compute_irup, load_target, shift_test
 from quiho.irup import engine as _engine
+from quiho.irup.engine import _training_rows, child_seeds
+from quiho.irup.importance import seed_weights
 from quiho.store import open_store
 from quiho.store.popper import import_quiho_popper
 
 CSV = (Path(__file__).resolve().parents[2]
        / "shared/data/quiho-popper/pipelines/single-node/datapackage/quiho/results.csv")
+QUICK = ("cpu", "matrix", "cache", "stream", "vm", "memcpy", "zero")
 
 
-def all_rows_target(store) -> TargetData:
-    runs = [r[0] for r in store.conn.execute(
-        "SELECT id FROM fingerprint_runs WHERE source='quiho-popper' AND duplicate_of IS NULL")]
-    fp = load_fingerprints(store, runs)
-    wide = fp.pivot_table(index=["batch", "host", "repetition"], columns="stressor", values="value").dropna()
-    rng = np.random.default_rng(0)
-    y = 1e5 / wide["stream"].to_numpy() * rng.lognormal(0, 0.02, len(wide))
-    meta = wide.index.to_frame(index=False)
-    meta["run_id"], meta["paired"] = 0, True
-    X = wide.reset_index(drop=True)
-    X.columns = [str(c) for c in X.columns]
-    return TargetData("all-rows/planted-stream", X, pd.Series(y, name="planted"), meta, "s", False)
+def other_engine(name: str, data, seeds: int) -> tuple[float, np.ndarray] | None:
+    """Time and classic importance of a 20-seed IRUP + validity folds on LightGBM or XGBoost."""
+    try:
+        if name == "lightgbm":
+            import lightgbm as lgb
+        else:
+            import xgboost as xgb
+    except ImportError:
+        return None
+    X_df, _, _, hw = _training_rows(data)
+    X, y, groups = X_df.to_numpy(float), data.y.to_numpy(float), hw.row_groups
+    t0 = time.perf_counter()
+    imps = []
+    jobs = [(seed_weights(groups, s, "groups")[2], s) for s in child_seeds(0, seeds)]
+    jobs += [((groups != g).astype(float), 0) for g in sorted(set(groups.tolist()))]
+    for i, (w, s) in enumerate(jobs):
+        inb = w > 0
+        if name == "lightgbm":
+            m = lgb.LGBMRegressor(n_estimators=1000, max_depth=4, num_leaves=16, learning_rate=0.01,
+                                  min_child_samples=1, min_child_weight=0, min_split_gain=0, subsample=1.0,
+                                  colsample_bytree=1.0, verbose=-1, random_state=s % 2**31, n_jobs=-1)
+            m.fit(X[inb], y[inb], sample_weight=w[inb])
+            imp = m.booster_.feature_importance("gain")
+        else:
+            m = xgb.XGBRegressor(n_estimators=1000, max_depth=4, learning_rate=0.01, tree_method="exact",
+                                 min_child_weight=0, reg_lambda=0, random_state=s % 2**31, n_jobs=-1)
+            m.fit(X[inb], y[inb], sample_weight=w[inb])
+            g = m.get_booster().get_score(importance_type="total_gain")
+            imp = np.array([g.get(f"f{j}", 0.0) for j in range(X.shape[1])])
+        if i < seeds:
+            imps.append(imp / imp.sum() if imp.sum() else imp)
+    return time.perf_counter() - t0, np.mean(imps, axis=0)
+
+
+def agreement(ref: dict[str, float], other: dict[str, float]) -> tuple[float, int]:
+    names = sorted(ref)
+    rho = spearmanr([ref[n] for n in names], [other.get(n, 0.0) for n in names])[0]
+    top = lambda d: set(sorted(d, key=lambda k: -d[k])[:3])  # noqa: E731
+    return float(rho), len(top(ref) & top(other))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--csv", type=Path, default=CSV)
+    ap.add_argument("--skip-others", action="store_true", help="skip LightGBM and XGBoost")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         st = open_store(Path(tmp) / "q.db")
         import_quiho_popper(st, args.csv)
-        cases = {"stream/add-1": load_target(st, "stream/add-1"), "all rows (391)": all_rows_target(st)}
-        print(f"cores: {os.cpu_count()}, seeds: {args.seeds}, load average before: {os.getloadavg()[0]:.2f}")
-        print(f"{'case':<16} {'rows':>5} {'groups':>6} {'formula':<12} {'paper s':>8} {'warm s':>7} {'fast s':>7} "
-              f"{'rho':>5} {'top3':>5} {'verdict':<15} top-3 (paper)")
-        for name, data in cases.items():
-            for formula in ("classic", "impurity", "permutation"):
-                cold, warm, fast_t = [], [], []
-                for _ in range(args.repeat):
-                    _engine._LOGO_CACHE.clear()
-                    t0 = time.perf_counter()
-                    irup = compute_irup(data, importance=formula, seeds=args.seeds)
-                    cold.append(time.perf_counter() - t0)
-                    t0 = time.perf_counter()
-                    compute_irup(data, importance=formula, seeds=args.seeds, random_state=1)
-                    warm.append(time.perf_counter() - t0)
-                    t0 = time.perf_counter()
-                    fast = compute_irup(data, importance=formula, seeds=args.seeds, params=ModelParams.preset("fast"))
-                    fast_t.append(time.perf_counter() - t0)
-                a, b = irup.by_stressor(), fast.by_stressor()
-                names = sorted(a)
-                rho = spearmanr([a[n].importance for n in names], [b[n].importance if n in b else 0 for n in names])[0]
-                top3 = len({f.stressor for f in irup.top(3)} & {f.stressor for f in fast.top(3)})
-                top = ", ".join(f.stressor for f in irup.top(3))
-                print(f"{name:<16} {irup.rows:>5} {irup.validity.hardware_groups:>6} {formula:<12} "
-                      f"{np.median(cold):>8.1f} {np.median(warm):>7.1f} {np.median(fast_t):>7.1f} {rho:>5.2f} "
-                      f"{top3:>3}/3 {irup.validity.verdict:<15} {top}", flush=True)
-        print(f"load average after: {os.getloadavg()[0]:.2f} (other work on the machine inflates the times)")
+        data = load_target(st, "stream/add-1")
+        mariadb = (load_target(st, "mysqlslap-mariadb-10.3.2/innodb_load"),
+                   load_target(st, "mysqlslap-mariadb-5.5.58/innodb_load"))
+    compute_irup(data, seeds=1, params=ModelParams(n_estimators=5))  # compile (numba caches it on disk)
+    X_df, _, _, _ = _training_rows(data)
+    print(f"cores: {os.cpu_count()}, seeds: {args.seeds}, load average before: {os.getloadavg()[0]:.2f}")
+    print(f"case: stream/add-1, {len(data.y)} rows x {X_df.shape[1]} stressors, {args.seeds}-seed classic IRUP + "
+          "validity folds, paper hyper-parameters")
+    print(f"{'engine':<10} {'IRUP s':>7} {'1 sklearn fit s':>15} {'ratio':>6} {'rho':>6} {'top3':>5}  top-3")
+    ref: dict[str, float] = {}
+    for engine in ("sklearn", "batched", "lightgbm", "xgboost"):
+        t0 = time.perf_counter()
+        ModelParams().make(0).fit(X_df.to_numpy(float), data.y.to_numpy(float))
+        one = time.perf_counter() - t0
+        _engine._LOGO_CACHE.clear()
+        if engine in ("sklearn", "batched"):
+            t0 = time.perf_counter()
+            irup = compute_irup(data, seeds=args.seeds, params=ModelParams(engine=engine))
+            took = time.perf_counter() - t0
+            imp = {f.stressor: f.importance for f in irup.features}
+        else:
+            if args.skip_others:
+                continue
+            res = other_engine(engine, data, args.seeds)
+            if res is None:
+                print(f"{engine:<10} not installed (pip install .[bench])")
+                continue
+            took, vec = res
+            imp = dict(zip([str(c) for c in X_df.columns], vec.tolist(), strict=True))
+        if engine == "sklearn":
+            ref = imp
+        rho, top3 = agreement(ref, imp)
+        top = ", ".join(sorted(imp, key=lambda k: -imp[k])[:3])
+        print(f"{engine:<10} {took:>7.1f} {one:>15.2f} {took / one:>6.2f} {rho:>6.3f} {top3:>3}/3  {top}", flush=True)
+    print("\nprofile-shift test (200 within-host permutations, 3 seeds per IRUP, 250 trees, lr 0.04, batched):")
+    _, a, b = planted_profile(n_groups=8, reps=5, stressors=QUICK, bottleneck_b="cpu", random_state=0)
+    for name, (da, db) in (("planted 8 hosts x 5 runs x 7 stressors", (a, b)),
+                           ("MariaDB innodb_load 8 hosts x 5 runs x 41", mariadb)):
+        t0 = time.perf_counter()
+        t = shift_test(da, db, permutations=200)
+        print(f"  {name:<42} {time.perf_counter() - t0:>6.1f} s  p = {t.p_value:.3f}", flush=True)
+    print(f"load average after: {os.getloadavg()[0]:.2f} (other work on the machine inflates the times)")
 
 
 if __name__ == "__main__":

@@ -93,6 +93,14 @@ def load_target(store: Store, target: str, *, batch: str | None = None) -> Targe
     """
     app, version, test = parse_target(target)
     apps = app_values(store, app, version, test, batch)
+    if apps.empty:
+        # A name with '/' or '@' inside the benchmark or test (listed by `targets` as is) splits
+        # ambiguously: take the listed target of exactly that name.
+        listed = list_targets(store)
+        hit = listed[listed["target"] == target]
+        if len(hit):
+            app, version, test = (str(hit.iloc[0][k]) for k in ("application", "version", "test"))
+            apps = app_values(store, app, version, test, batch)
     if not test and not apps.empty:
         tests = sorted(apps["test"].unique())
         if app in tests:

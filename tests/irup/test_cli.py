@@ -42,12 +42,49 @@ def _count_irups(path):
 
 
 def test_compare_json_contract(store_file, capsys):
-    rc = main(["compare", "hpccg", "hpccg", "--random-state-b", "7", "--seeds", "3", "--store", str(store_file),
-               "--json"])
+    rc = main(["compare", "hpccg", "hpccg", "--random-state-b", "7", "--seeds", "3", "--permutations", "19",
+               "--store", str(store_file), "--json"])
     assert rc == 0
     doc = json.loads(capsys.readouterr().out)
-    assert {"verdict", "first_divergent_rank", "spearman", "class_shares"} <= set(doc)
-    assert doc["verdict"] in ("equivalent", "different", "inconclusive")
+    assert {"verdict", "first_divergent_rank", "spearman", "class_shares", "p_value", "permutations"} <= set(doc)
+    # The same runs on both sides: the test's observed distance is 0, nothing is below it, p = 1.
+    assert doc["calibrated"] and doc["permutations"] == 19 and doc["p_value"] == 1.0
+    assert doc["verdict"] != "different"
+    assert set(doc["class_shares"]) == {"a", "b"}
+
+
+def test_compare_text_cites_the_test(store_file, capsys):
+    rc = main(["compare", "hpccg", "hpccg", "--seeds", "2", "--permutations", "9", "--store", str(store_file)])
+    out = capsys.readouterr().out
+    assert rc == 0 and "profile-shift test: p = 1 (B = 9 within-host permutations, 20 shared hosts)" in out
+
+
+def test_compare_without_common_hosts_is_one_line_error(tmp_path, capsys):
+    csv = tmp_path / "apart.csv"
+    lines = ["giturl,commit,user,timestamp,benchmark,machine,repetition,test,result"]
+    for i, host in enumerate("abcdefgh"):
+        for rep in (1, 2):
+            for s, v in (("cpu", 100 + 37 * i), ("stream", 200 + 11 * i * i)):
+                lines.append(f"g,c,u,1,stressng,{host},{rep},{s},{v + rep}")
+            app = "one" if i < 4 else "two"
+            lines.append(f"g,c,u,1,{app},{host},{rep},{app},{3 + i + rep / 10}")
+    csv.write_text("\n".join(lines) + "\n")
+    store = tmp_path / "s.db"
+    assert main(["import", "quiho-popper", str(csv), "--store", str(store)]) == 0
+    capsys.readouterr()
+    assert main(["compare", "one", "two", "--store", str(store)]) == 1
+    err = capsys.readouterr().err
+    assert "no common host" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("args", [
+    ["irup", "hpccg", "--jobs", "0"], ["irup", "hpccg", "--jobs", "-2"], ["irup", "hpccg", "--random-state", "-1"],
+    ["compare", "hpccg", "hpccg", "--random-state-b", "-1"], ["compare", "hpccg", "hpccg", "--alpha", "1"],
+    ["compare", "hpccg", "hpccg", "--permutations", "-5"],
+])
+def test_bad_numbers_are_usage_errors(store_file, capsys, args):
+    assert main([*args, "--store", str(store_file)]) == 2
+    assert "Traceback" not in capsys.readouterr().err
 
 
 def test_human_output(store_file, capsys):
@@ -156,3 +193,41 @@ def test_every_help_page_renders(capsys):
         assert main([name, "--help"]) == 0, name
     out = capsys.readouterr().out
     assert "irup" in out and "Traceback" not in out
+
+
+def test_benchmark_name_with_a_slash_is_found(tmp_path, capsys):
+    csv = tmp_path / "slash.csv"
+    lines = ["giturl,commit,user,timestamp,benchmark,machine,repetition,test,result"]
+    for i, host in enumerate("abcdefgh"):
+        for rep in (1, 2):
+            for s, v in (("cpu", 100 + 37 * i), ("stream", 200 + 11 * i * i), ("zero", 50 + 3 * (i % 3))):
+                lines.append(f"g,c,u,1,stressng,{host},{rep},{s},{v + rep}")
+            lines.append(f"g,c,u,1,db/bench,{host},{rep},load,{1000 / (200 + 11 * i * i) + rep / 100}")
+    csv.write_text("\n".join(lines) + "\n")
+    store = tmp_path / "s.db"
+    assert main(["import", "quiho-popper", str(csv), "--store", str(store)]) == 0
+    assert main(["targets", "--store", str(store)]) == 0
+    assert "db/bench/load\t16 runs" in capsys.readouterr().out
+    assert main(["irup", "db/bench/load", "--seeds", "2", "--store", str(store), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["target"] == "db/bench/load"
+
+
+def test_non_finite_stored_value_is_one_line(tmp_path, capsys):
+    from quiho.store import open_store
+
+    csv = tmp_path / "inf.csv"
+    lines = ["giturl,commit,user,timestamp,benchmark,machine,repetition,test,result"]
+    for i, host in enumerate("abcdefgh"):
+        for rep in (1, 2):
+            for s, v in (("cpu", 100 + 37 * i), ("stream", 200 + 11 * i * i)):
+                lines.append(f"g,c,u,1,stressng,{host},{rep},{s},{v + rep}")
+            lines.append(f"g,c,u,1,app,{host},{rep},app,{3 + i + rep / 10}")
+    csv.write_text("\n".join(lines) + "\n")
+    store = tmp_path / "s.db"
+    assert main(["import", "quiho-popper", str(csv), "--store", str(store)]) == 0
+    with open_store(store) as st, st.transaction() as c:
+        c.execute("UPDATE app_runs SET value = 9e999 WHERE id = (SELECT MIN(id) FROM app_runs)")
+    capsys.readouterr()
+    assert main(["irup", "app", "--store", str(store)]) == 1
+    err = capsys.readouterr().err
+    assert "non-finite" in err and len(err.strip().splitlines()) == 1
