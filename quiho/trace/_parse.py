@@ -45,6 +45,8 @@ def _read(source: str | bytes | Path) -> bytes:
 
 
 def _fast(data: bytes, nfunc: int) -> Events | None:
+    if not data.isascii():  # Arrow would hand the bad-row handler undecodable text (an unraisable error)
+        return None
     bad = 0
 
     def skip(_row: object) -> str:
