@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 
@@ -75,6 +76,17 @@ def _undecodable(args: list[str]) -> str | None:
     return None
 
 
+def _names_a_group(args: list[str]) -> bool:
+    """Whether ``args`` are only group names (``[]``, ``["history"]``): a command is missing."""
+    cmd = typer.main.get_command(app)
+    for a in args:
+        sub = getattr(cmd, "commands", {}).get(a)
+        if sub is None:
+            return False
+        cmd = sub
+    return bool(getattr(cmd, "commands", None))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the process exit code instead of raising SystemExit.
 
@@ -85,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     if (bad := _undecodable(args)) is not None:
         print(f"quiho: usage error: argument {bad} is not UTF-8 text (quiho takes UTF-8 names and paths)",
               file=sys.stderr)
+        return EXIT_USAGE
+    if _names_a_group(args):  # no command is a usage error: help on stderr, exit 2 (click < 8.2 would exit 0)
+        with contextlib.redirect_stdout(sys.stderr):
+            app(args=[*args, "--help"], prog_name="quiho", standalone_mode=False)
         return EXIT_USAGE
     try:
         rv = app(args=args, prog_name="quiho", standalone_mode=False)

@@ -179,7 +179,7 @@ def template(tmp_path_factory) -> Path:
     assert main(["import", "quiho-popper", str(popper), "--store", str(db)]) == 0
     hist = d / "hist.csv"
     hist.write_text("revision,value,cfg\n" + "".join(
-        f"r{i},{100 + (i > 12) * 20 + i % 3},{c}\n" for i in range(25) for c in ("a\nb", "$x^$")))
+        f"r{i},{100 + (i > 12) * 20 + i % 3},{c}\n" for i in range(25) for c in ("a\nb", "$x^$", "e\x1b[31m")))
     assert main(["history", "import", str(hist), "--config-col", "cfg", "--store", str(db)]) == 0
     with open_store(db) as s:
         store_fingerprint_history(s, fingerprint_history(n_hosts=3, n_runs=4, stressors=("cpu", "stream")))
@@ -333,6 +333,12 @@ def run_in_process(argv: list[str], cwd: Path, env_store: Path) -> tuple[int | N
     return rc, out_b.getvalue().decode("utf-8", "replace"), err_b.getvalue().decode("utf-8", "replace"), tb
 
 
+#: What a name must never bring to a terminal raw (``quiho._text.printable`` escapes them); newline and tab are
+#: the output's own line and column separators.
+_UNSAFE_CHARS = {chr(c) for c in [*range(0x00, 0x09), *range(0x0b, 0x20), *range(0x7f, 0xa0)]} | set(
+    "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
 def check_run(command: str, plan, files, use_store: str, template: Path) -> None:  # noqa: ANN001
     box = _Sandbox(template)
     try:
@@ -343,6 +349,8 @@ def check_run(command: str, plan, files, use_store: str, template: Path) -> None
         assert tb == "", f"exception escaped main() for {shown}:\n{tb[-3000:]}"
         assert rc in (0, 1, 2, 3), f"exit {rc} for {shown}\n{err[-2000:]}"
         assert "Traceback (most recent call last)" not in err + out, f"{shown}\n{err[-3000:]}"
+        raw = sorted({c for c in out + err if c in _UNSAFE_CHARS})
+        assert not raw, f"control characters {raw} printed raw by {shown}:\n{(out + err)[-1500:]!r}"
         if rc != 0:
             assert _digest(box.store) == before, f"store changed by a failing command: {shown}\n{err[-1000:]}"
             assert err.strip(), f"exit {rc} without a word on stderr: {shown}"
