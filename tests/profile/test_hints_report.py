@@ -64,7 +64,7 @@ def test_not_meaningful_irup_is_said_with_advice():
 
 def test_trace_verdicts_are_joined():
     from quiho.detect import Change
-    from quiho.detect._base import State
+    from quiho.detect import State
 
     ch = [Change("parse_row", "joint", State.DEGRADATION, "linear", 0.4, 0.99, "1-p", 0.001),
           Change("idle", "joint", State.NO_CHANGE, "", 0.0, 0.5, "1-p", 0.5)]
