@@ -68,7 +68,7 @@ def _fmt_cp(cp: object) -> str:
 def _is_result_file(path: Path, fmt: str) -> bool:
     """Whether ``path`` is read as a benchmark result file (not as a CSV)."""
     from quiho.errors import ImportDataError
-    from quiho.history._formats import FORMATS, detect_format
+    from quiho.history import FORMATS, detect_format
 
     if fmt != "auto":
         return fmt != "csv"
@@ -111,8 +111,13 @@ def import_(
 ) -> None:
     """Store histories: a revision from a benchmark result file, a CSV (replaces same-named series) or runs."""
     from quiho.errors import UsageError
-    from quiho.history import import_history_csv, import_history_from_runs, read_history_csv
-    from quiho.history._formats import import_results, read_results
+    from quiho.history import (
+        import_history_csv,
+        import_history_from_runs,
+        import_results,
+        read_history_csv,
+        read_results,
+    )
     from quiho.store import open_store
 
     if (file is None) == (from_runs is None):
@@ -170,8 +175,7 @@ def list_(store: StoreOpt = None, json_out: JsonOpt = False) -> None:
 def _detect_all(store: Path | None, method: str, min_size: int, magnitude_floor: float, alpha: float,
                 fmt: str, fail_on_change: bool, json_out: bool) -> None:
     from quiho.cli.main import ChangeFound
-    from quiho.history import list_series, load_history
-    from quiho.history._ci import verdict_lines, verdict_markdown, verdict_of
+    from quiho.history import list_series, load_history, verdict_lines, verdict_markdown, verdict_of
     from quiho.store import open_store
 
     with open_store(store, create=False) as st:
@@ -228,7 +232,7 @@ def detect_(
     if json_out:
         emit_json({**d.to_dict(), "skipped": {"missing": h.missing}})
     elif fmt == "markdown":
-        from quiho.history._ci import verdict_markdown, verdict_of
+        from quiho.history import verdict_markdown, verdict_of
 
         sys.stdout.write(verdict_markdown([verdict_of(h, method, alpha=alpha, min_size=min_size,
                                                       magnitude_floor=magnitude_floor)]))

@@ -13,8 +13,8 @@ question (does the newest revision regress?) per series.
 
 from quiho.history import _auto, _cusum, _segment, _talos, _window  # noqa: F401  (register the detectors)
 from quiho.history._base import DETECTORS, Detector, as_history, detect, make_detector, register_detector
-from quiho.history._ci import NewestCheck, SeriesVerdict, check_newest, verdict_markdown, verdict_of
-from quiho.history._formats import FORMATS, ResultFile, ResultImport, import_results, read_results
+from quiho.history._ci import NewestCheck, SeriesVerdict, check_newest, verdict_lines, verdict_markdown, verdict_of
+from quiho.history._formats import FORMATS, ResultFile, ResultImport, detect_format, import_results, read_results
 from quiho.history._git import (
     GitBisectReport,
     GitSampleReport,
@@ -48,6 +48,8 @@ from quiho.history._sampling import (
 )
 
 __all__ = [
+    "detect_format",
+    "verdict_lines",
     "History",
     "ChangePoint",
     "Detection",
