@@ -24,6 +24,7 @@ from quiho.detect._base import (
     get_profile_detector,
     register_profile_detector,
 )
+from quiho.detect._fleet import FleetFunctionVerdict, fleet_function_verdicts
 from quiho.detect._joint import ChangeModelFit, fit_change_model
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "PROFILE_DETECTORS",
     "Change",
     "ChangeModelFit",
+    "FleetFunctionVerdict",
     "ProfileDetector",
     "PerFunctionProfileDetector",
     "Profile",
@@ -39,6 +41,7 @@ __all__ = [
     "classify",
     "detect",
     "fit_change_model",
+    "fleet_function_verdicts",
     "get_profile_detector",
     "register_profile_detector",
 ]
