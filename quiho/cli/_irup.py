@@ -17,7 +17,8 @@ ImportanceOpt = Annotated[
 ]
 SeedsOpt = Annotated[int, typer.Option("--seeds", min=1, max=10_000, help="Model fits; spread and stability are "
                                                                          "over these.")]
-RandomOpt = Annotated[int, typer.Option("--random-state", min=0, help="Master seed, ≥ 0 (same seed, same result).")]
+RandomOpt = Annotated[int, typer.Option("--random-state", min=0, max=2**32 - 1, help="Master seed, 0..2**32-1 "
+                                                                                  "(same seed, same result).")]
 ResampleOpt = Annotated[
     str, typer.Option("--resample", help="groups: each seed bootstraps hardware groups; none: paper (all rows).")
 ]
@@ -145,7 +146,7 @@ def register(app: typer.Typer) -> None:
         seeds: SeedsOpt = 10,
         random_state: RandomOpt = 0,
         random_state_b: Annotated[
-            int | None, typer.Option("--random-state-b", min=0, help="Seed for B (default: same as A).")
+            int | None, typer.Option("--random-state-b", min=0, max=2**32 - 1, help="Seed for B (default: same as A).")
         ] = None,
         resample: ResampleOpt = "groups",
         top_k: Annotated[int, typer.Option("--top-k", min=1, help="A divergence at rank ≤ K means different.")] = 3,
