@@ -77,14 +77,8 @@ def _undecodable(args: list[str]) -> str | None:
 
 
 def _names_a_group(args: list[str]) -> bool:
-    """Whether ``args`` are only group names (``[]``, ``["history"]``): a command is missing."""
-    cmd = typer.main.get_command(app)
-    for a in args:
-        sub = getattr(cmd, "commands", {}).get(a)
-        if sub is None:
-            return False
-        cmd = sub
-    return bool(getattr(cmd, "commands", None))
+    """Whether ``args`` name no command, only the root or a group (``[]``, ``["history"]``): one is missing."""
+    return not args or (len(args) == 1 and args[0] in {g.name for g in app.registered_groups})
 
 
 def main(argv: list[str] | None = None) -> int:
