@@ -62,6 +62,11 @@ def _fit_one(  # noqa: PLR0912, PLR0915 - one compiled loop nest; splitting it c
     X, order, y, w, m, n_estimators, max_depth, lr, min_split, state,
     feat, thr, val, classic, raw, pred, init_out,
 ):  # pragma: no cover - compiled
+    """Grow model ``m``'s ensemble in place (trees, importances, predictions).
+
+    One function on purpose (~160 lines): it is the compiled inner loop nest (trees → levels →
+    stressors → presorted rows); splitting it into calls numba cannot inline costs speed.
+    """
     n, p = X.shape
     n_nodes = 2 ** (max_depth + 1) - 1
     sw = 0.0

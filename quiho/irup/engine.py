@@ -190,6 +190,9 @@ def compute_irup(
 ) -> Irup:
     """Compute the IRUP of one target.
 
+    (Over 80 lines only through this docstring; the steps are :func:`_training_rows`,
+    :func:`fit_models` and :func:`_features`.)
+
     Parameters
     ----------
     data : TargetData
