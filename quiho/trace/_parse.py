@@ -131,7 +131,9 @@ def parse_events(source: str | bytes | Path, functions: Sequence[str]) -> Events
         The input cannot be read, or it has non-blank lines and none of them is an event.
     """
     data = _read(source)
-    ev = _fast(data, len(functions))
+    # event lines are ASCII; pyarrow cannot hand a non-UTF-8 bad row to its row handler (the handler's
+    # exception is printed and the read fails), so such input goes to the line parser directly
+    ev = _fast(data, len(functions)) if data.isascii() else None
     if ev is None:
         ev = _slow(data, len(functions))
     ev = Events(ev.kind, ev.tid, ev.ts, ev.func, ev.arg, tuple(functions), ev.bad_lines)
