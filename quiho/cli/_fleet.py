@@ -30,7 +30,23 @@ InsecureOpt = Annotated[
 
 @contextmanager
 def _progress(total_hosts: int, label: str) -> Iterator[Callable[[object], None]]:
-    """Host-level progress on stderr: a rich bar on a TTY, one line per finished host otherwise."""
+    """Host-level progress on stderr (a rich bar on a TTY, one line per finished host otherwise).
+
+    On the way out (also on an error or interrupt) every exited child is reaped: orphans of the
+    run were adopted by this process (:mod:`quiho.fleet.shutdown`), and zombies left at exit would
+    go to a PID 1 that may never reap them.
+    """
+    from quiho.fleet.shutdown import reap_all_children
+
+    try:
+        with _display(total_hosts, label) as on_event:
+            yield on_event
+    finally:
+        reap_all_children()
+
+
+@contextmanager
+def _display(total_hosts: int, label: str) -> Iterator[Callable[[object], None]]:
     from quiho.fleet.runner import FleetEvent
 
     counts = {"done": 0, "failed": 0, "unreachable": 0}

@@ -117,8 +117,13 @@ def run(
 
     if if_busy not in ("skip", "wait"):
         raise UsageError("--if-busy takes skip or wait")
-    out = scheduled_fingerprint(_store_path(store), inventory=inventory, battery=battery,
-                                wait=if_busy == "wait", log=log)
+    from quiho.fleet.shutdown import reap_all_children
+
+    try:
+        out = scheduled_fingerprint(_store_path(store), inventory=inventory, battery=battery,
+                                    wait=if_busy == "wait", log=log)
+    finally:
+        reap_all_children()  # orphans the run left to this process (see quiho.fleet.shutdown)
     if json_out:
         emit_json(out.__dict__)
     else:

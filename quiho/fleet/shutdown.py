@@ -23,7 +23,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["Interrupted", "interruptible", "become_subreaper", "reap_children", "TERMINATING_SIGNALS"]
+__all__ = ["Interrupted", "interruptible", "become_subreaper", "reap_children", "reap_all_children",
+           "TERMINATING_SIGNALS"]
 
 TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _PR_SET_CHILD_SUBREAPER = 36
@@ -70,8 +71,10 @@ def become_subreaper() -> bool:
         return False
 
 
-#: Commands that daemonise during a fleet run and may end as this process's zombie children (by subreaping).
-ORPHAN_COMMS = frozenset({"ssh"})
+#: Command names (prefixes) of processes a fleet run leaves orphaned and that end as this process's zombie
+#: children by subreaping: ssh control masters, and stressors/co-runners killed on the controller's machine.
+#: quiho's Python never starts these itself, so reaping them cannot steal a ``subprocess`` child's status.
+ORPHAN_COMMS = ("ssh", "stress-ng")
 
 
 def reap_children(pids: Iterable[int] = ()) -> int:
@@ -92,7 +95,8 @@ def reap_children(pids: Iterable[int] = ()) -> int:
         except OSError:
             continue
         fields = tail.split()
-        if len(fields) > 1 and fields[0] == "Z" and int(fields[1]) == me and head.split("(", 1)[-1] in ORPHAN_COMMS:
+        comm = head.split("(", 1)[-1]
+        if len(fields) > 1 and fields[0] == "Z" and int(fields[1]) == me and comm.startswith(ORPHAN_COMMS):
             wanted.add(int(entry))
     n = 0
     for pid in wanted:
@@ -102,3 +106,21 @@ def reap_children(pids: Iterable[int] = ()) -> int:
             continue
         n += int(done != 0)
     return n
+
+
+def reap_all_children() -> int:
+    """Collect every exited child, whatever it is (never blocks); for a command that has finished its work.
+
+    A process that exits with zombie children hands them to PID 1, which may never reap
+    them; the CLI calls this when a fleet command ends (its own ``subprocess`` children are
+    all waited for by then). Returns how many were reaped.
+    """
+    n = 0
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return n
+        if pid == 0:
+            return n
+        n += 1

@@ -194,19 +194,21 @@ def test_ctrl_c_while_waiting_on_the_local_fleet_lock_exits_at_once(tmp_path: Pa
 
 
 def test_orphans_are_reaped_where_pid_1_does_not(tmp_path: Path) -> None:
-    # An 'ssh' that daemonises (as ControlPersist masters do) is re-parented to the subreaper and reaped there.
-    fake = tmp_path / "ssh"
-    fake.symlink_to("/bin/sleep")  # comm is the link's name
+    # An 'ssh' that daemonises (as ControlPersist masters do) is re-parented to the subreaper and reaped there;
+    # another orphan ('other') is left to reap_all_children, which the CLI calls when a fleet command ends.
+    for name in ("ssh", "other"):
+        (tmp_path / name).symlink_to("/bin/sleep")  # comm is the link's name
     script = f"""
 import os, subprocess, time
 from pathlib import Path
-from quiho.fleet.shutdown import become_subreaper, reap_children
+from quiho.fleet.shutdown import become_subreaper, reap_all_children, reap_children
+def zombies():
+    return [p for p in os.listdir("/proc") if p.isdigit() and Path(f"/proc/{{p}}/stat").exists()
+            and Path(f"/proc/{{p}}/stat").read_text().rsplit(")", 1)[1].split()[:2] == ["Z", str(os.getpid())]]
 assert become_subreaper()
-subprocess.run(["sh", "-c", "{fake} 0.3 &"], check=True)  # sh exits at once: its child is an orphan
+subprocess.run(["sh", "-c", "{tmp_path}/ssh 0.3 & {tmp_path}/other 0.3 &"], check=True)  # sh exits: orphans
 time.sleep(1.0)
-mine = [p for p in os.listdir("/proc") if p.isdigit() and Path(f"/proc/{{p}}/stat").exists()
-        and Path(f"/proc/{{p}}/stat").read_text().rsplit(")", 1)[1].split()[:2] == ["Z", str(os.getpid())]]
-print(len(mine), reap_children(), sum(1 for p in mine if Path(f"/proc/{{p}}").exists()))
+print(len(zombies()), reap_children(), len(zombies()), reap_all_children(), len(zombies()))
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["1", "1", "0"]  # one zombie child of ours, reaped, gone
+    assert out == ["2", "1", "1", "1", "0"]  # two zombie children of ours: ssh reaped first, then the other
