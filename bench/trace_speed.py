@@ -5,7 +5,7 @@ Usage:  python bench/trace_speed.py [--events 10000000] [--functions 20]
 Two versions of a synthetic two-thread trace are built (each top-level call has one traced child; one function
 is 20 % slower in the target). Timed stages, per version where it applies:
 
-1. parse: the baseline written as quiho event text (one line per event) → Events (pyarrow CSV fast path);
+1. parse: the baseline written as quiho event text (one line per event) → Events (compiled line parser);
 2. calls: Events → calls table (inclusive/exclusive ns, depth, order), both versions;
 3. models: best parametric model (BIC) of every function of the target (y = inclusive ns, x = call order);
 4. verdicts: ``joint`` detector for every function, baseline vs target;
@@ -13,8 +13,8 @@ is 20 % slower in the target). Timed stages, per version where it applies:
 
 Goal: stages 2-4 ≤ 5 s and peak RSS ≤ 2 GB on 2 cores. Peak RSS is the process maximum (``ru_maxrss``),
 printed after every stage so the stage that raised it shows. Both wall and CPU seconds are printed: on a
-shared machine the wall time mostly measures the other load. The numba kernels of the events → calls step are
-loaded (compiled on the first run after an install, then read from numba's cache) on a tiny trace first, in
+shared machine the wall time mostly measures the other load. The numba kernels of the parse and events → calls
+steps are loaded (compiled on the first run after an install, then read from numba's cache) on a tiny trace first, in
 their own row: a long-lived process pays that once.
 """
 
@@ -84,6 +84,7 @@ def main() -> None:
 
     lap()
     events_to_calls(synthetic(400, args.functions, None, 0))
+    parse_events(b"0 1 5 0 0\n1 1 9 0 0\n", ("f",))
     warm = ("numba kernels: load from cache or compile (once per process)", *lap(), rss_mb(), "")
     evb = synthetic(args.events, args.functions, None, 1)
     with tempfile.TemporaryDirectory() as tmp:
