@@ -4,6 +4,7 @@ from quiho.fleet.app import AppRun, AppSpec, load_app_spec, run_app
 from quiho.fleet.fingerprint import FingerprintRun, HostReport, fingerprint
 from quiho.fleet.inventory import FleetHost, Inventory, load_inventory, local_inventory_path
 from quiho.fleet.runner import FleetEvent, PlaybookResult, run_playbook
+from quiho.fleet.session import FleetSession, measuring
 from quiho.fleet.show import FleetHostInfo, fleet_show
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "FleetEvent",
     "FleetHost",
     "FleetHostInfo",
+    "FleetSession",
     "HostReport",
     "Inventory",
     "PlaybookResult",
@@ -21,6 +23,7 @@ __all__ = [
     "load_app_spec",
     "load_inventory",
     "local_inventory_path",
+    "measuring",
     "run_app",
     "run_playbook",
 ]

@@ -16,7 +16,6 @@ from quiho.schedule import (
     Busy,
     fire_schedule,
     install_schedule,
-    mark_interrupted_runs,
     measurement_lock,
     remove_schedule,
     schedule_status,
@@ -163,8 +162,11 @@ def test_kill_9_during_fingerprint_leaves_consistent_resumable_store(tmp_path, d
     assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert c.execute("SELECT status FROM fingerprint_runs").fetchone()[0] == "running"
     c.close()
-    with measurement_lock(store, what="next run", wait=False), open_store(store) as st:  # lock died with its holder
-        (rid,) = mark_interrupted_runs(st)
+    # the lock died with its holder; taking it marks the run partial (measuring() also lets fingerprint() in)
+    from quiho.fleet.session import measuring
+
+    with open_store(store) as st, measuring(st, "next run", wait=False) as marked:
+        (rid,) = marked
         row = st.conn.execute("SELECT batch, status, params_json FROM fingerprint_runs WHERE id=?", (rid,)).fetchone()
         assert row["status"] == "partial" and "interrupted" in json.loads(row["params_json"])
         have = st.conn.execute("SELECT COUNT(*) FROM measurements WHERE run_id=?", (rid,)).fetchone()[0]
