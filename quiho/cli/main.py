@@ -99,8 +99,55 @@ def main(argv: list[str] | None = None) -> int:
 
     Every way a command can end becomes one exit code here (0 ok, 1 error, 2 usage, 3 change found,
     130 interrupted): typer's usage errors print typer's usage message; quiho's errors print one line.
+    A Ctrl-C always ends as 130, also when a library turned the ``KeyboardInterrupt`` into an error of its own
+    (pandas' C parser reports an interrupted read as "Calling read(nbytes) on source failed").
     """
-    args = sys.argv[1:] if argv is None else list(argv)
+    seen = _SigintSeen.install()
+    try:
+        code = _dispatch(sys.argv[1:] if argv is None else list(argv))
+    finally:
+        seen.uninstall()
+    if seen.count and code != EXIT_INTERRUPTED:
+        return _interrupted()
+    return code
+
+
+class _SigintSeen:
+    """Counts SIGINTs while a command runs and raises ``KeyboardInterrupt`` as Python's own handler does."""
+
+    def __init__(self, previous: object) -> None:
+        self.previous = previous
+        self.count = 0
+
+    @classmethod
+    def install(cls) -> _SigintSeen:
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return cls(None)  # signals reach the main thread only; nothing to count here
+        seen = cls(signal.getsignal(signal.SIGINT))
+        if seen.previous is signal.default_int_handler:
+            signal.signal(signal.SIGINT, seen._handle)
+        else:
+            seen.previous = None  # ignored (a background job) or someone else's: leave it alone
+        return seen
+
+    def _handle(self, signum: int, frame: object) -> None:
+        import signal
+
+        self.count += 1
+        signal.default_int_handler(signum, frame)  # type: ignore[arg-type]
+
+    def uninstall(self) -> None:
+        import signal
+
+        if self.previous is not None and signal.getsignal(signal.SIGINT) == self._handle:
+            signal.signal(signal.SIGINT, self.previous)  # type: ignore[arg-type]
+
+
+def _dispatch(args: list[str]) -> int:
+    """Run one command line; the exit code for every way it can end."""
     if (bad := _undecodable(args)) is not None:
         print(f"quiho: usage error: argument {bad} is not UTF-8 text (quiho takes UTF-8 names and paths)",
               file=sys.stderr)

@@ -129,6 +129,10 @@ def _interrupt_when_open(argv: list[str], watched: Path, cwd: Path) -> subproces
     return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
 
+#: Interrupts per test: the failures were races, so one try proves little.
+REPEATS = 6
+
+
 def _assert_interrupted(r: subprocess.CompletedProcess[str]) -> None:
     assert r.returncode == 130, (r.returncode, r.stderr[-1500:])
     assert r.stderr.strip().splitlines()[-1] == "quiho: interrupted", r.stderr[-1500:]
@@ -143,7 +147,8 @@ def test_ctrl_c_during_history_detect(tmp_path):
     with big.open("w") as f:
         f.write("revision,value\n")
         f.writelines(f"r{i},{v:.5f}\n" for i, v in enumerate(vals))
-    _assert_interrupted(_interrupt_when_open(["history", "detect", str(big)], big, tmp_path))
+    for _ in range(REPEATS):  # an interrupt once came out as "not a readable CSV file", exit 1
+        _assert_interrupted(_interrupt_when_open(["history", "detect", str(big)], big, tmp_path))
 
 
 def test_ctrl_c_during_import_quiho_popper(tmp_path):
@@ -154,5 +159,6 @@ def test_ctrl_c_during_import_quiho_popper(tmp_path):
         f.writelines(f"{1512873230 + i // 50},stressng,m{i % 7},{1 + i % 3},s{i % 50},{1000 + i % 97}.5\n"
                      for i in range(n))
     store = tmp_path / "q.db"
-    r = _interrupt_when_open(["import", "quiho-popper", str(big), "--store", str(store)], big, tmp_path)
-    _assert_interrupted(r)
+    for _ in range(REPEATS):  # an interrupt once killed pandas' reader threads: SIGSEGV about 1 time in 15
+        r = _interrupt_when_open(["import", "quiho-popper", str(big), "--store", str(store)], big, tmp_path)
+        _assert_interrupted(r)
