@@ -6,6 +6,7 @@ import json
 import os
 import re
 import subprocess
+import sysconfig
 from pathlib import Path
 from typing import Any, Literal
 
@@ -74,6 +75,18 @@ class Inventory(BaseModel):
         return any(h.emulated for h in self.hosts)
 
 
+def tool_path() -> str:
+    """Return ``$PATH`` with this interpreter's scripts directory first.
+
+    ansible-core's commands (``ansible-inventory``, ``ansible-playbook``) are installed beside the Python that
+    runs quiho; in a virtual environment that is not activated (``.venv/bin/quiho ...``) they are not on
+    ``$PATH``, so every Ansible subprocess gets this ``PATH``.
+    """
+    scripts = sysconfig.get_path("scripts")
+    path = os.environ.get("PATH") or os.defpath
+    return path if scripts in path.split(os.pathsep) else scripts + os.pathsep + path
+
+
 def load_inventory(path: str | os.PathLike[str] | None = None) -> Inventory:
     """Parse an inventory with ``ansible-inventory --list`` and validate quiho's host variables.
 
@@ -90,7 +103,7 @@ def load_inventory(path: str | os.PathLike[str] | None = None) -> Inventory:
     p = Path(path) if path is not None else local_inventory_path()
     if not p.exists():
         raise InventoryError(f"inventory {p} does not exist")
-    env = dict(os.environ, ANSIBLE_INVENTORY_UNPARSED_FAILED="True", ANSIBLE_NOCOLOR="1",
+    env = dict(os.environ, PATH=tool_path(), ANSIBLE_INVENTORY_UNPARSED_FAILED="True", ANSIBLE_NOCOLOR="1",
                ANSIBLE_DEPRECATION_WARNINGS="False", ANSIBLE_LOCALHOST_WARNING="False")
     try:
         proc = subprocess.run(

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from quiho.fleet.inventory import repo_root
+from quiho.fleet.inventory import repo_root, tool_path
 
 __all__ = [
     "HostOutcome",
@@ -264,6 +264,7 @@ def _envvars(cp_dir: Path, host_key_checking: bool, python_interpreter: str) -> 
         "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False",
         "ANSIBLE_SYSTEM_WARNINGS": "False",
         "ANSIBLE_PYTHON_INTERPRETER": python_interpreter,
+        "PATH": tool_path(),
     }
 
 
