@@ -1,6 +1,7 @@
 """The store's tables, one component per subsystem (see :func:`quiho.store.register_component`).
 
-``core``: hosts, fingerprints, application runs, IRUPs. ``history``: series, their revisions (with build
+``core``: hosts, fingerprints, application runs, IRUPs. ``fleet``: per-host statuses of fleet runs. ``profile``: one
+row per ``quiho profile``. ``history``: series, their revisions (with build
 status) and measured values. ``trace``: one row per traced run; the calls themselves live in Parquet beside
 the store. A component may reference the tables of ``core``.
 """
@@ -149,3 +150,70 @@ CREATE INDEX trace_runs_app ON trace_runs(application, version)
 """
 
 register_component("trace", [TRACE_V1])
+
+# --- fleet ---------------------------------------------------------------------------------
+# The ``fleet`` store component: per-host statuses of fleet runs, host groups, fingerprint summaries.
+#
+# Fingerprint values and application results live in the ``core`` tables
+# (``measurements``, ``app_runs``); these tables say how each host's part of a
+# fleet run went, so a resume knows what to rerun and ``quiho fleet show`` what to print.
+
+FLEET_V1 = """
+CREATE TABLE fleet_host_status (
+    kind        TEXT NOT NULL CHECK (kind IN ('fingerprint','app')),
+    batch       TEXT NOT NULL,
+    host_id     INTEGER NOT NULL REFERENCES hosts(id),
+    status      TEXT NOT NULL CHECK (status IN ('running','ok','partial','failed','unreachable','timeout')),
+    reason      TEXT,
+    attempts    INTEGER NOT NULL DEFAULT 1,
+    updated_at  TEXT NOT NULL,
+    PRIMARY KEY (kind, batch, host_id)
+);
+CREATE TABLE fleet_hosts (
+    host_id     INTEGER PRIMARY KEY REFERENCES hosts(id),
+    inventory   TEXT NOT NULL,
+    groups_json TEXT NOT NULL DEFAULT '[]',
+    vars_json   TEXT NOT NULL DEFAULT '{}',
+    updated_at  TEXT NOT NULL
+);
+CREATE TABLE fleet_fingerprint_summary (
+    run_id      INTEGER NOT NULL REFERENCES fingerprint_runs(id) ON DELETE CASCADE,
+    host_id     INTEGER NOT NULL REFERENCES hosts(id),
+    stressor    TEXT NOT NULL,
+    n_ok        INTEGER NOT NULL,
+    n_failed    INTEGER NOT NULL,
+    median      REAL,
+    cov         REAL,
+    min         REAL,
+    max         REAL,
+    unstable    INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (run_id, host_id, stressor)
+);
+"""
+
+register_component("fleet", [FLEET_V1])
+
+# --- profile -------------------------------------------------------------------------------
+# The ``profile`` store component: one row per ``quiho profile`` with its verdict and full result.
+
+PROFILE_V1 = """
+CREATE TABLE profiles (
+    id                  INTEGER PRIMARY KEY,
+    batch               TEXT NOT NULL UNIQUE,
+    application         TEXT NOT NULL,
+    version_a           TEXT NOT NULL,
+    version_b           TEXT NOT NULL,
+    status              TEXT NOT NULL CHECK (status IN ('complete','partial','failed')),
+    verdict             TEXT NOT NULL CHECK (verdict IN ('regression','improvement','no-change','inconclusive')),
+    irup_verdict        TEXT,
+    partial_json        TEXT NOT NULL DEFAULT '[]',
+    fingerprint_run_id  INTEGER REFERENCES fingerprint_runs(id),
+    result_json         TEXT NOT NULL,
+    schema_version      INTEGER NOT NULL,
+    created_at          TEXT NOT NULL,
+    quiho_version       TEXT NOT NULL
+);
+CREATE INDEX profiles_app ON profiles(application, version_a, version_b)
+"""
+
+register_component("profile", [PROFILE_V1])
