@@ -95,122 +95,127 @@ def comparison_lines(c) -> list[str]:
     return lines
 
 
+def targets(store: StoreOpt = None, json_out: JsonOpt = False) -> None:
+    """List the targets (APP, APP@VERSION, APP/TEST) that have application runs in the store."""
+    from quiho.irup import list_targets
+    from quiho.store import open_store
+
+    with open_store(store, create=False) as st:
+        df = list_targets(st)
+    if json_out:
+        emit_json(df[["target", "runs", "hosts", "unit"]].to_dict(orient="records"))
+        return
+    for r in df.itertuples():
+        print(f"{r.target}\t{r.runs} runs\t{r.hosts} hosts\t{r.unit}")
+
+
+def irup_cmd(
+    target: Annotated[str, typer.Argument(help="BENCHMARK/TEST, or BENCHMARK where the test is named alike.")],
+    store: StoreOpt = None,
+    importance: ImportanceOpt = "classic",
+    seeds: SeedsOpt = 10,
+    random_state: RandomOpt = 0,
+    resample: ResampleOpt = "groups",
+    batch: BatchOpt = None,
+    top: Annotated[int, typer.Option("--top", min=1, help="Rows shown in the text output.")] = 10,
+    plot: Annotated[Path | None, typer.Option("--plot", callback=plot_path, help="Write the IRUP bars (PNG or "
+                                              "SVG).")] = None,
+    model: ModelOpt = "quiho",
+    jobs: JobsOpt = -1,
+    json_out: JsonOpt = False,
+) -> None:
+    """Infer the resource utilization profile of TARGET from the fleet's fingerprints."""
+    irup = _irup(store, target, importance, seeds, random_state, resample, batch, jobs, model)
+    if plot is not None:
+        from quiho.report.plots import irup_bars, save
+
+        err(f"plot written to {save(irup_bars(irup), plot)}")
+    if json_out:
+        emit_json(irup.to_dict())
+    else:
+        _print_irup(irup, top)
+
+
+def compare_cmd(
+    target_a: Annotated[str, typer.Argument(help="First target.")],
+    target_b: Annotated[str, typer.Argument(help="Second target.")],
+    store: StoreOpt = None,
+    importance: ImportanceOpt = "classic",
+    seeds: SeedsOpt = 10,
+    random_state: RandomOpt = 0,
+    random_state_b: Annotated[
+        int | None, typer.Option("--random-state-b", min=0, max=2**32 - 1, help="Seed for B (default: same as A).")
+    ] = None,
+    resample: ResampleOpt = "groups",
+    top_k: Annotated[int, typer.Option("--top-k", min=1, help="A divergence at rank ≤ K means different.")] = 3,
+    permutations: Annotated[int, typer.Option(
+        "--permutations", min=0, max=100_000, help="Within-host permutations of the profile-shift test (0 = "
+        "uncalibrated walk only, e.g. for targets measured on different hosts).")] = 200,
+    alpha: Annotated[float, typer.Option("--alpha", callback=number(0, 1, lo_open=True, hi_open=True),
+                                         help="Level of the profile-shift test.")] = 0.05,
+    plot: Annotated[Path | None, typer.Option("--plot", callback=plot_path, help="Write both IRUPs side by "
+                                              "side.")] = None,
+    model: ModelOpt = "quiho",
+    jobs: JobsOpt = -1,
+    json_out: JsonOpt = False,
+) -> None:
+    """Compare the IRUPs of two targets: permutation test of a profile shift, rank walk, class shares, verdict."""
+    from quiho.irup import ModelParams, compare_irups, compute_irup, load_target, save_irup, shift_test
+    from quiho.store import open_store
+
+    params = ModelParams.preset(model)
+    rs_b = random_state if random_state_b is None else random_state_b
+    with open_store(store, create=False) as st:
+        da, db = load_target(st, target_a), load_target(st, target_b)
+        test = shift_test(da, db, importance=importance, permutations=permutations, alpha=alpha,
+                          random_state=random_state, n_jobs=jobs) if permutations else None
+        a = compute_irup(da, importance=importance, seeds=seeds, random_state=random_state, resample=resample,
+                         n_jobs=jobs, params=params)
+        b = compute_irup(db, importance=importance, seeds=seeds, random_state=rs_b, resample=resample,
+                         n_jobs=jobs, params=params)
+        save_irup(st, a)
+        save_irup(st, b)
+    c = compare_irups(a, b, shift=test, top_k=top_k)
+    if plot is not None:
+        from quiho.report.plots import irup_pair, save
+
+        err(f"plot written to {save(irup_pair(a, b), plot)}")
+    if json_out:
+        emit_json(c.to_dict())
+        return
+    for line in comparison_lines(c):
+        print(line)
+
+
+def advise_cmd(
+    target: Annotated[str, typer.Argument(help="Target to advise on.")],
+    store: StoreOpt = None,
+    draws: Annotated[int, typer.Option("--draws", min=1, max=10_000, help="Random group subsets per fleet "
+                                                               "size.")] = 8,
+    random_state: RandomOpt = 0,
+    jobs: JobsOpt = -1,
+    json_out: JsonOpt = False,
+) -> None:
+    """Advise how many distinct machines TARGET needs for a stable IRUP."""
+    from quiho.irup import advise_fleet_size, load_target
+    from quiho.store import open_store
+
+    with open_store(store, create=False) as st:
+        data = load_target(st, target)
+    adv = advise_fleet_size(data, draws=draws, random_state=random_state, n_jobs=jobs)
+    if json_out:
+        emit_json(adv.to_dict())
+        return
+    print(f"fleet-size advice for {target} (full fleet: {adv.full_groups} hardware groups, "
+          f"top 3: {', '.join(adv.full_top3)})")
+    print("groups  draws  top-1 agreement  top-3 overlap")
+    for r in adv.rows:
+        print(f"{r.n_groups:>6}  {r.draws:>5}  {r.top1_agreement:>15.0%}  {r.top3_overlap:>13.0%}")
+    print(adv.reason)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("targets")
-    def targets(store: StoreOpt = None, json_out: JsonOpt = False) -> None:
-        """List the targets (APP, APP@VERSION, APP/TEST) that have application runs in the store."""
-        from quiho.irup import list_targets
-        from quiho.store import open_store
-
-        with open_store(store, create=False) as st:
-            df = list_targets(st)
-        if json_out:
-            emit_json(df[["target", "runs", "hosts", "unit"]].to_dict(orient="records"))
-            return
-        for r in df.itertuples():
-            print(f"{r.target}\t{r.runs} runs\t{r.hosts} hosts\t{r.unit}")
-
-    @app.command("irup")
-    def irup_cmd(
-        target: Annotated[str, typer.Argument(help="BENCHMARK/TEST, or BENCHMARK where the test is named alike.")],
-        store: StoreOpt = None,
-        importance: ImportanceOpt = "classic",
-        seeds: SeedsOpt = 10,
-        random_state: RandomOpt = 0,
-        resample: ResampleOpt = "groups",
-        batch: BatchOpt = None,
-        top: Annotated[int, typer.Option("--top", min=1, help="Rows shown in the text output.")] = 10,
-        plot: Annotated[Path | None, typer.Option("--plot", callback=plot_path, help="Write the IRUP bars (PNG or "
-                                                  "SVG).")] = None,
-        model: ModelOpt = "quiho",
-        jobs: JobsOpt = -1,
-        json_out: JsonOpt = False,
-    ) -> None:
-        """Infer the resource utilization profile of TARGET from the fleet's fingerprints."""
-        irup = _irup(store, target, importance, seeds, random_state, resample, batch, jobs, model)
-        if plot is not None:
-            from quiho.report.plots import irup_bars, save
-
-            err(f"plot written to {save(irup_bars(irup), plot)}")
-        if json_out:
-            emit_json(irup.to_dict())
-        else:
-            _print_irup(irup, top)
-
-    @app.command("compare")
-    def compare_cmd(
-        target_a: Annotated[str, typer.Argument(help="First target.")],
-        target_b: Annotated[str, typer.Argument(help="Second target.")],
-        store: StoreOpt = None,
-        importance: ImportanceOpt = "classic",
-        seeds: SeedsOpt = 10,
-        random_state: RandomOpt = 0,
-        random_state_b: Annotated[
-            int | None, typer.Option("--random-state-b", min=0, max=2**32 - 1, help="Seed for B (default: same as A).")
-        ] = None,
-        resample: ResampleOpt = "groups",
-        top_k: Annotated[int, typer.Option("--top-k", min=1, help="A divergence at rank ≤ K means different.")] = 3,
-        permutations: Annotated[int, typer.Option(
-            "--permutations", min=0, max=100_000, help="Within-host permutations of the profile-shift test (0 = "
-            "uncalibrated walk only, e.g. for targets measured on different hosts).")] = 200,
-        alpha: Annotated[float, typer.Option("--alpha", callback=number(0, 1, lo_open=True, hi_open=True),
-                                             help="Level of the profile-shift test.")] = 0.05,
-        plot: Annotated[Path | None, typer.Option("--plot", callback=plot_path, help="Write both IRUPs side by "
-                                                  "side.")] = None,
-        model: ModelOpt = "quiho",
-        jobs: JobsOpt = -1,
-        json_out: JsonOpt = False,
-    ) -> None:
-        """Compare the IRUPs of two targets: permutation test of a profile shift, rank walk, class shares, verdict."""
-        from quiho.irup import ModelParams, compare_irups, compute_irup, load_target, save_irup, shift_test
-        from quiho.store import open_store
-
-        params = ModelParams.preset(model)
-        rs_b = random_state if random_state_b is None else random_state_b
-        with open_store(store, create=False) as st:
-            da, db = load_target(st, target_a), load_target(st, target_b)
-            test = shift_test(da, db, importance=importance, permutations=permutations, alpha=alpha,
-                              random_state=random_state, n_jobs=jobs) if permutations else None
-            a = compute_irup(da, importance=importance, seeds=seeds, random_state=random_state, resample=resample,
-                             n_jobs=jobs, params=params)
-            b = compute_irup(db, importance=importance, seeds=seeds, random_state=rs_b, resample=resample,
-                             n_jobs=jobs, params=params)
-            save_irup(st, a)
-            save_irup(st, b)
-        c = compare_irups(a, b, shift=test, top_k=top_k)
-        if plot is not None:
-            from quiho.report.plots import irup_pair, save
-
-            err(f"plot written to {save(irup_pair(a, b), plot)}")
-        if json_out:
-            emit_json(c.to_dict())
-            return
-        for line in comparison_lines(c):
-            print(line)
-
-    @app.command("advise")
-    def advise_cmd(
-        target: Annotated[str, typer.Argument(help="Target to advise on.")],
-        store: StoreOpt = None,
-        draws: Annotated[int, typer.Option("--draws", min=1, max=10_000, help="Random group subsets per fleet "
-                                                                   "size.")] = 8,
-        random_state: RandomOpt = 0,
-        jobs: JobsOpt = -1,
-        json_out: JsonOpt = False,
-    ) -> None:
-        """Advise how many distinct machines TARGET needs for a stable IRUP."""
-        from quiho.irup import advise_fleet_size, load_target
-        from quiho.store import open_store
-
-        with open_store(store, create=False) as st:
-            data = load_target(st, target)
-        adv = advise_fleet_size(data, draws=draws, random_state=random_state, n_jobs=jobs)
-        if json_out:
-            emit_json(adv.to_dict())
-            return
-        print(f"fleet-size advice for {target} (full fleet: {adv.full_groups} hardware groups, "
-              f"top 3: {', '.join(adv.full_top3)})")
-        print("groups  draws  top-1 agreement  top-3 overlap")
-        for r in adv.rows:
-            print(f"{r.n_groups:>6}  {r.draws:>5}  {r.top1_agreement:>15.0%}  {r.top3_overlap:>13.0%}")
-        print(adv.reason)
+    app.command("targets")(targets)
+    app.command("irup")(irup_cmd)
+    app.command("compare")(compare_cmd)
+    app.command("advise")(advise_cmd)
