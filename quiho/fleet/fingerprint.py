@@ -305,10 +305,30 @@ def unpack_artifacts(res: PlaybookResult, group: list[str], artifacts: Path) -> 
         try:
             blob = base64.b64decode(str((data.get("res") or {}).get("stdout", "")), validate=True)
             with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tf:
-                tf.extractall(dest, filter="data")
+                _extract_data(tf, dest)
         except (ValueError, tarfile.TarError, OSError, EOFError) as exc:
             # A damaged archive: whatever was unpacked is parsed (and named in errors) below.
             (dest / "unpack-error.txt").write_text(str(exc))
+
+
+def _extract_data(tf: tarfile.TarFile, dest: Path) -> None:
+    """Extract only regular files and directories below ``dest`` (the ``"data"`` filter's intent).
+
+    ``extractall(filter=...)`` exists from Python 3.11.4 on; Debian 12's Python is 3.11.2, so where it is missing
+    the members are checked here: no absolute or ``..`` paths, no links, devices or FIFOs.
+    """
+    if hasattr(tarfile, "data_filter"):
+        tf.extractall(dest, filter="data")
+        return
+    root = dest.resolve()
+    members = []
+    for m in tf.getmembers():
+        target = (root / m.name).resolve()
+        if not (m.isfile() or m.isdir()) or m.name.startswith("/") or not target.is_relative_to(root):
+            raise tarfile.TarError(f"refusing archive member {m.name!r} (not a plain file below the destination)")
+        m.mode = (m.mode | 0o600) & 0o755  # no set-id bits, like the data filter
+        members.append(m)
+    tf.extractall(dest, members=members)
 
 
 def parse_facts(stdout: str) -> dict[str, Any]:
