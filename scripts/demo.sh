@@ -4,7 +4,8 @@
 # quota x transparent-huge-page policy), i.e. fingerprint the fleet (quick battery), run both versions of the
 # STREAM-like example interleaved on every host, and print the verdict (regression/improvement/no-change/
 # inconclusive) with its size, CI and p-value, both IRUPs and the root-cause hints. Quick mode (default):
-# measured 6 min 49 s on an idle 2-core box (fingerprint 8 hosts x 7 stressors x 1 s x 2 repetitions, then
+# measured 9 min 49 s from a fresh clone on an idle 2-core box, venv set-up included (fingerprint 8 hosts x
+# 7 stressors x 1 s x 2 repetitions, then
 # 5 runs per version per host); QUIHO_DEMO_MODE=default uses the 43-stressor battery (much longer).
 # Needs root (cgroups); the report lands in .quiho/profile-report/report.html.
 set -euo pipefail
