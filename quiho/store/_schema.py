@@ -149,7 +149,15 @@ CREATE TABLE trace_runs (
 CREATE INDEX trace_runs_app ON trace_runs(application, version)
 """
 
-register_component("trace", [TRACE_V1])
+# v2: traced runs made by ``quiho profile --trace`` belong to the profile's batch, with their wall time
+# (the tracing overhead is traced wall / untraced wall per host)
+TRACE_V2 = """
+ALTER TABLE trace_runs ADD COLUMN batch TEXT;
+ALTER TABLE trace_runs ADD COLUMN wall_s REAL;
+CREATE INDEX trace_runs_batch ON trace_runs(batch, application)
+"""
+
+register_component("trace", [TRACE_V1, TRACE_V2])
 
 # --- fleet ---------------------------------------------------------------------------------
 # The ``fleet`` store component: per-host statuses of fleet runs, host groups, fingerprint summaries.

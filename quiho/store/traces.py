@@ -14,7 +14,7 @@ from quiho._version import __version__
 from quiho.store._db import Store, utcnow
 
 __all__ = ["TraceRunRow", "insert_trace_run", "trace_run", "latest_trace_run", "trace_run_ids",
-           "has_trace_run"]
+           "has_trace_run", "batch_trace_runs"]
 
 #: ``trace_runs`` columns holding the counters of :class:`quiho.trace.CallStats`, in its field order.
 STATS_COLUMNS = ("n_events", "n_calls", "unmatched_entries", "unmatched_exits", "mismatched", "bad_lines",
@@ -36,22 +36,27 @@ class TraceRunRow:
     calls_path: str
     stats: tuple[int, ...]
     created_at: str
+    batch: str | None = None
+    wall_s: float | None = None
 
 
 def insert_trace_run(store: Store, application: str, version: str, *, host: str, command: str, engine: str,
                      functions: Sequence[str], sample: int, stats: Sequence[int],
-                     write_calls: Callable[[int], str]) -> int:
+                     write_calls: Callable[[int], str], batch: str | None = None,
+                     wall_s: float | None = None) -> int:
     """Record a traced run; ``write_calls(run_id)`` writes its calls and returns their path relative to the store.
+
+    ``batch`` names the profile a fleet-traced run belongs to, ``wall_s`` its traced wall time.
 
     One transaction: when ``write_calls`` raises, no row is left behind.
     """
     with store.transaction() as conn:
         cur = conn.execute(
             "INSERT INTO trace_runs(application, version, host, command, engine, functions_json, sample, calls_path, "
-            f"{', '.join(STATS_COLUMNS)}, created_at, quiho_version) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"{', '.join(STATS_COLUMNS)}, created_at, quiho_version, batch, wall_s) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (application, version, host, command, engine, json.dumps(list(functions)), sample, *stats, utcnow(),
-             __version__),
+             __version__, batch, wall_s),
         )
         run_id = int(cur.lastrowid or 0)
         conn.execute("UPDATE trace_runs SET calls_path = ? WHERE id = ?", (write_calls(run_id), run_id))
@@ -61,7 +66,8 @@ def insert_trace_run(store: Store, application: str, version: str, *, host: str,
 def _row(r: object) -> TraceRunRow:
     return TraceRunRow(r["id"], r["application"], r["version"], r["host"], r["command"],  # type: ignore[index]
                        r["engine"], tuple(json.loads(r["functions_json"])), r["sample"],  # type: ignore[index]
-                       r["calls_path"], tuple(int(r[c]) for c in STATS_COLUMNS), r["created_at"])  # type: ignore[index]
+                       r["calls_path"], tuple(int(r[c]) for c in STATS_COLUMNS), r["created_at"],  # type: ignore[index]
+                       r["batch"], r["wall_s"])  # type: ignore[index]
 
 
 def trace_run(store: Store, run_id: int) -> TraceRunRow | None:
@@ -87,3 +93,9 @@ def has_trace_run(store: Store, application: str, version: str) -> bool:
     """Whether any run of ``application`` at ``version`` is stored."""
     return store.conn.execute("SELECT 1 FROM trace_runs WHERE application = ? AND version = ? LIMIT 1",
                               (application, version)).fetchone() is not None
+
+
+def batch_trace_runs(store: Store, application: str, batch: str) -> list[TraceRunRow]:
+    """Every traced run of ``application`` that profile ``batch`` made, oldest first."""
+    return [_row(r) for r in store.conn.execute(
+        "SELECT * FROM trace_runs WHERE application = ? AND batch = ? ORDER BY id", (application, batch))]

@@ -23,6 +23,7 @@ from quiho.trace._store import (
     load_version_calls,
     parse_app_version,
     perun_file,
+    read_calls,
     save_trace,
     trace_command,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "load_version_calls",
     "parse_app_version",
     "perun_file",
+    "read_calls",
     "profile_from_calls",
     "save_trace",
     "sliding_window_clusters",

@@ -22,7 +22,7 @@ from quiho.store.traces import insert_trace_run, latest_trace_run, trace_run, tr
 from quiho.trace._events import CALL_COLUMNS, CallStats
 
 __all__ = ["TraceRun", "save_trace", "load_trace", "find_trace_run", "parse_app_version", "CALLS_SCHEMA",
-           "load_version_calls", "load_trace_profile", "perun_file"]
+           "load_version_calls", "load_trace_profile", "perun_file", "read_calls"]
 
 CALLS_SCHEMA = 1
 
@@ -42,6 +42,8 @@ class TraceRun:
     calls_path: Path
     stats: CallStats
     created_at: str
+    batch: str | None = None
+    wall_s: float | None = None
 
 
 def parse_app_version(ref: str) -> tuple[str, str]:
@@ -54,9 +56,13 @@ def parse_app_version(ref: str) -> tuple[str, str]:
 
 def save_trace(
     store: Store, application: str, version: str, calls: pd.DataFrame, stats: CallStats, *, command: str,
-    engine: str, functions: tuple[str, ...], sample: int = 1, host: str | None = None,
+    engine: str, functions: tuple[str, ...], sample: int = 1, host: str | None = None, batch: str | None = None,
+    wall_s: float | None = None,
 ) -> TraceRun:
-    """Write the calls to Parquet under ``<store dir>/traces/`` and record the run; returns the stored run."""
+    """Write the calls to Parquet under ``<store dir>/traces/`` and record the run; returns the stored run.
+
+    ``batch`` ties a run traced by ``quiho profile --trace`` to its profile; ``wall_s`` is its traced wall time.
+    """
     missing = [c for c in CALL_COLUMNS if c not in calls.columns]
     if missing:
         raise UsageError(f"calls table lacks columns: {', '.join(missing)}")
@@ -77,7 +83,8 @@ def save_trace(
 
     run_id = insert_trace_run(store, application, version, host=host or socket.gethostname(), command=command,
                               engine=engine, functions=functions, sample=sample,
-                              stats=tuple(stats.to_dict().values()), write_calls=write_calls)
+                              stats=tuple(stats.to_dict().values()), write_calls=write_calls, batch=batch,
+                              wall_s=wall_s)
     return find_trace_run(store, str(run_id))
 
 
@@ -87,7 +94,8 @@ def find_trace_run(store: Store, ref: str) -> TraceRun:
     if row is None:
         raise UnknownTargetError(f"no stored trace run {ref!r} in {store.path}: run 'quiho trace' first")
     return TraceRun(row.id, row.application, row.version, row.host, row.command, row.engine, row.functions,
-                    row.sample, store.path.parent / row.calls_path, CallStats(*row.stats), row.created_at)
+                    row.sample, store.path.parent / row.calls_path, CallStats(*row.stats), row.created_at, row.batch,
+                    row.wall_s)
 
 
 def load_trace(store: Store, ref: str) -> tuple[TraceRun, pd.DataFrame]:
@@ -137,6 +145,11 @@ def load_trace_profile(store: Store, ref: str, x: str = "order", amount: str = "
     ids = ", ".join(str(r.id) for r in runs)
     label = f"{runs[0].application}@{runs[0].version} (run{'s' if len(runs) > 1 else ''} {ids})"
     return profile_from_calls(calls, x=x, amount=amount, source=label)
+
+
+def read_calls(run: TraceRun) -> pd.DataFrame:
+    """The calls table of one stored run (schema version checked)."""
+    return _read_calls(run)
 
 
 def _read_calls(run: TraceRun) -> pd.DataFrame:
