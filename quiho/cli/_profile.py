@@ -74,6 +74,16 @@ def profile_cmd(
                                                        "run id, APP@VERSION or Perun file.")] = None,
     trace_target: Annotated[str | None, typer.Option("--trace-target", help="Trace of the candidate instead: "
                                                      "run id, APP@VERSION or Perun file.")] = None,
+    trace: Annotated[str | None, typer.Option("--trace", metavar="F1,F2", help="After the measured runs, trace "
+                                              "these functions on every host (bpftrace; SystemTap where only stap "
+                                              "exists), v1/v2 interleaved; fleet verdict per function.")] = None,
+    trace_matching: Annotated[str | None, typer.Option("--trace-matching", metavar="RE", help="Trace every "
+                                                       "function of the binary matching RE.")] = None,
+    trace_binary: Annotated[str | None, typer.Option("--trace-binary", help="Executable or shared library "
+                                                     "holding the functions (default: each version's command).")]
+    = None,
+    trace_runs: Annotated[int | None, typer.Option("--trace-runs", min=1, max=100, help="Traced runs per version "
+                                                   "per host (default 3).")] = None,
     jobs: Annotated[int, typer.Option("--jobs", callback=worker_count, help="Parallel model fits (-1 = all "
                                       "cores).")] = -1,
     fmt: Annotated[str, typer.Option("--format", help="Output: text, or markdown (a CI job summary / PR "
@@ -109,11 +119,21 @@ def profile_cmd(
             if joined is not None:
                 analysis.update(trace_changes=joined.changes, trace_note=joined.note())
         if batch is not None:
+            if trace or trace_matching or trace_binary or trace_runs:
+                raise UsageError("--trace options trace new runs; --batch re-analyses stored ones (its traces "
+                                 "included) and runs nothing")
             res = analyse_profile(st, app_a, v1, v2, batch, **analysis)
             save_profile(st, res)
         else:
-            res = _measure(st, resolve_spec(app_a, spec=spec, project=proj), v1, v2, d, resume=resume,
-                           fp_seconds=fp_seconds, fp_repetitions=fp_repetitions, analysis=analysis)
+            from quiho.fleet.trace import resolve_trace, trace_from_options
+
+            s = resolve_spec(app_a, spec=spec, project=proj)
+            s.require_versions(v1, v2)
+            # checked before anything runs: unknown function, not ELF, stripped binary exporting nothing
+            want = trace_from_options(trace, trace_matching, trace_binary, trace_runs, s.trace)
+            plan = resolve_trace(s, v1, v2, want) if want is not None else None
+            res = _measure(st, s, v1, v2, d, resume=resume, fp_seconds=fp_seconds, fp_repetitions=fp_repetitions,
+                           analysis={**analysis, "trace": plan})
     if report is not None:
         from quiho.report.html import write_report
 

@@ -42,6 +42,7 @@ from quiho.fleet.session import (
     remember_inventory,
     stderr_tail,
 )
+from quiho.fleet.trace import TraceSpec
 from quiho.store import Store
 from quiho.store import fleet as fleet_store
 from quiho.store.fleet import AppRunRow
@@ -106,6 +107,7 @@ class AppSpec(BaseModel):
     metric: Metric = Metric()
     repetitions: int = Field(3, ge=1, le=100)
     timeout: int = Field(600, ge=1, le=86400)
+    trace: TraceSpec | None = None  # per-function traces for `quiho profile` (quiho.fleet.trace)
 
     def require_versions(self, *names: str) -> None:
         """The one check that ``names`` are versions of this application.

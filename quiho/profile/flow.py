@@ -104,6 +104,7 @@ class ProfileResult:
     params: dict[str, Any] = field(default_factory=dict)
     created_at: str = ""
     notes: tuple[str, ...] = ()
+    traces: Any = field(default=None, repr=False)  # quiho.profile.traces.FleetTraces of --trace, or None
 
     @property
     def status(self) -> str:
@@ -140,6 +141,7 @@ class ProfileResult:
                             "fresh": self.fingerprinted_now},
             "runs": _records(self.runs),
             "params": self.params,
+            "traces": self.traces.to_dict() if self.traces is not None else None,
         }
 
 
@@ -365,11 +367,14 @@ def analyse_profile(
     *,
     fingerprint_run_id: int | None = None,
     partial: Sequence[str] = (),
+    trace_messages: dict[str, str] | None = None,
     **kwargs: Any,
 ) -> ProfileResult:
     """Analyse the interleaved runs of ``batch`` already in the store (steps 3-5; nothing is run).
 
-    Keyword arguments are passed to :func:`analyse_data`.
+    Keyword arguments are passed to :func:`analyse_data`. Runs the batch traced (``--trace``) become fleet
+    verdicts per function (:func:`quiho.profile.traces.fleet_traces`; ``trace_messages``: hosts that could
+    not trace, and why), joined into the hints.
 
     Raises
     ------
@@ -408,12 +413,34 @@ def analyse_profile(
         application=application, version_a=version_a, version_b=version_b, label_b=label_b, batch=batch, unit=unit,
         higher_is_better=hib, fingerprints=wide, fingerprinted_hosts=fp_hosts, partial=notes, **kwargs,
     )
+    res = _with_fleet_traces(store, res, runs, unit, trace_messages, int(kwargs.get("random_state", 0)))
     fp = fleet_store.fingerprint_run_age(store, fingerprint_run_id) if fingerprint_run_id else None
     return dataclasses.replace(res, fingerprint_run_id=fingerprint_run_id,
                                params={**res.params, "fingerprint_rows": "host median (the runs and the "
                                        "fingerprint are separate sessions)"},
                                fingerprint_batch=fp[0] if fp else None, fingerprint_age_s=fp[1] if fp else None,
                                notes=res.notes + tuple(info))
+
+
+def _with_fleet_traces(store: Store, res: ProfileResult, runs: pd.DataFrame, unit: str,
+                       messages: dict[str, str] | None, random_state: int) -> ProfileResult:
+    """``res`` with the fleet verdicts per function of its batch's traced runs (unchanged when there are none)."""
+    from quiho.profile.traces import fleet_traces
+
+    ok = runs[runs["status"] == "ok"]
+    values = {str(h): (g.loc[g["version"] == res.version_a, "value"].astype(float).tolist(),
+                       g.loc[g["version"] == res.label_b, "value"].astype(float).tolist())
+              for h, g in ok.groupby("host")}
+    ft = fleet_traces(store, res.application, res.version_a, res.label_b, res.batch, unit=unit,
+                      metric_values=values, host_messages=messages, random_state=random_state)
+    if ft is None:
+        return res
+    flagged = sum(f.flagged for f in ft.functions)
+    note = (f"per-function traces on the fleet: {len(ft.functions)} function(s), {flagged} flagged; "
+            f"{ft.traced_runs} traced run(s), not in the metric")
+    partial = tuple(f"traces of host {h}: {m}" for h, m in sorted(ft.host_messages.items()))
+    return dataclasses.replace(res, traces=ft, hints=res.hints + ft.hints(), notes=res.notes + (note,),
+                               partial=res.partial + partial)
 
 
 def save_profile(store: Store, result: ProfileResult) -> int:
@@ -482,6 +509,7 @@ def run_profile(
     repetitions: int | None = DEFAULTS.repetitions,
     warmup: int = DEFAULTS.warmup,
     resume: str | None = None,
+    trace: Any = None,
     on_event: Callable[[FleetEvent], None] | None = None,
     on_step: Callable[[str], None] | None = None,
     **kwargs: Any,
@@ -518,6 +546,8 @@ def run_profile(
         Discarded warm-up runs per version per host before the measured ones.
     resume : str, optional
         Batch of an interrupted profile: run only the hosts without a successful run in it, then analyse all.
+    trace : quiho.fleet.trace.TracePlan, optional
+        After the measured runs, trace both versions on every host (:func:`quiho.fleet.trace.run_fleet_traces`).
     on_event, on_step : callable, optional
         Fleet progress events and one line per step (for a CLI's stderr).
     **kwargs
@@ -543,12 +573,22 @@ def run_profile(
         run: InterleavedRun = run_interleaved(spec, version_a, version_b, inv.path, store=store, batch=batch,
                                               fingerprint_run_id=run_id, repetitions=repetitions, warmup=warmup,
                                               hosts=todo, on_event=on_event)
+        trace_messages = None
+        if trace is not None:
+            from quiho.fleet.trace import run_fleet_traces
+
+            step(f"tracing {len(trace.functions)} function(s), {trace.runs} traced run(s) per version per host "
+                 "(not in the metric)")
+            traced = run_fleet_traces(spec, version_a, version_b, trace, inv, store=store, batch=batch,
+                                      labels={"1": version_a, "2": store_label(version_a, version_b)},
+                                      hosts=todo, on_event=on_event)
+            trace_messages = traced.host_messages()
     for name, (st, why) in run.hosts.items():
         if st != "ok":
             notes.append(f"host {name}: {st}" + (f" ({why})" if why else ""))
     step("computing the metric change, both IRUPs and their comparison")
     res = analyse_profile(store, spec.name, version_a, version_b, batch, fingerprint_run_id=run_id,
-                          partial=notes, **kwargs)
+                          partial=notes, trace_messages=trace_messages, **kwargs)
     warm_note = (f"{warmup} warm-up run(s) per version per host were run first and discarded",) if warmup else ()
     # Hosts whose fingerprint history shows drift: their older fingerprints describe another machine.
     drift = tuple(f"warning: {w}" for w in drift_warnings(store, inv.names))

@@ -14,7 +14,7 @@ from typing import Any
 
 from quiho.store import Store
 
-__all__ = ["TraceJoin", "join_traces"]
+__all__ = ["FleetTraces", "TraceJoin", "fleet_traces", "join_traces"]
 
 
 @dataclass(frozen=True)
@@ -94,3 +94,133 @@ def join_traces(
     pb = load_trace_profile(store, ref_b, x, amount)
     changes = detect(pa, pb, list(methods or DEFAULT_METHODS), {})
     return TraceJoin(str(pa.source), str(pb.source), tuple(changes))
+
+
+_TIME_UNITS_NS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
+
+
+@dataclass(frozen=True)
+class FleetTraces:
+    """The per-function answer of a profile traced on the fleet (``quiho profile --trace``).
+
+    Attributes
+    ----------
+    functions : tuple of quiho.detect.FleetFunctionVerdict
+        One fleet verdict per traced function (joint detector per host, default settings; vote across hosts).
+    per_host : dict
+        ``{host: [Change, ...]}``, the per-host joint verdicts the vote combined.
+    overhead : dict
+        ``{host: {"traced_s", "untraced_s", "ratio"}}`` (medians over runs) and ``median_ratio`` over hosts.
+    host_messages : dict
+        Hosts that could not trace (or only partly), with the reason.
+    traced_runs : int
+        Traced runs stored for this profile.
+    """
+
+    functions: tuple[Any, ...]
+    per_host: dict[str, list[Any]]
+    overhead: dict[str, Any]
+    host_messages: dict[str, str]
+    traced_runs: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``traces`` entry of ``report.json``."""
+        return {"functions": [f.to_dict() for f in self.functions], "overhead": self.overhead,
+                "hosts": dict(self.host_messages), "traced_runs": self.traced_runs,
+                "detector": "joint (default settings) per host; strict-majority vote across hosts"}
+
+    def hints(self, limit: int = 5) -> tuple[Any, ...]:
+        """Flagged functions as profile hints, ranked by their share of the metric change (then magnitude)."""
+        import math
+
+        from quiho.profile.hints import Hint
+
+        def key(f: Any) -> tuple[float, float]:
+            return (-abs(f.share) if math.isfinite(f.share) else 0.0, -abs(f.magnitude))
+
+        out = []
+        for f in sorted((f for f in self.functions if f.flagged), key=key)[:limit]:
+            ci = (f" (95 % CI {f.ci[0]:+.1%} to {f.ci[1]:+.1%} over hosts)"
+                  if math.isfinite(f.ci[0]) and math.isfinite(f.ci[1]) else "")
+            share = f"; explains {f.share:.0%} of the metric change" if math.isfinite(f.share) else ""
+            out.append(Hint(
+                "trace", f"function {f.function}: {f.verdict.value} of {f.magnitude:+.1%}{ci}, flagged on "
+                f"{f.hosts_flagged} of {f.hosts} hosts ({f.kind or 'no kind'}){share}.",
+                direction="gained" if f.verdict.value == "degradation" else "lost", subject=f.function,
+                evidence=f.to_dict()))
+        return tuple(out)
+
+
+def _median(xs: Sequence[float]) -> float:
+    import numpy as np
+
+    return float(np.median(np.asarray(xs, dtype=float))) if len(xs) else float("nan")
+
+
+def fleet_traces(store: Store, application: str, version_a: str, label_b: str, batch: str, *, unit: str = "",
+                 metric_values: dict[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+                 host_messages: dict[str, str] | None = None, random_state: int = 0) -> FleetTraces | None:
+    """Fleet verdicts per function from the runs profile ``batch`` traced (None when it traced nothing).
+
+    Per host, both versions' traced runs are pooled as repetitions (``x = order``) and compared with the
+    joint detector at its default settings; :func:`quiho.detect.fleet_function_verdicts` then votes across
+    hosts. The share of the metric change uses each function's exclusive time per baseline run and, for a
+    metric in a time unit, the per-host change of the median metric of the untraced runs (``metric_values``:
+    ``{host: (values of version_a, values of label_b)}``). Overhead per host = median traced wall / median
+    untraced wall (both versions pooled).
+    """
+    import pandas as pd
+
+    from quiho.detect import detect, fleet_function_verdicts
+    from quiho.store.traces import batch_trace_runs, untraced_walls
+    from quiho.trace import find_trace_run, profile_from_calls, read_calls
+
+    rows = batch_trace_runs(store, application, batch)
+    if not rows:
+        return None
+    by_host: dict[str, dict[str, list[Any]]] = {}
+    for row in rows:
+        by_host.setdefault(row.host, {}).setdefault(row.version, []).append(row)
+    per_host: dict[str, list[Any]] = {}
+    exclusive: dict[str, dict[str, float]] = {}
+    metric_change: dict[str, float] = {}
+    scale = _TIME_UNITS_NS.get(unit)
+    messages = dict(host_messages or {})
+    for host, vers in sorted(by_host.items()):
+        ra, rb = vers.get(version_a, []), vers.get(label_b, [])
+        if not ra or not rb:
+            messages.setdefault(host, f"traced runs of only one version ({len(ra)} / {len(rb)})")
+            continue
+        frames = {}
+        for key, rs in (("a", ra), ("b", rb)):
+            parts = []
+            for row in rs:
+                df = read_calls(find_trace_run(store, str(row.id)))
+                df["run"] = row.id
+                parts.append(df)
+            frames[key] = pd.concat(parts, ignore_index=True)
+            frames[key]["function"] = frames[key]["function"].astype(str)
+        pa = profile_from_calls(frames["a"], source=f"{host} {version_a}")
+        pb = profile_from_calls(frames["b"], source=f"{host} {label_b}")
+        per_host[host] = detect(pa, pb, ["joint"], {})
+        exclusive[host] = {str(f): float(v) / len(ra)
+                           for f, v in frames["a"].groupby("function")["exclusive_ns"].sum().items()}
+        if scale is not None and metric_values and host in metric_values:
+            va, vb = metric_values[host]
+            metric_change[host] = (_median(vb) - _median(va)) * scale
+    verdicts = fleet_function_verdicts(per_host, exclusive, metric_change or None, random_state=random_state)
+    walls: dict[str, list[float]] = {}
+    for h, _v, w in untraced_walls(store, application, batch):
+        walls.setdefault(h, []).append(w)
+    overhead: dict[str, Any] = {}
+    ratios = []
+    for host, vers in sorted(by_host.items()):
+        traced = [r.wall_s for rs in vers.values() for r in rs if r.wall_s is not None]
+        t, u = _median(traced), _median(walls.get(host, []))
+        ratio = t / u if traced and walls.get(host) and u > 0 else float("nan")
+        overhead[host] = {"traced_s": t if traced else None, "untraced_s": u if walls.get(host) else None,
+                          "ratio": ratio if ratio == ratio else None}
+        if ratio == ratio:
+            ratios.append(ratio)
+    overhead_doc = {"hosts": overhead, "median_ratio": _median(ratios) if ratios else None}
+    return FleetTraces(tuple(verdicts), per_host, overhead_doc, messages, len(rows))

@@ -14,7 +14,7 @@ from quiho._version import __version__
 from quiho.store._db import Store, utcnow
 
 __all__ = ["TraceRunRow", "insert_trace_run", "trace_run", "latest_trace_run", "trace_run_ids",
-           "has_trace_run", "batch_trace_runs"]
+           "has_trace_run", "batch_trace_runs", "untraced_walls"]
 
 #: ``trace_runs`` columns holding the counters of :class:`quiho.trace.CallStats`, in its field order.
 STATS_COLUMNS = ("n_events", "n_calls", "unmatched_entries", "unmatched_exits", "mismatched", "bad_lines",
@@ -99,3 +99,15 @@ def batch_trace_runs(store: Store, application: str, batch: str) -> list[TraceRu
     """Every traced run of ``application`` that profile ``batch`` made, oldest first."""
     return [_row(r) for r in store.conn.execute(
         "SELECT * FROM trace_runs WHERE application = ? AND batch = ? ORDER BY id", (application, batch))]
+
+
+def untraced_walls(store: Store, application: str, batch: str) -> list[tuple[str, str, float]]:
+    """(host, version, wall seconds) of the successful measured (untraced) runs of profile ``batch``."""
+    out = []
+    for r in store.conn.execute(
+        "SELECT h.name AS host, a.version, a.extra_json FROM app_runs a JOIN hosts h ON h.id = a.host_id "
+        "WHERE a.batch = ? AND a.application = ? AND a.status = 'ok' ORDER BY a.id", (batch, application)):
+        wall = json.loads(r["extra_json"] or "{}").get("wall_s")
+        if isinstance(wall, int | float):
+            out.append((str(r["host"]), str(r["version"]), float(wall)))
+    return out
