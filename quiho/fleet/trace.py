@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from quiho.store import Store
 
 __all__ = ["TraceSpec", "TracePlan", "TracedRun", "FleetTraceRun", "resolve_trace", "trace_records",
-           "run_fleet_traces", "run_script", "trace_from_options"]
+           "run_fleet_traces", "run_script", "trace_from_options", "split_lifetime"]
 
 
 class TraceSpec(BaseModel):
@@ -284,6 +284,38 @@ class FleetTraceRun:
         return out
 
 
+#: Printed by the generated scripts around the traced command: tracer attached (the command is released
+#: right after) and the tracer's end (bpftrace's END, right after the command exits: not every kernel has the
+#: sched tracepoints that would time the exit itself; SystemTap's process.end), in the tracer's clock (ns).
+_LIFE = re.compile(rb"^quiho-(begin|exit) (\d+)\n?", re.M)
+_BT_LIFE = ('BEGIN { printf("quiho-begin %lu\\n", nsecs); }',
+            'END { printf("quiho-exit %lu\\n", nsecs); }\n')
+_STAP_LIFE = ('probe begin { printf("quiho-begin %d\\n", gettimeofday_ns()) }\n'
+              'probe process.end { if (pid() == target()) printf("quiho-exit %d\\n", gettimeofday_ns()) }\n')
+
+
+def _scripts(binary: Path, functions: tuple[str, ...]) -> tuple[str, str]:
+    """(bpftrace, SystemTap) scripts for ``functions`` plus the lines timing the traced command itself."""
+    from quiho.trace import bpftrace_script, stap_script
+
+    bt = bpftrace_script(binary, functions).replace("BEGIN { }", _BT_LIFE[0], 1) + _BT_LIFE[1]
+    return bt, stap_script(binary, functions) + _STAP_LIFE
+
+
+def split_lifetime(text: bytes) -> tuple[bytes, float | None]:
+    """The event text without the lifetime lines, and the traced command's wall time from them (None if absent).
+
+    The time runs from the tracer's start (the command is held until the probes are attached) to its end
+    (the command has exited); the tracer's own start-up and detach are outside.
+    """
+    begin: list[int] = []
+    exits: list[int] = []
+    for m in _LIFE.finditer(text):
+        (begin if m.group(1) == b"begin" else exits).append(int(m.group(2)))
+    wall = (max(exits) - begin[0]) / 1e9 if begin and exits and max(exits) >= begin[0] else None
+    return (_LIFE.sub(b"", text) if begin or exits else text), wall
+
+
 def _store_run(store: Store, spec: AppSpec, version: str, label: str, r: TracedRun, plan: TracePlan,
                batch: str) -> str | None:
     """Parse, convert and store one fetched event file; the reason when it cannot be used."""
@@ -296,12 +328,14 @@ def _store_run(store: Store, spec: AppSpec, version: str, label: str, r: TracedR
         return f"event file unreadable: {exc}"
     if text.startswith(b"Attaching "):  # bpftrace's banner, not an event
         text = text.split(b"\n", 1)[1] if b"\n" in text else b""
+    text, wall = split_lifetime(text)
     try:
         calls, stats = events_to_calls(parse_events(text, plan.functions))
     except QuihoError as exc:
         return f"events not usable: {exc}"
     save_trace(store, spec.name, label, calls, stats, command=" ".join(spec.versions[version].command),
-               engine=r.engine or "bpftrace", functions=plan.functions, host=r.host, batch=batch, wall_s=r.wall_s)
+               engine=r.engine or "bpftrace", functions=plan.functions, host=r.host, batch=batch,
+               wall_s=wall if wall is not None else r.wall_s)
     return None
 
 
@@ -344,14 +378,13 @@ def run_fleet_traces(
     FleetTraceRun
         Per-host failures are in it (and in :meth:`FleetTraceRun.host_messages`), never raised.
     """
-    from quiho.trace import bpftrace_script, stap_script
-
     names = [h for h in inventory.names if hosts is None or h in hosts]
     sides = {"1": spec.versions[version_a], "2": spec.versions[version_b]}
+    scripts = {s: _scripts(Path(plan.binaries[s]), plan.functions) for s in sides}
     tr = {
         "binaries": plan.binaries,
-        "bt": {s: bpftrace_script(Path(plan.binaries[s]), plan.functions) for s in sides},
-        "stap": {s: stap_script(Path(plan.binaries[s]), plan.functions) for s in sides},
+        "bt": {s: scripts[s][0] for s in sides},
+        "stap": {s: scripts[s][1] for s in sides},
         "run_sh": {s: run_script(v) for s, v in sides.items()},
     }
     first_of = {h: (i % 2 if inventory.shares_machine else 0) for i, h in enumerate(inventory.names)}
