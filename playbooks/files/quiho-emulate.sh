@@ -1,7 +1,7 @@
 #!/bin/sh
 # Emulated host for the local fleet (cgroup v1): CPU quota, a co-runner pinned to CPU 1 and the
 # transparent-huge-page policy (TLB reach: a memory-subsystem property that leaves compute alone).
-#   quiho-emulate.sh start CGDIR QUOTA_PCT CORUNNER SECONDS [THP]     THP = keep | always | never
+#   quiho-emulate.sh start CGDIR QUOTA_PCT CORUNNER SECONDS [THP [PERIOD_US]]   THP = keep | always | never
 #   quiho-emulate.sh stop  CGDIR
 # THP is machine-wide: the policy found before the first change is saved in $THP_SAVE and put back by
 # stop (and by quiho's controller-side cleanup), so a killed run cannot leave it changed for good.
@@ -16,8 +16,12 @@ cg=$2
 case $cg in /sys/fs/cgroup/cpu/*) ;; *) echo "quiho-emulate: refusing cgroup path $cg" >&2; exit 2 ;; esac
 case $cmd in
 start)
-  pct=$3; co=$4; secs=$5; thp=${6:-keep}
+  pct=$3; co=$4; secs=$5; thp=${6:-keep}; period=${7:-20000}
   case $pct in ''|*[!0-9]*) echo "quiho-emulate: bad quota '$pct'" >&2; exit 2 ;; esac
+  case $period in ''|*[!0-9]*) echo "quiho-emulate: bad CFS period '$period'" >&2; exit 2 ;; esac
+  if [ "$period" -lt 1000 ] || [ "$period" -gt 1000000 ]; then
+    echo "quiho-emulate: CFS period $period us outside 1000..1000000" >&2; exit 2
+  fi
   case $secs in ''|*[!0-9]*) echo "quiho-emulate: bad seconds '$secs'" >&2; exit 2 ;; esac
   case $thp in
     keep) ;;
@@ -29,10 +33,12 @@ start)
     *) echo "quiho-emulate: unknown THP policy '$thp'" >&2; exit 2 ;;
   esac
   mkdir -p "$cg" "$cg-co"
-  # 20 ms periods (not the default 100 ms): a 0.3 s run then spans 15 periods instead of 3, so the quota
-  # binds evenly (nadds1 at 70 %: CoV 1 % over 4 runs vs 5 % with 100 ms periods; measured, see bench/)
-  echo 20000 > "$cg/cpu.cfs_period_us"
-  if [ "$pct" -lt 100 ]; then echo $((pct * 200)) > "$cg/cpu.cfs_quota_us"; fi
+  # CFS period: 20 ms unless the host says otherwise (quiho_cfs_period_us). Short periods make a 0.3 s run
+  # span many periods (on the Xeon the levels were tuned on: nadds1 at 70 %, CoV 1 % with 20 ms vs 5 % with
+  # 100 ms), but on some CPUs throttling at 20 ms is far from proportional (issue 15: a 6 % quota step cost
+  # 35 %); quiho fleet calibrate measures both and writes the period it chose into the generated inventory.
+  echo "$period" > "$cg/cpu.cfs_period_us"
+  if [ "$pct" -lt 100 ]; then echo $((pct * period / 100)) > "$cg/cpu.cfs_quota_us"; fi
   case $co in
     none) exit 0 ;;
     stream) set -- --stream 1 --stream-l3-size 64M ;;

@@ -42,6 +42,8 @@ class FleetHost(BaseModel):
     corunner: Literal["none", "stream", "vm"] = "none"
     thp: Literal["keep", "always", "never"] = "keep"
     prefault_mib: int = Field(0, ge=0, le=65536)
+    #: CFS period of the quota, µs (quiho_cfs_period_us; the calibrated local fleet chooses it per machine).
+    cfs_period_us: int = Field(20000, ge=1000, le=1000000)
 
     @property
     def emulated(self) -> bool:
@@ -166,12 +168,14 @@ def _from_listing(path: str, data: dict[str, Any]) -> Inventory:
                     corunner=hv.get("quiho_corunner", "none"),
                     thp=hv.get("quiho_thp", "keep"),
                     prefault_mib=hv.get("quiho_prefault_mib", 0),
+                    cfs_period_us=hv.get("quiho_cfs_period_us", 20000),
                 )
             )
         except ValidationError as exc:
             for e in exc.errors():
                 field = {"cpu_quota_pct": "quiho_cpu_quota_pct", "corunner": "quiho_corunner",
-                         "thp": "quiho_thp", "prefault_mib": "quiho_prefault_mib"}.get(
+                         "thp": "quiho_thp", "prefault_mib": "quiho_prefault_mib",
+                         "cfs_period_us": "quiho_cfs_period_us"}.get(
                     str(e["loc"][0]), str(e["loc"][0])
                 )
                 problems.append(f"host {name}: {field}: {e['msg']} (got {e.get('input')!r})")

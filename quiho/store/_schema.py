@@ -199,7 +199,23 @@ CREATE TABLE fleet_fingerprint_summary (
 );
 """
 
-register_component("fleet", [FLEET_V1])
+# v2: the local fleet's calibration (quiho.fleet.calibrate): one row per probing, keyed by the machine facts.
+FLEET_V2 = """
+CREATE TABLE fleet_calibrations (
+    id             INTEGER PRIMARY KEY,
+    facts_key      TEXT NOT NULL,
+    facts_json     TEXT NOT NULL,
+    result_json    TEXT NOT NULL,
+    inventory      TEXT NOT NULL,
+    elapsed_s      REAL NOT NULL,
+    schema_version INTEGER NOT NULL,
+    created_at     TEXT NOT NULL,
+    quiho_version  TEXT NOT NULL
+);
+CREATE INDEX fleet_calibrations_key ON fleet_calibrations(facts_key)
+"""
+
+register_component("fleet", [FLEET_V1, FLEET_V2])
 
 # --- profile -------------------------------------------------------------------------------
 # The ``profile`` store component: one row per ``quiho profile`` with its verdict and full result.

@@ -29,7 +29,7 @@ __all__ = [
     "mark_interrupted_runs", "missing_measurements", "remember_hosts", "set_host_status", "set_run_status",
     "summarise_run", "upsert_measurements", "profile_runs", "fingerprint_run_age", "fleet_hosts", "ok_measurements",
     "save_profile_row",
-    "profile_row",
+    "profile_row", "save_calibration", "latest_calibration",
 ]
 
 #: pyperf's stability rule: spread ≥ 10 % of the mean is flagged.
@@ -416,3 +416,30 @@ def profile_row(store: Store, batch: str) -> dict[str, Any] | None:
     """``result_json`` and ``schema_version`` of profile ``batch``, or None."""
     row = store.conn.execute("SELECT result_json, schema_version FROM profiles WHERE batch = ?", (batch,)).fetchone()
     return dict(row) if row else None
+
+
+def save_calibration(
+    store: Store, *, facts_key: str, facts: dict[str, Any], result: dict[str, Any], inventory: str,
+    elapsed_s: float, schema_version: int, quiho_version: str,
+) -> int:
+    """Insert one ``fleet_calibrations`` row (the local fleet's probing on one machine); return its id."""
+    with store.transaction() as c:
+        cur = c.execute(
+            "INSERT INTO fleet_calibrations(facts_key, facts_json, result_json, inventory, elapsed_s, schema_version, "
+            "created_at, quiho_version) VALUES (?,?,?,?,?,?,?,?)",
+            (facts_key, dumps(facts), dumps(result), inventory, float(elapsed_s), schema_version, utcnow(),
+             quiho_version),
+        )
+    return int(cur.lastrowid or 0)
+
+
+def latest_calibration(store: Store, facts_key: str | None = None) -> dict[str, Any] | None:
+    """The newest calibration row (for ``facts_key``, if given) as a dict with parsed ``facts``/``result``, or None."""
+    q = "SELECT * FROM fleet_calibrations" + (" WHERE facts_key = ?" if facts_key else "") + " ORDER BY id DESC LIMIT 1"
+    row = store.conn.execute(q, (facts_key,) if facts_key else ()).fetchone()
+    if row is None:
+        return None
+    out = dict(row)
+    out["facts"] = json.loads(out.pop("facts_json"))
+    out["result"] = json.loads(out.pop("result_json"))
+    return out

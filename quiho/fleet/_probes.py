@@ -1,0 +1,188 @@
+"""Machine facts and the calibration probes of the local fleet (pure measurement; no decisions here).
+
+The probes run directly from Python on the controller (it is the machine the local fleet emulates), each
+inside a cgroup made by ``playbooks/files/quiho-emulate.sh start`` and through the *same* join/prefault/pin
+wrapper the playbooks use (``qh_join`` in ``playbooks/vars/emulation.yml``), so a probe sees exactly what a
+measured command of an emulated host sees. Commands are argv lists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from quiho.errors import InventoryError
+from quiho.fleet.emulate import CGROUP_CPU, THP_PATH, cleanup_cgroups, restore_thp
+from quiho.fleet.inventory import repo_root
+
+__all__ = ["PROBES", "PREFAULT_MIB_OF", "Cell", "machine_facts", "facts_key", "ProbeRunner", "require_root"]
+
+#: Fixed work per probe (sized once on the AMD EPYC 2-vCPU VM of issue 15: ~0.15-0.3 s unthrottled with 4 KiB
+#: pages). memory: stress-ng's STREAM on arrays sized from an 8 MiB "L3" (faults them in, then streams them: the
+#: page size acts on both, as on stream@nadds1); cpu: integer arithmetic on registers (no memory traffic).
+PROBES: dict[str, list[str]] = {
+    "memory": ["stress-ng", "--stream", "1", "--stream-ops", "12", "--stream-l3-size", "8M", "-q"],
+    "cpu": ["stress-ng", "--cpu", "1", "--cpu-method", "int64", "--cpu-ops", "300", "-q"],
+}
+#: Prefault (MiB) before each probe: the fleet's 512 MiB before the memory probe (free page reporting, see
+#: inventories/local.yml); 1 MiB before the CPU probe, which touches no memory worth prefaulting (the wrapper
+#: still prints its time marker). The 512 MiB prefault costs 0.5-1.3 s per run on a loaded 2-vCPU VM.
+PREFAULT_MIB_OF = {"memory": 512, "cpu": 1}
+_EXEC_AT = re.compile(r"^quiho-exec-at: (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6})$", re.M)
+_PAGE_REPORTING = Path("/sys/module/page_reporting")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One emulated condition: CPU quota (% of one CPU), THP policy, CFS period (µs), co-runner on CPU 1."""
+
+    quota_pct: int = 100
+    thp: str = "never"
+    period_us: int = 20000
+    corunner: str = "none"
+
+    @property
+    def label(self) -> str:
+        """Short text form, e.g. ``q94-never-p20000``."""
+        co = "" if self.corunner == "none" else f"-co{self.corunner}"
+        return f"q{self.quota_pct}-{self.thp}-p{self.period_us}{co}"
+
+
+def machine_facts() -> dict[str, Any]:
+    """The facts that decide how the emulation axes act on this machine (what the calibration key hashes)."""
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_kb = 0
+    try:
+        m = re.search(r"^MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text(), re.M)
+        mem_kb = int(m.group(1)) if m else 0
+    except OSError:
+        pass
+    try:
+        thp = sorted(w.strip("[]") for w in THP_PATH.read_text().split())
+    except OSError:
+        thp = []
+    return {
+        "cpu_model": cpu,
+        "online_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 0,
+        "mem_total_kb": mem_kb,
+        "kernel": platform.release(),
+        "thp_modes": thp,
+        "cgroup_v1_cpu": (CGROUP_CPU / "cpu.cfs_period_us").exists(),
+        "free_page_reporting": _PAGE_REPORTING.is_dir(),
+    }
+
+
+def facts_key(facts: dict[str, Any]) -> str:
+    """Stable hash (sha256 hex) of ``facts``: canonical JSON, sorted keys."""
+    return hashlib.sha256(json.dumps(facts, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def require_root() -> None:
+    """Raise :class:`InventoryError` unless this process can emulate hosts (root, cgroup v1 cpu, stress-ng, THP)."""
+    if os.geteuid() != 0:
+        raise InventoryError("the local fleet emulates hosts with cgroups and THP and needs root; run as root "
+                             "or pass -i with an inventory of real hosts")
+    if not (CGROUP_CPU / "cpu.cfs_period_us").exists():
+        raise InventoryError(f"the local fleet needs the cgroup v1 cpu controller at {CGROUP_CPU}")
+    if shutil.which("stress-ng") is None:
+        raise InventoryError("the local fleet's calibration needs stress-ng (apt-get install stress-ng)")
+
+
+def _join_script() -> str:
+    """``qh_join`` from playbooks/vars/emulation.yml: the wrapper every measured command of the fleet runs in."""
+    p = repo_root() / "playbooks" / "vars" / "emulation.yml"
+    script = yaml.safe_load(p.read_text())["qh_join"]
+    assert isinstance(script, str)
+    return script
+
+
+class ProbeRunner:
+    """Runs probes in emulated cells; counts every probe run (``runs``) so callers can tell a re-probe.
+
+    Parameters
+    ----------
+    prefix : str
+        Cgroup name prefix (every cgroup is ``<prefix>-<n>`` under /sys/fs/cgroup/cpu; all removed by
+        :meth:`cleanup`).
+    prefault_mib : int, default 512
+        The fleet's prefault before every measured command (see inventories/local.yml); the CPU probe gets
+        1 MiB (:data:`PREFAULT_MIB_OF`).
+    on_step : callable, optional
+        Called with one line per round of cells (progress for a CLI's stderr).
+    """
+
+    def __init__(self, prefix: str, prefault_mib: int = 512, on_step: Callable[[str], None] | None = None) -> None:
+        self.prefix = prefix
+        self.prefault_mib = prefault_mib
+        self.on_step = on_step or (lambda _m: None)
+        self.runs = 0
+        self._n = 0
+        self._join = _join_script()
+        self._script = repo_root() / "playbooks" / "files" / "quiho-emulate.sh"
+
+    def _emulate(self, *args: str) -> None:
+        r = subprocess.run(["sh", str(self._script), *args], capture_output=True, text=True, timeout=60, check=False)
+        if r.returncode != 0:
+            raise InventoryError(f"calibration: quiho-emulate.sh {args[0]} failed: {r.stderr.strip()[-300:]}")
+
+    def _one(self, cg: str, argv: list[str], prefault_mib: int) -> float:
+        """Wall time (s) of one probe, from the wrapper's post-prefault marker to the probe's exit."""
+        r = subprocess.run(["sh", "-c", self._join, "sh", cg, str(prefault_mib), "timeout", "-k", "5", "60",
+                            *argv], capture_output=True, text=True, timeout=90, check=False)
+        end = datetime.now()
+        self.runs += 1
+        if r.returncode != 0:
+            raise InventoryError(f"calibration probe {argv[:3]} failed (rc {r.returncode}): {r.stderr.strip()[-300:]}")
+        m = _EXEC_AT.search(r.stdout)
+        if m is None:  # prefault 0: no marker; the subprocess time is close enough (never used by the fleet)
+            raise InventoryError("calibration: the wrapper printed no quiho-exec-at marker (prefault must be > 0)")
+        return (end - datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f")).total_seconds()
+
+    def rounds(self, cells: list[tuple[Cell, int]], probes: list[str]) -> list[dict[str, list[float]]]:
+        """Probe times (probe → seconds) per cell, measured round-robin: one repetition of every cell per round.
+
+        Each cell's emulation is started and stopped around its repetition, so a slow change in the machine's
+        load (other users, a neighbour VM) falls on every cell alike instead of on whichever cell ran while it
+        lasted. ``cells`` pairs each cell with its number of repetitions.
+        """
+        out: list[dict[str, list[float]]] = [{p: [] for p in probes} for _ in cells]
+        for r in range(max((n for _, n in cells), default=0)):
+            for (cell, n), res in zip(cells, out, strict=True):
+                if r >= n:
+                    continue
+                self._n += 1
+                cg = str(CGROUP_CPU / f"{self.prefix}-{self._n}")
+                self._emulate("start", cg, str(cell.quota_pct), cell.corunner, "120", cell.thp, str(cell.period_us))
+                try:
+                    for p in probes:
+                        res[p].append(self._one(cg, PROBES[p], min(self.prefault_mib, PREFAULT_MIB_OF[p])))
+                finally:
+                    self._emulate("stop", cg)
+            self.on_step(f"calibration: round {r + 1}: " + "; ".join(
+                f"{c.label} " + " ".join(f"{p} {v[-1]:.3f}" for p, v in res.items() if v)
+                for (c, n), res in zip(cells, out, strict=True) if r < n))
+        return out
+
+    def cleanup(self) -> None:
+        """Remove every cgroup of this runner and put the THP policy back (safe to call twice)."""
+        cleanup_cgroups(self.prefix)
+        restore_thp()

@@ -1,0 +1,543 @@
+"""A local fleet that calibrates itself to the machine it runs on (issue 15).
+
+The embedded local fleet (``inventories/local.yml``) emulates hosts with a CPU quota (a speed knob), the
+transparent-huge-page policy (a memory-subsystem knob) and optionally a co-runner. How strongly each knob acts
+depends on the machine: on the Xeon the levels were tuned on, a 6 % quota step cost 6 %; on an AMD EPYC VM with
+20 ms CFS periods it cost 35 % on 4 KiB hosts and nothing on huge-page hosts, and the page size moved the
+CPU-bound application too. So before the first local fingerprint on a machine, short probes measure each axis
+(:mod:`quiho.fleet._probes`), :func:`choose` turns the recorded responses into axis levels and a CFS period, and
+the result is stored with the machine's facts and written as an inventory next to the store. It is reused while
+the facts are the same.
+
+Decision rules (all in :func:`choose`, a pure function of the recorded responses)
+----------------------------------------------------------------------------------
+Every probe time is taken in logs; a cell's centre is the median of its repetitions, its standard error
+``1.2533 * sd / sqrt(n)`` with ``sd`` the probe's noise: the median over cells of the within-cell standard
+deviation of the log times (or an assumed ``cell_se`` for responses given as medians only).
+
+- **page size** (THP never vs always, unthrottled): ``E_mem``/``E_cpu`` = log(t_never / t_always) of the memory and
+  CPU probe. Kept if ``|E_mem| > 3 SE``, ``|E_mem| > log 1.05`` and ``|E_cpu| < |E_mem|`` (it must act on memory
+  more than on speed).
+- **co-runner** (a stream stressor on CPU 1): ``E = log(t_with / t_without)``; kept if it moves the memory probe
+  measurably (same two bounds) and the CPU probe not (``|E_cpu| < max(log 1.05, 3 SE)``).
+- **quota levels**: equal log steps from 100 %; step = max(R / (k - 1), log 1.05, 3 SE of a cell centre), where R
+  is the largest kept memory-axis effect (axes of comparable size) and k the number of levels (4 with page size
+  kept, 8 when quota is the only axis, 2 with three axes, so the fleet stays at 8 hosts).
+- **CFS period**: at every probed period and quota level, the error ``|log slowdown - log(100/q)|`` of each probe
+  under each THP policy. A cell fails when its error is both beyond noise (> 3 SE of the slowdown) and larger than
+  half a step (the level would sit nearer its neighbour than itself). The period with the smallest mean error
+  among those where no cell fails is kept; none passing drops the quota axis.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from quiho.errors import InventoryError
+from quiho.fleet._probes import Cell, ProbeRunner, facts_key, machine_facts, require_root
+from quiho.fleet.emulate import local_fleet_lock
+from quiho.fleet.session import measuring
+from quiho.store import Store
+from quiho.store import fleet as fleet_store
+
+__all__ = ["AxisEffect", "Calibration", "Choice", "PERIODS_US", "RESPONSES_SCHEMA", "calibrate", "choose",
+           "inventory_text", "load_responses", "measure_responses", "resolve_inventory"]
+
+#: Version of the recorded-responses JSON (bench/local_fleet_calibration.py --record, tests/data/calibration/).
+RESPONSES_SCHEMA = 1
+#: Version of a stored calibration result (``fleet_calibrations.schema_version``).
+RESULT_SCHEMA = 1
+#: Candidate CFS periods (µs), probed in this order.
+PERIODS_US = (100000, 20000)
+MIN_STEP = math.log(1.05)  # IRUP hardware grouping merges hosts closer than 5 %
+#: Lowest quota level: below it a host runs > 2x slower and the demo's time budget breaks.
+MIN_QUOTA = 50
+PREFAULT_MIB = 512
+_MEDIAN_SE = 1.2533  # sqrt(pi/2): SE of a median relative to that of a mean (normal noise)
+
+
+@dataclass(frozen=True)
+class AxisEffect:
+    """One emulation axis as measured: log effects on both probes (± SE), kept or dropped and why."""
+
+    name: str
+    kept: bool
+    effect_memory: float | None
+    se_memory: float | None
+    effect_cpu: float | None
+    se_cpu: float | None
+    levels: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What :func:`choose` decided: axes, quota levels, CFS period and the hosts of the generated fleet."""
+
+    axes: tuple[AxisEffect, ...]
+    quota_levels: tuple[int, ...]
+    period_us: int | None
+    step: float
+    noise: dict[str, float]
+    periods: dict[str, dict[str, Any]]
+    hosts: tuple[tuple[str, dict[str, Any]], ...]
+    warnings: tuple[str, ...]
+
+    @property
+    def kept(self) -> list[str]:
+        """Names of the kept axes."""
+        return [a.name for a in self.axes if a.kept]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (stored in ``fleet_calibrations.result_json``)."""
+        d = asdict(self)
+        d["hosts"] = [{"name": n, "vars": v} for n, v in self.hosts]
+        d["kept"] = self.kept
+        return d
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A calibration as used: the stored row, the choice, where the inventory is, and whether it was reused."""
+
+    row_id: int
+    facts_key: str
+    facts: dict[str, Any]
+    choice: dict[str, Any]
+    inventory: str
+    elapsed_s: float
+    reused: bool
+    probe_runs: int = 0
+    created_at: str = ""
+    responses: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+# --- the choice (pure) ---------------------------------------------------------------------
+
+
+def _logs(xs: Iterable[float]) -> list[float]:
+    return [math.log(x) for x in xs if x and x > 0]
+
+
+def _noise(cells: list[dict[str, Any]], probe: str) -> float:
+    """Median within-cell SD of log times over cells with ≥ 2 repetitions (0 if none)."""
+    sds = [statistics.stdev(v) for c in cells if len(v := _logs(c.get(probe) or [])) >= 2]
+    return float(statistics.median(sds)) if sds else 0.0
+
+
+class _Cells:
+    """Centre and SE of every recorded cell, looked up by condition."""
+
+    def __init__(self, resp: dict[str, Any], cells: list[dict[str, Any]]) -> None:
+        assumed = resp.get("cell_se") or {}
+        self.cells = cells
+        self.sd = {p: _noise(cells, p) for p in ("memory", "cpu")}
+        self.assumed = {p: float(assumed[p]) for p in assumed}
+
+    def find(self, *, quota: int = 100, thp: str = "never", period: int | None = None,
+             corunner: str = "none") -> list[dict[str, Any]]:
+        return [c for c in self.cells if int(c["quota_pct"]) == quota and c["thp"] == thp
+                and c.get("corunner", "none") == corunner and (period is None or int(c["period_us"]) == period)]
+
+    def centre(self, found: list[dict[str, Any]], probe: str) -> tuple[float, float] | None:
+        """(median log time, its SE) of ``probe`` pooled over ``found`` cells, or None without data."""
+        v = [x for c in found for x in _logs(c.get(probe) or [])]
+        if not v:
+            return None
+        se = self.assumed.get(probe, _MEDIAN_SE * self.sd[probe] / math.sqrt(len(v)))
+        return float(statistics.median(v)), se
+
+    def se_cell(self, probe: str, n: int = 3) -> float:
+        """SE of one cell's centre (``n`` repetitions, or the assumed SE)."""
+        return self.assumed.get(probe, _MEDIAN_SE * self.sd[probe] / math.sqrt(n))
+
+
+def _effect(cs: _Cells, a: list[dict[str, Any]], b: list[dict[str, Any]], probe: str) -> tuple[float, float] | None:
+    ca, cb = cs.centre(a, probe), cs.centre(b, probe)
+    if ca is None or cb is None:
+        return None
+    return ca[0] - cb[0], math.hypot(ca[1], cb[1])
+
+
+def _measurable(e: tuple[float, float] | None) -> bool:
+    return e is not None and abs(e[0]) > 3 * e[1] and abs(e[0]) > MIN_STEP
+
+
+def _fmt(e: tuple[float, float] | None) -> str:
+    return "not measured" if e is None else f"{math.expm1(e[0]):+.1%} ± {e[1]:.1%}"
+
+
+def _page_axis(cs: _Cells) -> AxisEffect:
+    never, always = cs.find(thp="never"), cs.find(thp="always")
+    em, ec = _effect(cs, never, always, "memory"), _effect(cs, never, always, "cpu")
+    if em is None or ec is None:
+        return AxisEffect("page-size", False, None, None, None, None, (), "THP always/never not measured "
+                          "(THP not offered by this kernel?)")
+    text = f"4 KiB vs huge pages: memory probe {_fmt(em)}, CPU probe {_fmt(ec)}"
+    fails = ([] if _measurable(em) else ["no measurable effect on memory (needs > 5 % and > 3 SE)"]) + (
+        ["it moves the CPU probe as much as the memory probe (a speed knob, not memory)"]
+        if abs(ec[0]) >= abs(em[0]) else [])
+    keep, why = not fails, ": ".join([text, *fails])
+    return AxisEffect("page-size", keep, em[0], em[1], ec[0], ec[1], ("never", "always") if keep else (), why)
+
+
+def _corunner_axis(cs: _Cells) -> AxisEffect:
+    alone, co = cs.find(), cs.find(corunner="stream")
+    em, ec = _effect(cs, co, alone, "memory"), _effect(cs, co, alone, "cpu")
+    if em is None or ec is None:
+        return AxisEffect("co-runner", False, None, None, None, None, (), "not measured")
+    text = f"stream co-runner on CPU 1: memory probe {_fmt(em)}, CPU probe {_fmt(ec)}"
+    fails = ([] if _measurable(em) else ["no measurable effect on memory (needs > 5 % and > 3 SE)"]) + (
+        ["it moves the CPU probe too"] if abs(ec[0]) >= max(MIN_STEP, 3 * ec[1]) else [])
+    keep, why = not fails, ": ".join([text, *fails])
+    return AxisEffect("co-runner", keep, em[0], em[1], ec[0], ec[1], ("none", "stream") if keep else (), why)
+
+
+def quota_levels(effect: float, n_levels: int, noise_se: float) -> tuple[tuple[int, ...], float]:
+    """Quota levels (% of one CPU) from 100 down in equal log steps, and the step.
+
+    Parameters
+    ----------
+    effect : float
+        Log range to span (the largest kept memory-axis effect; 0: only the floors decide).
+    n_levels : int
+        Number of levels (≥ 2).
+    noise_se : float
+        SE of one cell's centre (log); the step is at least 3 of them and at least log 1.05.
+
+    Each level is floored from the one above, so every step is at least the chosen one after rounding; levels
+    below :data:`MIN_QUOTA` are not used (noisy probes can leave fewer than ``n_levels``).
+
+    Examples
+    --------
+    >>> quota_levels(math.log(1.18), 4, 0.005)[0]
+    (100, 94, 89, 84)
+    """
+    step = max(abs(effect) / max(n_levels - 1, 1), MIN_STEP, 3 * noise_se)
+    levels = [100]
+    for _ in range(n_levels - 1):
+        nxt = math.floor(levels[-1] * math.exp(-step) + 1e-9)
+        if nxt < MIN_QUOTA:
+            break
+        levels.append(nxt)
+    return tuple(levels), step
+
+
+def _plan(resp: dict[str, Any], page: AxisEffect, co: AxisEffect) -> tuple[tuple[int, ...], float, int]:
+    """Planned quota levels, step and wanted number of levels, from the unthrottled cells only.
+
+    Only those: the quota cells are probed at levels this plan gives, so the plan must be the same before and
+    after they are measured.
+    """
+    base = _Cells(resp, [c for c in resp["cells"] if int(c["quota_pct"]) == 100])
+    others = [a for a in (page, co) if a.kept]
+    n = {0: 8, 1: 4}.get(len(others), 2)
+    effect = max((abs(a.effect_memory or 0.0) for a in others), default=0.0)
+    levels, step = quota_levels(effect, n, max(base.se_cell("memory"), base.se_cell("cpu")))
+    return levels, step, n
+
+
+def _period_check(cs: _Cells, period: int, thps: tuple[str, ...], step: float) -> dict[str, Any] | None:
+    """Proportionality errors at one CFS period (None: no throttled cell measured at it).
+
+    Cells of both THP policies are evaluated when recorded (the interaction is reported), but only those of
+    the policies in ``thps`` (the ones the fleet will use) can fail the period.
+    """
+    rows: list[dict[str, Any]] = []
+    for q in sorted({int(c["quota_pct"]) for c in cs.cells if int(c["period_us"]) == period
+                     and int(c["quota_pct"]) < 100 and c.get("corunner", "none") == "none"}):
+        for thp in ("never", "always"):
+            for probe in ("memory", "cpu"):
+                e = _effect(cs, cs.find(quota=q, thp=thp, period=period), cs.find(thp=thp), probe)
+                if e is None:
+                    continue
+                nominal = math.log(100 / q)
+                err = abs(e[0] - nominal)
+                rows.append({"quota_pct": q, "thp": thp, "probe": probe, "slowdown": e[0], "nominal": nominal,
+                             "se": e[1], "error": err,
+                             "fails": bool(thp in thps and err > 3 * e[1] and err > step / 2)})
+    if not rows:
+        return None
+    inter = []
+    for q in {r["quota_pct"] for r in rows}:
+        for probe in ("memory", "cpu"):
+            s = {r["thp"]: r["slowdown"] for r in rows if r["quota_pct"] == q and r["probe"] == probe}
+            if len(s) == 2:
+                inter.append(abs(s["always"] - s["never"]))
+    used = [r["error"] for r in rows if r["thp"] in thps] or [r["error"] for r in rows]
+    return {"period_us": period, "cells": rows, "mean_error": statistics.fmean(used), "max_error": max(used),
+            "max_interaction": max(inter) if inter else None,
+            "passes": not any(r["fails"] for r in rows)}
+
+
+def _host_name(q: int | None, thp: str | None, co: bool, rep: int | None = None) -> str:
+    parts = ["local"] + ([f"q{q}"] if q is not None else []) + ([{"never": "4k", "always": "thp"}[thp]] if thp else [])
+    return "-".join(parts) + ("-co" if co else "") + (f"-r{rep}" if rep else "")
+
+
+def choose(responses: dict[str, Any]) -> Choice:
+    """Axis levels, CFS period and hosts of the local fleet from recorded probe responses (pure; see module doc).
+
+    Parameters
+    ----------
+    responses : dict
+        ``{"schema_version": 1, "cells": [{"quota_pct", "thp", "period_us", "corunner", "memory": [s, ...],
+        "cpu": [s, ...]}, ...], "cell_se": {"memory": se, "cpu": se} (optional)}`` — probe wall times in seconds
+        per emulated condition, as :func:`measure_responses` records them. ``cell_se`` replaces the noise
+        estimate for responses recorded as one median per cell.
+
+    Returns
+    -------
+    Choice
+
+    Raises
+    ------
+    InventoryError
+        Unknown schema version or no cells.
+    """
+    if responses.get("schema_version") != RESPONSES_SCHEMA:
+        raise InventoryError(f"calibration responses have schema_version {responses.get('schema_version')!r}, this "
+                             f"quiho reads {RESPONSES_SCHEMA}: record them again (bench/local_fleet_calibration.py)")
+    cells = list(responses.get("cells") or [])
+    if not cells:
+        raise InventoryError("calibration responses hold no cells")
+    cs = _Cells(responses, cells)
+    page, co = _page_axis(cs), _corunner_axis(cs)
+    levels, step, wanted = _plan(responses, page, co)
+    thps = ("never", "always") if page.kept else ("never",)
+    periods = {str(p): chk for p in sorted({int(c["period_us"]) for c in cells})
+               if (chk := _period_check(cs, p, thps, step)) is not None}
+    passing = [v for v in periods.values() if v["passes"]]
+    best = min(passing, key=lambda v: v["mean_error"]) if passing else None
+    desc = "; ".join(f"{int(v['period_us']) // 1000} ms: mean error {v['mean_error']:.1%}, worst {v['max_error']:.1%}"
+                     f"{'' if v['passes'] else ' (fails)'}" for v in periods.values())
+    if best is not None:
+        quota = AxisEffect("quota", True, None, None, None, None, tuple(str(q) for q in levels),
+                           f"proportional at {int(best['period_us']) // 1000} ms periods (log-slowdown error vs "
+                           f"nominal: {desc})")
+    else:
+        quota = AxisEffect("quota", False, None, None, None, None, (),
+                           f"not proportional at any probed period ({desc or 'no throttled cell measured'}): "
+                           "a quota step would not cost what it says")
+        levels = ()
+    axes = (quota, page, co)
+    warnings = []
+    if levels and len(levels) < wanted:
+        warnings.append(f"the probes' noise forces quota steps of {math.expm1(step):.0%}: only {len(levels)} of "
+                        f"{wanted} levels fit above {MIN_QUOTA} % (calibrate again on a quieter machine)")
+    kept = [a for a in axes if a.kept]
+    if len(kept) < 2:
+        warnings.append(f"the local fleet has {len(kept)} independent axis(es) on this machine "
+                        f"({', '.join(a.name for a in kept) or 'none'}): its IRUPs will be weak (fewer than two)")
+    hosts = _hosts(levels, page.kept, co.kept)
+    return Choice(axes=axes, quota_levels=tuple(levels), period_us=int(best["period_us"]) if best else None,
+                  step=step, noise={p: cs.assumed.get(p, cs.sd[p]) for p in cs.sd}, periods=periods,
+                  hosts=hosts, warnings=tuple(warnings))
+
+
+def _hosts(levels: tuple[int, ...], thp: bool, co: bool) -> tuple[tuple[str, dict[str, Any]], ...]:
+    thps: tuple[str, ...] = ("never", "always") if thp else ("never",)
+    cos = (False, True) if co else (False,)
+    out = []
+    if levels:
+        for q in levels:
+            for t in thps:
+                for c in cos:
+                    out.append((_host_name(q, t if thp else None, c),
+                                _vars(q, t, c)))
+        return tuple(out)
+    # No quota axis: replicas of each remaining condition keep ≥ 8 hosts (the IRUP still sees only these groups).
+    conds = [(t, c) for t in thps for c in cos]
+    if len(conds) < 2:
+        return ()
+    reps = math.ceil(8 / len(conds))
+    for t, c in conds:
+        for r in range(1, reps + 1):
+            out.append((_host_name(None, t if thp else None, c, r),
+                        _vars(100, t, c)))
+    return tuple(out)
+
+
+def _vars(q: int, thp: str, co: bool) -> dict[str, Any]:
+    return {"quiho_cpu_quota_pct": q, "quiho_thp": thp, "quiho_corunner": "stream" if co else "none"}
+
+
+def load_responses(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read recorded probe responses (JSON) and check their version."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise InventoryError(f"cannot read calibration responses {path}: {exc}") from exc
+    if not isinstance(data, dict) or data.get("schema_version") != RESPONSES_SCHEMA:
+        raise InventoryError(f"{path}: not calibration responses of schema_version {RESPONSES_SCHEMA}")
+    return data
+
+
+# --- measuring -------------------------------------------------------------------------------
+
+
+def measure_responses(runner: ProbeRunner, facts: dict[str, Any], reps: int = 5) -> dict[str, Any]:
+    """Run the probes (two phases: unthrottled page size and co-runner, then quota at the planned levels).
+
+    Cells are measured round-robin within each phase (:meth:`ProbeRunner.rounds`). The unthrottled cells get
+    ``reps`` repetitions (they decide the noise, hence the quota step, and the page-size effect); the co-runner
+    cell 3. The quota cells probed are the lowest and the middle of the levels the first
+    phase implies, at every candidate period, under each THP policy the page-size axis keeps, with 3 repetitions
+    (2 when both policies are probed: 8 cells; ~45 s in all on a loaded 2-vCPU VM). The caller holds the locks
+    and cleans up.
+    """
+    resp: dict[str, Any] = {"schema_version": RESPONSES_SCHEMA, "facts": facts, "reps": reps, "cells": []}
+    probes = ["memory", "cpu"]
+
+    def run(cells: list[tuple[Cell, int]]) -> None:
+        for (cell, _), res in zip(cells, runner.rounds(cells, probes), strict=True):
+            resp["cells"].append({**asdict(cell), **res})
+
+    thp_ok = {"never", "always"} <= set(facts.get("thp_modes") or [])
+    first = [(Cell(100, "never"), reps)]
+    if thp_ok:
+        first.append((Cell(100, "always"), reps))
+    if int(facts.get("online_cpus") or 1) >= 2:
+        first.append((Cell(100, "never", corunner="stream"), min(reps, 3)))
+    run(first)
+    cs = _Cells(resp, resp["cells"])
+    page, co = _page_axis(cs), _corunner_axis(cs)
+    levels, _, _ = _plan(resp, page, co)
+    probe_q = sorted({levels[-1], levels[len(levels) // 2]} - {100})
+    thps = ("never", "always") if page.kept else ("never",)
+    run([(Cell(q, t, period), min(reps, 3 if len(thps) == 1 else 2))
+         for period in PERIODS_US for q in probe_q for t in thps])
+    return resp
+
+
+# --- the generated inventory and the store ------------------------------------------------------
+
+
+def inventory_text(choice: Choice, facts: dict[str, Any], key: str) -> str:
+    """The generated inventory (YAML), with comments that state the measured effects."""
+    lines = [
+        "# Generated by quiho fleet calibrate: the local fleet calibrated to this machine (do not edit; rerun",
+        "# 'quiho fleet calibrate --force' instead). inventories/local.yml documents the knobs.",
+        f"# machine: {facts.get('cpu_model')!s}, {facts.get('online_cpus')} CPUs, kernel {facts.get('kernel')}, "
+        f"facts key {key[:16]}",
+        f"# probe noise (SD of log time per run): memory {choice.noise.get('memory', 0):.1%}, "
+        f"cpu {choice.noise.get('cpu', 0):.1%}; quota step {math.expm1(choice.step):.1%}",
+    ]
+    for a in choice.axes:
+        lines.append(f"# {a.name}: {'kept' if a.kept else 'DROPPED'}: {a.reason}")
+    lines += [f"# warning: {w}" for w in choice.warnings]
+    lines += ["all:", "  vars:", "    ansible_connection: local",
+              '    ansible_python_interpreter: "{{ ansible_playbook_python }}"',
+              f"    quiho_prefault_mib: {PREFAULT_MIB}"]
+    if choice.period_us:
+        lines.append(f"    quiho_cfs_period_us: {choice.period_us}")
+    lines += ["  children:", "    local:", "      hosts:"]
+    for name, v in choice.hosts:
+        body = ", ".join(f"{k}: {val}" for k, val in v.items() if not (k == "quiho_corunner" and val == "none"))
+        lines.append(f"        {name}: {{{body}}}")
+    return "\n".join(lines) + "\n"
+
+
+def _inventory_path(store: Store, key: str) -> Path:
+    return Path(store.path).resolve().parent / f"local-fleet-{key[:8]}.yml"
+
+
+def _from_row(row: dict[str, Any], reused: bool, probe_runs: int = 0) -> Calibration:
+    return Calibration(row_id=int(row["id"]), facts_key=row["facts_key"], facts=row["facts"],
+                       choice=row["result"]["choice"], inventory=row["inventory"], elapsed_s=float(row["elapsed_s"]),
+                       reused=reused, probe_runs=probe_runs, created_at=row["created_at"],
+                       responses=row["result"].get("responses", {}))
+
+
+def calibrate(
+    store: Store, *, force: bool = False, facts: dict[str, Any] | None = None, reps: int = 5,
+    on_step: Callable[[str], None] | None = None,
+) -> Calibration:
+    """The local fleet's calibration for this machine: the stored one while the facts are the same, else probe.
+
+    Parameters
+    ----------
+    store : Store
+        Where the calibration row lives; the inventory is written next to the store file.
+    force : bool, default False
+        Probe again even if a calibration for these facts exists.
+    facts : dict, optional
+        Machine facts (default :func:`quiho.fleet._probes.machine_facts`); tests inject changed ones.
+    reps : int, default 5
+        Repetitions per probe in the unthrottled cells (see :func:`measure_responses`).
+    on_step : callable, optional
+        One line per probed cell (progress).
+
+    Returns
+    -------
+    Calibration
+        ``reused`` True when nothing was probed (``probe_runs`` 0).
+
+    Raises
+    ------
+    InventoryError
+        Not root, no cgroup v1 cpu controller, no stress-ng, or a probe failed (cgroups and THP are restored).
+    """
+    facts = facts if facts is not None else machine_facts()
+    key = facts_key(facts)
+    row = fleet_store.latest_calibration(store, key)
+    if row is not None and not force:
+        path, text = Path(row["inventory"]), str(row["result"].get("inventory_text") or "")
+        if text and not path.exists():  # the file went away: write it again from the row, no probing
+            path.write_text(text)
+        return _from_row(row, reused=True)
+    require_root()
+    from quiho import __version__
+
+    t0 = time.monotonic()
+    runner = ProbeRunner(f"quiho-cal-{os.getpid()}", PREFAULT_MIB, on_step)
+    with measuring(store, "quiho fleet calibrate"), local_fleet_lock():
+        try:
+            responses = measure_responses(runner, facts, reps)
+        finally:
+            runner.cleanup()
+    elapsed = time.monotonic() - t0
+    responses["elapsed_s"] = elapsed
+    choice = choose(responses)
+    path = _inventory_path(store, key)
+    text = inventory_text(choice, facts, key)
+    if choice.hosts:
+        path.write_text(text)
+    rid = fleet_store.save_calibration(
+        store, facts_key=key, facts=facts,
+        result={"choice": choice.to_dict(), "responses": responses, "inventory_text": text if choice.hosts else ""},
+        inventory=str(path), elapsed_s=elapsed, schema_version=RESULT_SCHEMA, quiho_version=__version__)
+    row = fleet_store.latest_calibration(store, key)
+    assert row is not None and int(row["id"]) == rid
+    return _from_row(row, reused=False, probe_runs=runner.runs)
+
+
+def resolve_inventory(
+    inventory: str | os.PathLike[str] | None, store: Store, on_step: Callable[[str], None] | None = None,
+) -> str | os.PathLike[str]:
+    """``inventory`` if given; else the calibrated local fleet's inventory (calibrating first if needed).
+
+    Raises
+    ------
+    InventoryError
+        The calibration cannot run (not root ...) or kept no axis: the machine cannot emulate distinct hosts.
+    """
+    if inventory is not None:
+        return inventory
+    cal = calibrate(store, on_step=on_step)
+    step = on_step or (lambda _m: None)
+    if not cal.choice.get("hosts"):
+        dropped = "; ".join(f"{a['name']}: {a['reason']}" for a in cal.choice["axes"])
+        raise InventoryError("the local fleet cannot emulate distinct machines here (calibration "
+                             f"{cal.row_id}: {dropped}); pass -i with an inventory of real hosts")
+    for w in cal.choice.get("warnings") or []:
+        step(f"warning: {w}")
+    return cal.inventory
