@@ -166,5 +166,47 @@ def _apps(out: Path, work: Path, one: Path, gone: Path, store: Any, only: set[st
         c.save(out / "interleaved.json", "interleaved ok/fail, 2 repetitions + 1 warm-up each, rec-gone unreachable")
 
 
+#: rec-user connects as an unprivileged user (root su's to nobody; pipelining: no module files to share)
+TRACE_HOSTS = ("all:\n  hosts:\n    rec-a: {ansible_connection: local}\n"
+               "    rec-user: {ansible_connection: local, ansible_become: true, ansible_become_method: su, "
+               "ansible_become_user: nobody, ansible_become_flags: '-s /bin/sh', ansible_pipelining: true, "
+               "ansible_python_interpreter: /usr/bin/python3}\n"
+               "    rec-gone: {ansible_connection: ssh, ansible_host: 127.0.0.1, ansible_port: 9}\n")
+
+
+def trace_scenarios(out: Path, work: Path, store: Any) -> None:
+    """``trace-ok``: zlib level 1 vs 9 under bpftrace on rec-a, rec-user not root, rec-gone unreachable;
+    ``trace-missing``: the traced library is missing on the host."""
+    from quiho.fleet import load_inventory
+    from quiho.fleet.trace import TracePlan, run_fleet_traces
+
+    inv_path = work / "trace.yml"
+    inv_path.write_text(TRACE_HOSTS)
+    spec = work / "z.yml"
+    spec.write_text(
+        "schema_version: 1\nname: recz\nversions:\n"
+        "  l1: {command: [python3, -c, 'import zlib; zlib.compress(bytes(range(256)) * 400, 1)']}\n"
+        "  l9: {command: [python3, -c, 'import zlib; zlib.compress(bytes(range(256)) * 400, 9)']}\n"
+        "repetitions: 1\ntimeout: 20\n")
+    s = load_app_spec(spec)
+    libz = str(Path("/lib/x86_64-linux-gnu/libz.so.1").resolve())
+    for name, binary, hosts, what in (
+            ("trace-ok", libz, None, "zlib level 1 vs 9, deflate, 2 traced runs each: rec-a ok, rec-user not root, "
+             "rec-gone unreachable"),
+            ("trace-missing", "/nonexistent/libz.so.1", ["rec-a"], "the traced library is missing on rec-a")):
+        with Capture() as c:
+            run_fleet_traces(s, "l1", "l9", TracePlan(("deflate",), {"1": binary, "2": binary}, 2),
+                             load_inventory(inv_path), store=store, batch=f"rec-{name}",
+                             labels={"1": "l1", "2": "l9"}, hosts=hosts)
+        for inv in c.invocations:  # the generated scripts are long and rebuilt by the replay test
+            inv["extravars"]["quiho_trace"] = {k: v for k, v in inv["extravars"]["quiho_trace"].items()
+                                               if k in ("binaries", "order")}
+        c.save(out / f"{name}.json", what)
+
+
 if __name__ == "__main__":
+    if sys.argv[2:] == ["trace"]:
+        w = Path(tempfile.mkdtemp(prefix="qh-record-"))
+        trace_scenarios(Path(sys.argv[1]), w, open_store(w / "q.db"))
+        sys.exit(0)
     main(Path(sys.argv[1]), set(sys.argv[2:]) or None)  # optional scenario names: app-ok app-fail ... interleaved
