@@ -9,7 +9,7 @@ are pooled as repetitions, exactly as ``quiho detect`` does.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from quiho.store import Store
@@ -115,6 +115,9 @@ class FleetTraces:
         Hosts that could not trace (or only partly), with the reason.
     traced_runs : int
         Traced runs stored for this profile.
+    samples : dict
+        For the report's plots: ``{"host": h, "functions": {function: {version: (order, inclusive_ns)}}}`` of
+        one host (the first in name order that traced both versions), at most 2000 calls per series.
     """
 
     functions: tuple[Any, ...]
@@ -122,6 +125,7 @@ class FleetTraces:
     overhead: dict[str, Any]
     host_messages: dict[str, str]
     traced_runs: int
+    samples: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``traces`` entry of ``report.json``."""
@@ -186,6 +190,7 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
     metric_change: dict[str, float] = {}
     scale = _TIME_UNITS_NS.get(unit)
     messages = dict(host_messages or {})
+    samples: dict[str, Any] = {}
     for host, vers in sorted(by_host.items()):
         ra, rb = vers.get(version_a, []), vers.get(label_b, [])
         if not ra or not rb:
@@ -203,6 +208,8 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
         pa = profile_from_calls(frames["a"], source=f"{host} {version_a}")
         pb = profile_from_calls(frames["b"], source=f"{host} {label_b}")
         per_host[host] = detect(pa, pb, ["joint"], {})
+        if not samples:
+            samples = {"host": host, "functions": _samples(frames, version_a, label_b)}
         exclusive[host] = {str(f): float(v) / len(ra)
                            for f, v in frames["a"].groupby("function")["exclusive_ns"].sum().items()}
         if scale is not None and metric_values and host in metric_values:
@@ -223,4 +230,17 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
         if ratio == ratio:
             ratios.append(ratio)
     overhead_doc = {"hosts": overhead, "median_ratio": _median(ratios) if ratios else None}
-    return FleetTraces(tuple(verdicts), per_host, overhead_doc, messages, len(rows))
+    return FleetTraces(tuple(verdicts), per_host, overhead_doc, messages, len(rows), samples)
+
+
+def _samples(frames: dict[str, Any], version_a: str, label_b: str, cap: int = 2000) -> dict[str, Any]:
+    """Per function and version: (call order, inclusive ns), evenly thinned to at most ``cap`` calls."""
+    import numpy as np
+
+    out: dict[str, dict[str, tuple[Any, Any]]] = {}
+    for key, label in (("a", version_a), ("b", label_b)):
+        for fn, g in frames[key].groupby("function"):
+            idx = np.linspace(0, len(g) - 1, min(cap, len(g))).astype(int) if len(g) else np.array([], int)
+            out.setdefault(str(fn), {})[label] = (g["order"].to_numpy(float)[idx],
+                                                  g["inclusive_ns"].to_numpy(float)[idx])
+    return out

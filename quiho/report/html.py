@@ -90,8 +90,12 @@ def _min_p_note(m: Any) -> str:
 def render_html(result: ProfileResult, images: dict[str, Path] | None = None) -> str:
     """The report as one HTML string (images inlined from ``images``: name → PNG path)."""
     images = images or {}
+    from quiho.report.trace_section import trace_section_html
+
+    traces = trace_section_html(result.traces, _img(images.get("functions"), "traced calls per function"),
+                                result.version_a, result.version_b)
     return "".join([*_summary_html(result), *_metric_html(result, images), *_irup_html(result, images),
-                    *_fleet_html(result, images), *_method_html(result)])
+                    *traces, *_fleet_html(result, images), *_method_html(result)])
 
 
 def _summary_html(r: ProfileResult) -> list[str]:
@@ -231,6 +235,10 @@ def write_report(result: ProfileResult, directory: str | Path) -> ReportFiles:
                                                 label_b=result.label_b, unit=result.metric.unit), d / "metric.png")
     if not result.fingerprints.empty:
         images["fingerprints"] = save(fingerprint_overview(result.fingerprints), d / "fingerprints.png")
+    from quiho.report.trace_section import save_functions_figure
+
+    if (fpng := save_functions_figure(result.traces, result.version_a, result.label_b, d / "functions.png")):
+        images["functions"] = fpng
     html_path = d / "report.html"
     html_path.write_text(render_html(result, images), encoding="utf-8")
     json_path = d / "report.json"

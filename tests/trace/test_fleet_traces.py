@@ -1,0 +1,68 @@
+"""Fleet verdicts of a profile's traced runs, from a real store (SQLite + Parquet), and their report section."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from quiho.profile.traces import fleet_traces
+from quiho.report.trace_section import figure_order, save_functions_figure, trace_section_html
+from quiho.store import open_store
+from quiho.trace import CallStats, save_trace
+
+HOSTS = ("h1", "h2", "h3")
+ODD = "<b>slow&er</b>"
+
+
+def _store_runs(db: Path, synthetic_calls: Any, scale_b: dict[str, float]) -> Any:
+    st = open_store(db)
+    for i, h in enumerate(HOSTS):
+        for rep in range(2):
+            for version, scale in (("v1", 1.0), ("v2", scale_b[h])):
+                calls = synthetic_calls(200, scale, seed=100 * i + 10 * rep + (version == "v2"),
+                                        functions=("steady", ODD))
+                save_trace(st, "app", version, calls, CallStats(400, 400, 0, 0, 0, 0, 0), command="app",
+                           engine="bpftrace", functions=("steady", ODD), host=h, batch="profile-x", wall_s=1.0)
+    # a run of another profile must not be pooled in
+    save_trace(st, "app", "v2", synthetic_calls(200, 9.0, seed=7, functions=("steady", ODD)),
+               CallStats(400, 400, 0, 0, 0, 0, 0), command="app", engine="bpftrace", functions=("steady", ODD),
+               host="h1", batch="profile-other")
+    return st
+
+
+def test_a_function_slower_on_every_host_is_the_only_one_flagged(tmp_path: Path, synthetic_calls: Any) -> None:
+    st = _store_runs(tmp_path / "q.db", synthetic_calls, {h: 1.5 for h in HOSTS})
+    # the metric (s per run) rose by 5 ms on every host; the function's own time rose 200 calls x 2.5 us = 0.5 ms
+    values = {h: ([0.100, 0.100], [0.105, 0.105]) for h in HOSTS}
+    ft = fleet_traces(st, "app", "v1", "v2", "profile-x", unit="s", metric_values=values)
+    assert ft is not None and ft.traced_runs == 12
+    by = {f.function: f for f in ft.functions}
+    assert by[ODD].verdict.value == "degradation" and by[ODD].hosts_flagged == 3 and by[ODD].hosts == 3
+    assert 0.45 < by[ODD].magnitude < 0.55 and by[ODD].ci[0] > 0.4
+    assert by[ODD].share == pytest.approx(0.1, rel=0.05)
+    assert by["steady"].verdict.value == "no-change"
+    (hint,) = ft.hints()
+    assert hint.subject == ODD and "3 of 3 hosts" in hint.message and "10% of the metric change" in hint.message
+    doc = ft.to_dict()
+    assert {f["function"] for f in doc["functions"]} == {"steady", ODD}
+    assert doc["overhead"]["median_ratio"] is None  # no untraced runs stored: no overhead claimed
+    assert figure_order(ft)[0] == ODD
+    html = "".join(trace_section_html(ft, "<p>img</p>", "v1", "v2"))
+    assert "Functions that changed" in html and ODD not in html and "&lt;b&gt;slow&amp;er&lt;/b&gt;" in html
+    png = save_functions_figure(ft, "v1", "v2", tmp_path / "functions.png")
+    assert png is not None and png.stat().st_size > 10_000
+    st.close()
+
+
+def test_hosts_that_disagree_give_not_meaningful(tmp_path: Path, synthetic_calls: Any) -> None:
+    st = _store_runs(tmp_path / "q.db", synthetic_calls, {"h1": 1.5, "h2": 0.6, "h3": 1.0})
+    ft = fleet_traces(st, "app", "v1", "v2", "profile-x")
+    assert ft is not None
+    odd = next(f for f in ft.functions if f.function == ODD)
+    assert odd.verdict.value == "not-meaningful" and "disagree" in odd.reason
+    assert math.isnan(odd.share)  # no metric given: no share claimed
+    assert fleet_traces(st, "app", "v1", "v2", "profile-none") is None
+    st.close()
