@@ -6,12 +6,15 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from quiho._text import printable
 from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err
+
+if TYPE_CHECKING:
+    from quiho.store import Store
 
 InventoryOpt = Annotated[
     Path | None,
@@ -95,6 +98,19 @@ def _display(total_hosts: int, label: str) -> Iterator[Callable[[object], None]]
         yield on_plain
 
 
+def _fleet_of(inventory: Path | None, st: Store) -> tuple[Path, int]:
+    """The inventory a fleet command runs on (``-i``, or the local fleet calibrated to this machine) and its size.
+
+    Without ``-i`` this may probe the machine first (``quiho fleet calibrate``); its lines and warnings go to
+    stderr before anything runs.
+    """
+    from quiho.fleet import load_inventory
+    from quiho.fleet.calibrate import resolve_inventory
+
+    path = Path(resolve_inventory(inventory, st, lambda msg: err(f"quiho: {printable(msg)}")))
+    return path, len(load_inventory(path).hosts)
+
+
 def fingerprint_cmd(
     inventory: InventoryOpt = None,
     battery: Annotated[str, typer.Option("--battery", help="quick, default or paper.")] = "default",
@@ -112,13 +128,24 @@ def fingerprint_cmd(
     from quiho.fleet import fingerprint, load_inventory
     from quiho.store import open_store
 
-    inv = load_inventory(inventory)  # validate before touching the store
-    with open_store(store) as st, _progress(len(inv.hosts), "fingerprint") as on_event:
-        run = fingerprint(
-            inventory, store=st, battery=battery, seconds=seconds, repetitions=repetitions,
-            warmup_seconds=warmup, resume=resume, forks=forks, host_key_checking=not insecure,
-            on_event=on_event,
-        )
+    if inventory is not None:
+        load_inventory(inventory)  # validate before touching the store
+    with open_store(store) as st:
+        path: Path | None
+        if resume is None:
+            path, n_hosts = _fleet_of(inventory, st)
+        else:  # the run's own inventory and hosts, unless -i says otherwise
+            import json
+
+            from quiho.store import fleet as fleet_store
+
+            path, n_hosts = inventory, len(json.loads(fleet_store.fingerprint_run(st, resume)["params_json"])["hosts"])
+        with _progress(n_hosts, "fingerprint") as on_event:
+            run = fingerprint(
+                path, store=st, battery=battery, seconds=seconds, repetitions=repetitions,
+                warmup_seconds=warmup, resume=resume, forks=forks, host_key_checking=not insecure,
+                on_event=on_event,
+            )
     if json_out:
         emit_json(run.to_dict())
     else:
@@ -147,10 +174,13 @@ def run_cmd(
     from quiho.store import open_store
 
     spec = load_app_spec(app_spec)
-    inv = load_inventory(inventory)
-    with open_store(store) as st, _progress(len(inv.hosts), f"{spec.name} {version}") as on_event:
-        run = run_app(spec, version, inventory, store=st, forks=forks, host_key_checking=not insecure,
-                      on_event=on_event)
+    if inventory is not None:
+        load_inventory(inventory)  # validate before touching the store
+    with open_store(store) as st:
+        path, n_hosts = _fleet_of(inventory, st)
+        with _progress(n_hosts, f"{spec.name} {version}") as on_event:
+            run = run_app(spec, version, path, store=st, forks=forks, host_key_checking=not insecure,
+                          on_event=on_event)
     if json_out:
         emit_json(run.to_dict())
         return
@@ -171,15 +201,40 @@ def fleet_show_cmd(store: StoreOpt = None, json_out: JsonOpt = False) -> None:
     from dataclasses import asdict
 
     from quiho.fleet import fleet_show
-    from quiho.fleet.show import show_lines
+    from quiho.fleet.show import calibration_info, calibration_lines, show_lines
     from quiho.store import open_store
 
     with open_store(store, create=False) as st:
         hosts = fleet_show(st)
+        cal = calibration_info(st)
     if json_out:
-        emit_json([asdict(h) for h in hosts])
+        emit_json({"hosts": [asdict(h) for h in hosts], "calibration": cal})
         return
-    print("\n".join(show_lines(hosts)))
+    print("\n".join(show_lines(hosts) + calibration_lines(cal)))
+
+
+def fleet_calibrate_cmd(
+    force: Annotated[bool, typer.Option("--force", help="Probe again even if this machine's facts are unchanged.")]
+    = False,
+    store: StoreOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Calibrate the local fleet to this machine (probes each emulation axis; ~30-60 s; needs root).
+
+    Done by itself before the first local run; reused while the machine's facts stay the same.
+    """
+    from quiho.fleet.calibrate import calibrate
+    from quiho.fleet.show import calibration_info, calibration_lines
+    from quiho.store import open_store
+
+    with open_store(store) as st:
+        c = calibrate(st, force=force, on_step=lambda msg: err(f"quiho: {printable(msg)}"))
+        info = calibration_info(st)
+    if json_out:
+        emit_json({**(info or {}), "reused": c.reused, "probe_runs": c.probe_runs})
+        return
+    print(("reused" if c.reused else f"measured ({c.probe_runs} probe runs)") + ": " +
+          "\n".join(calibration_lines(info)))
 
 
 def register(app: typer.Typer) -> None:
@@ -188,3 +243,4 @@ def register(app: typer.Typer) -> None:
     fleet = typer.Typer(help="What quiho knows about the fleet.", no_args_is_help=True)
     app.add_typer(fleet, name="fleet")
     fleet.command("show")(fleet_show_cmd)
+    fleet.command("calibrate")(fleet_calibrate_cmd)

@@ -157,12 +157,15 @@ def _measure(st: Any, spec: Any, v1: str, v2: str, d: Any, *, resume: str | None
     """Run the profile on the fleet with progress on stderr (``d``: the merged ProfileDefaults)."""
     from quiho.cli._fleet import _progress
     from quiho.fleet import load_inventory
+    from quiho.fleet.calibrate import resolve_inventory
     from quiho.profile import parse_age, run_profile
 
     age = parse_age(d.max_age)
-    with _progress(len(load_inventory(d.inventory).names), "profile") as on_event:
+    # no -i: the local fleet calibrated to this machine (probes it first if needed; says so on stderr)
+    inventory = resolve_inventory(d.inventory, st, lambda msg: err(f"quiho profile: {msg}"))
+    with _progress(len(load_inventory(inventory).names), "profile") as on_event:
         return run_profile(
-            spec, v1, v2, store=st, inventory=d.inventory, max_age_s=age, battery=d.battery,
+            spec, v1, v2, store=st, inventory=inventory, max_age_s=age, battery=d.battery,
             repetitions=d.repetitions, on_event=on_event, resume=resume, fingerprint_seconds=fp_seconds,
             fingerprint_repetitions=fp_repetitions, warmup=d.warmup,
             on_step=lambda msg: err(f"quiho profile: {msg}"), **analysis,

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from quiho._yaml import read_yaml_mapping
 from quiho.errors import AppSpecError
+from quiho.fleet.calibrate import resolve_inventory
 from quiho.fleet.inventory import load_inventory
 from quiho.fleet.runner import FleetEvent, PlaybookResult
 from quiho.fleet.session import (
@@ -312,6 +313,7 @@ def run_app(
     """
     spec.require_versions(version)
     v = spec.versions[version]
+    inventory = resolve_inventory(inventory, store)  # None: the calibrated local fleet
     inv = load_inventory(inventory)
     with measuring(store, f"quiho run {spec.name}@{version}"):
         remember_inventory(store, inv)

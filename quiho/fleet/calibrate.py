@@ -12,8 +12,10 @@ the facts are the same.
 Decision rules (all in :func:`choose`, a pure function of the recorded responses)
 ----------------------------------------------------------------------------------
 Every probe time is taken in logs; a cell's centre is the median of its repetitions, its standard error
-``1.2533 * sd / sqrt(n)`` with ``sd`` the probe's noise: the median over cells of the within-cell standard
-deviation of the log times (or an assumed ``cell_se`` for responses given as medians only).
+``1.2533 * sd / sqrt(n)`` with ``sd`` the probe's noise: the median over cells without a co-runner of the
+within-cell standard deviation of the log times (or an assumed ``cell_se`` for responses given as medians only).
+The page-size and co-runner decisions and the planned levels use the unthrottled cells only (noise included),
+so they are the same before and after the quota cells are probed.
 
 - **page size** (THP never vs always, unthrottled): ``E_mem``/``E_cpu`` = log(t_never / t_always) of the memory and
   CPU probe. Kept if ``|E_mem| > 3 SE``, ``|E_mem| > log 1.05`` and ``|E_cpu| < |E_mem|`` (it must act on memory
@@ -139,7 +141,9 @@ class _Cells:
     def __init__(self, resp: dict[str, Any], cells: list[dict[str, Any]]) -> None:
         assumed = resp.get("cell_se") or {}
         self.cells = cells
-        self.sd = {p: _noise(cells, p) for p in ("memory", "cpu")}
+        # noise from cells without a co-runner (it competes with whatever else runs on CPU 1)
+        quiet = [c for c in cells if c.get("corunner", "none") == "none"]
+        self.sd = {p: _noise(quiet, p) for p in ("memory", "cpu")}
         self.assumed = {p: float(assumed[p]) for p in assumed}
 
     def find(self, *, quota: int = 100, thp: str = "never", period: int | None = None,
@@ -213,36 +217,47 @@ def quota_levels(effect: float, n_levels: int, noise_se: float) -> tuple[tuple[i
     noise_se : float
         SE of one cell's centre (log); the step is at least 3 of them and at least log 1.05.
 
-    Each level is floored from the one above, so every step is at least the chosen one after rounding; levels
-    below :data:`MIN_QUOTA` are not used (noisy probes can leave fewer than ``n_levels``).
+    Level i is ``100 exp(-i step)`` rounded to a whole percent, lowered where rounding left less than 5 % to the
+    level above; levels below :data:`MIN_QUOTA` are not used (noisy probes can leave fewer than ``n_levels``).
 
     Examples
     --------
     >>> quota_levels(math.log(1.18), 4, 0.005)[0]
-    (100, 94, 89, 84)
+    (100, 95, 90, 85)
     """
     step = max(abs(effect) / max(n_levels - 1, 1), MIN_STEP, 3 * noise_se)
     levels = [100]
-    for _ in range(n_levels - 1):
-        nxt = math.floor(levels[-1] * math.exp(-step) + 1e-9)
+    for i in range(1, n_levels):
+        nxt = min(round(100 * math.exp(-i * step)), math.floor(levels[-1] / math.exp(MIN_STEP) + 1e-9))
         if nxt < MIN_QUOTA:
             break
         levels.append(nxt)
     return tuple(levels), step
 
 
-def _plan(resp: dict[str, Any], page: AxisEffect, co: AxisEffect) -> tuple[tuple[int, ...], float, int]:
-    """Planned quota levels, step and wanted number of levels, from the unthrottled cells only.
+@dataclass(frozen=True)
+class _FirstPhase:
+    base: _Cells
+    page: AxisEffect
+    co: AxisEffect
+    levels: tuple[int, ...]
+    step: float
+    wanted: int
 
-    Only those: the quota cells are probed at levels this plan gives, so the plan must be the same before and
-    after they are measured.
+
+def _first_phase(resp: dict[str, Any]) -> _FirstPhase:
+    """Page-size and co-runner axes and the planned quota levels, from the unthrottled cells only.
+
+    Only those (noise included): the quota cells are probed at the levels planned here and under the THP
+    policies kept here, so these decisions must be the same before and after the quota cells are measured.
     """
     base = _Cells(resp, [c for c in resp["cells"] if int(c["quota_pct"]) == 100])
+    page, co = _page_axis(base), _corunner_axis(base)
     others = [a for a in (page, co) if a.kept]
     n = {0: 8, 1: 4}.get(len(others), 2)
     effect = max((abs(a.effect_memory or 0.0) for a in others), default=0.0)
     levels, step = quota_levels(effect, n, max(base.se_cell("memory"), base.se_cell("cpu")))
-    return levels, step, n
+    return _FirstPhase(base, page, co, levels, step, n)
 
 
 def _period_check(cs: _Cells, period: int, thps: tuple[str, ...], step: float) -> dict[str, Any] | None:
@@ -309,9 +324,9 @@ def choose(responses: dict[str, Any]) -> Choice:
     cells = list(responses.get("cells") or [])
     if not cells:
         raise InventoryError("calibration responses hold no cells")
+    first = _first_phase(responses)
+    page, co, levels, step, wanted = first.page, first.co, first.levels, first.step, first.wanted
     cs = _Cells(responses, cells)
-    page, co = _page_axis(cs), _corunner_axis(cs)
-    levels, step, wanted = _plan(responses, page, co)
     thps = ("never", "always") if page.kept else ("never",)
     periods = {str(p): chk for p in sorted({int(c["period_us"]) for c in cells})
                if (chk := _period_check(cs, p, thps, step)) is not None}
@@ -339,8 +354,8 @@ def choose(responses: dict[str, Any]) -> Choice:
                         f"({', '.join(a.name for a in kept) or 'none'}): its IRUPs will be weak (fewer than two)")
     hosts = _hosts(levels, page.kept, co.kept)
     return Choice(axes=axes, quota_levels=tuple(levels), period_us=int(best["period_us"]) if best else None,
-                  step=step, noise={p: cs.assumed.get(p, cs.sd[p]) for p in cs.sd}, periods=periods,
-                  hosts=hosts, warnings=tuple(warnings))
+                  step=step, noise={p: first.base.assumed.get(p, first.base.sd[p]) for p in first.base.sd},
+                  periods=periods, hosts=hosts, warnings=tuple(warnings))
 
 
 def _hosts(levels: tuple[int, ...], thp: bool, co: bool) -> tuple[tuple[str, dict[str, Any]], ...]:
@@ -402,17 +417,16 @@ def measure_responses(runner: ProbeRunner, facts: dict[str, Any], reps: int = 5)
             resp["cells"].append({**asdict(cell), **res})
 
     thp_ok = {"never", "always"} <= set(facts.get("thp_modes") or [])
-    first = [(Cell(100, "never"), reps)]
+    unthrottled = [(Cell(100, "never"), reps)]
     if thp_ok:
-        first.append((Cell(100, "always"), reps))
+        unthrottled.append((Cell(100, "always"), reps))
     if int(facts.get("online_cpus") or 1) >= 2:
-        first.append((Cell(100, "never", corunner="stream"), min(reps, 3)))
-    run(first)
-    cs = _Cells(resp, resp["cells"])
-    page, co = _page_axis(cs), _corunner_axis(cs)
-    levels, _, _ = _plan(resp, page, co)
+        unthrottled.append((Cell(100, "never", corunner="stream"), min(reps, 3)))
+    run(unthrottled)
+    first = _first_phase(resp)
+    levels = first.levels
     probe_q = sorted({levels[-1], levels[len(levels) // 2]} - {100})
-    thps = ("never", "always") if page.kept else ("never",)
+    thps = ("never", "always") if first.page.kept else ("never",)
     run([(Cell(q, t, period), min(reps, 3 if len(thps) == 1 else 2))
          for period in PERIODS_US for q in probe_q for t in thps])
     return resp
@@ -497,9 +511,9 @@ def calibrate(
     require_root()
     from quiho import __version__
 
-    t0 = time.monotonic()
     runner = ProbeRunner(f"quiho-cal-{os.getpid()}", PREFAULT_MIB, on_step)
     with measuring(store, "quiho fleet calibrate"), local_fleet_lock():
+        t0 = time.monotonic()  # the calibration's own time, not the wait for the locks
         try:
             responses = measure_responses(runner, facts, reps)
         finally:

@@ -23,6 +23,7 @@ from quiho._version import __version__
 from quiho.errors import FingerprintParseError, UsageError
 from quiho.fingerprint.battery import load_battery, render_job
 from quiho.fingerprint.parse import last_started, parse_stressng_yaml, running_stressor
+from quiho.fleet.calibrate import resolve_inventory
 from quiho.fleet.inventory import Inventory, load_inventory
 from quiho.fleet.runner import FleetEvent, PlaybookResult
 from quiho.fleet.session import TIMEOUT_RCS, FleetSession, measuring, new_batch, remember_inventory
@@ -93,7 +94,7 @@ def _start(
         inv = load_inventory(inventory if inventory is not None else params["inventory"])
         fleet_store.set_run_status(store, int(run["id"]), "running")
         return inv, int(run["id"]), str(run["batch"]), params
-    inv = load_inventory(inventory)
+    inv = load_inventory(resolve_inventory(inventory, store))  # None: the calibrated local fleet
     bat = load_battery(battery, battery_file)
     secs = int(overrides["seconds"] if overrides["seconds"] is not None else bat.seconds)
     reps = int(overrides["repetitions"] if overrides["repetitions"] is not None else bat.repetitions)

@@ -1,8 +1,9 @@
-"""What the store knows about the fleet: hosts, groups, last fingerprint and its age."""
+"""What the store knows about the fleet: hosts, groups, last fingerprint and its age; the local fleet's calibration."""
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -11,7 +12,7 @@ from quiho._text import printable
 from quiho.store import Store
 from quiho.store import fleet as fleet_store
 
-__all__ = ["FleetHostInfo", "fleet_show", "show_lines"]
+__all__ = ["FleetHostInfo", "calibration_info", "calibration_lines", "fleet_show", "show_lines"]
 
 
 @dataclass(frozen=True)
@@ -62,4 +63,41 @@ def show_lines(hosts: list[FleetHostInfo]) -> list[str]:
         cpu = printable(h.facts.get("cpu_model") or "?")
         out.append(f"{printable(h.name):24} groups {printable(','.join(h.groups)) or '-':14} last fingerprint "
                    f"{h.last_fingerprint or '-'} ({h.last_status or '-'}, {age}, ok {h.ok}, failed {h.failed})  {cpu}")
+    return out
+
+
+def calibration_info(store: Store) -> dict[str, Any] | None:
+    """The newest local-fleet calibration in the store, as ``quiho fleet show --json`` gives it (None: none yet)."""
+    row = fleet_store.latest_calibration(store)
+    if row is None:
+        return None
+    choice = row["result"]["choice"]
+    return {"id": int(row["id"]), "facts_key": row["facts_key"], "facts": row["facts"], "created_at": row["created_at"],
+            "elapsed_s": float(row["elapsed_s"]), "inventory": row["inventory"],
+            "quota_levels": choice["quota_levels"], "period_us": choice["period_us"], "kept": choice["kept"],
+            "axes": choice["axes"], "noise": choice["noise"], "warnings": choice["warnings"],
+            "hosts": [h["name"] for h in choice["hosts"]]}
+
+
+def _pct(effect: float | None, se: float | None) -> str:
+    return "-" if effect is None else f"{math.expm1(effect):+.1%} ± {se or 0:.1%}"
+
+
+def calibration_lines(cal: dict[str, Any] | None) -> list[str]:
+    """Terminal text of the local fleet's calibration: levels, period, each axis's measured effect (± SE)."""
+    if cal is None:
+        return ["local fleet: not calibrated yet (quiho fleet calibrate; done before the first local run)"]
+    period = f"{cal['period_us'] / 1000:g} ms CFS period" if cal["period_us"] else "no quota"
+    out = [f"local fleet calibration {cal['id']} ({printable(cal['created_at'])}, {cal['elapsed_s']:.0f} s, "
+           f"{printable(str(cal['facts'].get('cpu_model') or '?'))}): "
+           f"quota levels {'/'.join(str(q) for q in cal['quota_levels']) or '-'}, {period}, "
+           f"{len(cal['hosts'])} hosts",
+           f"  inventory {printable(cal['inventory'])}"]
+    for a in cal["axes"]:
+        levels = "/".join(a["levels"]) if a["levels"] else "-"
+        out.append(f"  {a['name']:10} {'kept' if a['kept'] else 'dropped':8} levels {levels:18} "
+                   f"memory probe {_pct(a['effect_memory'], a['se_memory']):16} "
+                   f"CPU probe {_pct(a['effect_cpu'], a['se_cpu']):16}")
+        out.append(f"    {printable(a['reason'])}")
+    out += [f"  warning: {printable(w)}" for w in cal["warnings"]]
     return out

@@ -30,6 +30,7 @@ from quiho._version import __version__
 from quiho.errors import NotEnoughData, QuihoError, UsageError
 from quiho.fingerprint.catalog import Catalog, load_catalog
 from quiho.fleet import AppSpec, FleetEvent, Inventory, fingerprint, load_inventory
+from quiho.fleet.calibrate import resolve_inventory
 from quiho.fleet.drift import drift_warnings
 from quiho.fleet.session import measuring, new_batch
 from quiho.irup import (
@@ -562,7 +563,7 @@ def run_profile(
     """
     spec.require_versions(version_a, version_b)
     step = on_step or (lambda _msg: None)
-    inv = load_inventory(inventory)
+    inv = load_inventory(resolve_inventory(inventory, store, step))  # None: the calibrated local fleet
     batch = resume or new_batch("profile")
     with measuring(store, f"quiho profile {spec.name}@{version_a} @{version_b}"):
         run_id, fresh, notes = _fingerprints_for(store, inv, max_age_s, battery, fingerprint_seconds,

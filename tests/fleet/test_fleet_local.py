@@ -196,7 +196,7 @@ def test_failing_app_version_keeps_other_hosts(
     conn.close()
     _no_leftovers(ptools, run_dir)
     assert main(["fleet", "show", "--store", str(store.path), "--json"]) == 0
-    hosts = {h["name"]: h for h in json.loads(capsys.readouterr().out)}
+    hosts = {h["name"]: h for h in json.loads(capsys.readouterr().out)["hosts"]}
     assert hosts["qtest-plain"]["last_fingerprint"] == run.batch and hosts["qtest-plain"]["age_s"] >= 0
 
 

@@ -1,0 +1,173 @@
+"""The local fleet's calibration (issue 15): the choice on recorded and synthetic responses, the generated
+inventory, the stored result and ``quiho fleet show``'s text. The real probing is in test_calibrate_real.py."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from quiho.errors import InventoryError
+from quiho.fleet.calibrate import MIN_STEP, choose, inventory_text, load_responses, quota_levels
+from quiho.fleet.inventory import load_inventory
+from quiho.fleet.show import calibration_info, calibration_lines
+from quiho.store import fleet as fleet_store
+from quiho.store import open_store
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "calibration"
+AMD_ISSUE = DATA / "amd-epyc-issue15.json"
+THIS_VM = DATA / "this-vm-amd-epyc-loaded.json"
+
+
+def _synthetic(*, thp_mem: float, thp_cpu: float, co_mem: float, co_cpu: float,
+               bend: dict[int, float], reps: int = 5) -> dict[str, Any]:
+    """Noise-free responses: log time = base + page-size + co-runner + quota effects (+ a per-period bend).
+
+    ``bend[period]`` is added to the quota slowdown in log (0: proportional). The repetitions differ by a
+    deterministic ±1 % so the noise estimate is small but not zero.
+    """
+    base = {"memory": math.log(0.3), "cpu": math.log(0.2)}
+    jitter = [0.01 * ((i % 3) - 1) for i in range(reps)]
+    cells = []
+
+    def cell(q: int, thp: str, period: int, co: str, n: int) -> None:
+        d: dict[str, Any] = {"quota_pct": q, "thp": thp, "period_us": period, "corunner": co}
+        for p in ("memory", "cpu"):
+            lt = base[p] + math.log(100 / q) + (bend[period] if q < 100 else 0.0)
+            lt -= (thp_mem if p == "memory" else thp_cpu) if thp == "always" else 0.0
+            lt += (co_mem if p == "memory" else co_cpu) if co == "stream" else 0.0
+            d[p] = [math.exp(lt + j) for j in jitter[:n]]
+        cells.append(d)
+
+    cell(100, "never", 20000, "none", reps)
+    cell(100, "always", 20000, "none", reps)
+    cell(100, "never", 20000, "stream", 3)
+    for period in bend:
+        for q in (70, 84):
+            for thp in ("never", "always"):
+                cell(q, thp, period, "none", 2)
+    return {"schema_version": 1, "cells": cells}
+
+
+def test_exact_recovery_two_axes_at_the_proportional_period() -> None:
+    # page size acts on memory (+18 %) not on compute; 20 ms periods bend the quota by 30 %: 100 ms must win
+    c = choose(_synthetic(thp_mem=math.log(1.18), thp_cpu=0.0, co_mem=0.0, co_cpu=0.0,
+                          bend={100000: 0.0, 20000: 0.3}))
+    assert c.kept == ["quota", "page-size"] and c.period_us == 100000
+    assert c.periods["20000"]["passes"] is False and c.periods["100000"]["passes"] is True
+    assert c.quota_levels == (100, 95, 90, 85)  # log(1.18) in three equal steps, each >= 5 % after rounding
+    assert [n for n, _ in c.hosts] == [f"local-q{q}-{t}" for q in c.quota_levels for t in ("4k", "thp")]
+    co = next(a for a in c.axes if a.name == "co-runner")
+    assert not co.kept and "no measurable effect on memory" in co.reason
+    assert c.warnings == ()
+
+
+def test_no_page_size_effect_leaves_one_axis_with_eight_levels_and_a_warning() -> None:
+    c = choose(_synthetic(thp_mem=0.0, thp_cpu=0.0, co_mem=0.0, co_cpu=0.0, bend={100000: 0.0, 20000: 0.0}))
+    assert c.kept == ["quota"] and len(c.hosts) == 8 and len(c.quota_levels) == 8
+    assert all(a / b >= 1.05 for a, b in zip(c.quota_levels, c.quota_levels[1:], strict=False))
+    assert any("IRUPs will be weak" in w for w in c.warnings)
+    assert [n for n, _ in c.hosts][:2] == ["local-q100", "local-q95"]
+
+
+def test_page_size_that_moves_compute_too_is_dropped() -> None:
+    c = choose(_synthetic(thp_mem=0.15, thp_cpu=-0.2, co_mem=0.0, co_cpu=0.0, bend={100000: 0.0, 20000: 0.0}))
+    page = next(a for a in c.axes if a.name == "page-size")
+    assert not page.kept and "as much as the memory probe" in page.reason
+
+
+def test_a_memory_only_co_runner_is_a_third_axis_and_the_fleet_stays_at_eight_hosts() -> None:
+    c = choose(_synthetic(thp_mem=math.log(1.18), thp_cpu=0.0, co_mem=math.log(1.15), co_cpu=0.0,
+                          bend={100000: 0.0, 20000: 0.0}))
+    assert c.kept == ["quota", "page-size", "co-runner"] and len(c.hosts) == 8 and len(c.quota_levels) == 2
+    assert "local-q100-thp-co" in [n for n, _ in c.hosts]
+
+
+def test_quota_levels_keep_steps_of_five_percent_and_three_noise_se() -> None:
+    levels, step = quota_levels(math.log(1.10), 4, 0.0)
+    assert step == pytest.approx(MIN_STEP) and levels == (100, 95, 90, 85)
+    levels, step = quota_levels(0.0, 8, 0.05)  # noise: steps of 3 SE = 16 %, only 5 levels fit above 50 %
+    assert step == pytest.approx(0.15) and levels == (100, 86, 74, 64, 55)
+
+
+def _worst_step_miss(choice: Any) -> float:
+    """Largest |measured - nominal| log slowdown over the probed cells of the chosen period (0: no quota)."""
+    if choice.period_us is None:
+        return 0.0
+    return max(r["error"] for r in choice.periods[str(choice.period_us)]["cells"])
+
+
+def test_amd_numbers_of_the_issue_drop_both_axes_whatever_the_assumed_noise() -> None:
+    resp = load_responses(AMD_ISSUE)
+    for se in (0.01, 0.02, 0.03, 0.04, 0.05):  # the issue gives medians only; the file assumes 0.03
+        c = choose({**resp, "cell_se": {"memory": se, "cpu": se}})
+        quota = next(a for a in c.axes if a.name == "quota")
+        page = next(a for a in c.axes if a.name == "page-size")
+        assert not quota.kept and "not proportional" in quota.reason and c.quota_levels == ()
+        # 6 % of quota cost the 4 KiB host 35 %: the 20 ms period fails by more than 20 % in log
+        assert c.periods["20000"]["max_error"] > 0.2 and not c.periods["20000"]["passes"]
+        assert not page.kept and "CPU probe as much as the memory probe" in page.reason
+        assert c.hosts == () and any("0 independent" in w for w in c.warnings)
+
+
+def test_this_vm_and_the_issue_lead_to_different_levels_and_no_far_off_level() -> None:
+    if not THIS_VM.exists():
+        pytest.skip(f"{THIS_VM} not recorded (bench/local_fleet_calibration.py --record)")
+    amd, here = choose(load_responses(AMD_ISSUE)), choose(load_responses(THIS_VM))
+    assert (here.quota_levels, here.period_us, here.kept) != (amd.quota_levels, amd.period_us, amd.kept)
+    for c in (amd, here):
+        # never a 6 %-quota / 35 %-time level: a kept period has no cell whose slowdown misses its nominal
+        # by more than half a step beyond noise, and every step is at least 5 %
+        if c.period_us is not None:
+            assert c.periods[str(c.period_us)]["passes"]
+            assert not any(r["fails"] for r in c.periods[str(c.period_us)]["cells"])
+        assert all(a / b >= 1.05 for a, b in zip(c.quota_levels, c.quota_levels[1:], strict=False))
+    assert _worst_step_miss(amd) == 0.0  # AMD: no quota axis at all
+
+
+def test_responses_of_an_unknown_version_are_refused(tmp_path: Path) -> None:
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps({"schema_version": 99, "cells": []}))
+    with pytest.raises(InventoryError, match="schema_version"):
+        load_responses(p)
+    with pytest.raises(InventoryError, match="record them again"):
+        choose({"schema_version": 2, "cells": [{}]})
+
+
+def test_generated_inventory_parses_with_its_period_and_levels(tmp_path: Path) -> None:
+    c = choose(_synthetic(thp_mem=math.log(1.18), thp_cpu=0.0, co_mem=0.0, co_cpu=0.0,
+                          bend={100000: 0.0, 20000: 0.3}))
+    p = tmp_path / "local-fleet-abcd1234.yml"
+    p.write_text(inventory_text(c, {"cpu_model": "Test CPU", "online_cpus": 2, "kernel": "6.1"}, "abcd" * 16))
+    inv = load_inventory(p)
+    assert inv.names == [n for n, _ in c.hosts] and inv.shares_machine
+    assert {h.cfs_period_us for h in inv.hosts} == {100000} and {h.prefault_mib for h in inv.hosts} == {512}
+    assert [(h.cpu_quota_pct, h.thp) for h in inv.hosts[:2]] == [(100, "never"), (100, "always")]
+    text = p.read_text()
+    assert "# page-size: kept: 4 KiB vs huge pages: memory probe +18.0%" in text
+    assert "# co-runner: DROPPED" in text
+
+
+def test_fleet_show_prints_levels_period_effects_and_dropped_axes(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "q.db")
+    assert calibration_lines(calibration_info(store))[0].startswith("local fleet: not calibrated yet")
+    c = choose(_synthetic(thp_mem=math.log(1.18), thp_cpu=0.0, co_mem=0.0, co_cpu=0.0,
+                          bend={100000: 0.0, 20000: 0.3}))
+    facts = {"cpu_model": "Evil\x1b[2J CPU"}
+    fleet_store.save_calibration(store, facts_key="k" * 64, facts=facts, result={"choice": c.to_dict()},
+                                 inventory=str(tmp_path / "local-fleet-kkkkkkkk.yml"), elapsed_s=41.6,
+                                 schema_version=1, quiho_version="test")
+    lines = calibration_lines(calibration_info(store))
+    assert all("\x1b" not in s for s in lines)
+    assert "quota levels 100/95/90/85, 100 ms CFS period, 8 hosts" in lines[0] and "Evil\\x1b[2J CPU" in lines[0]
+    assert "42 s" in lines[0]
+    page = next(i for i, s in enumerate(lines) if s.lstrip().startswith("page-size"))
+    assert "kept" in lines[page] and "memory probe +18.0% ±" in lines[page] and "CPU probe +0.0% ±" in lines[page]
+    co = next(i for i, s in enumerate(lines) if s.lstrip().startswith("co-runner"))
+    assert "dropped" in lines[co] and "no measurable effect on memory" in lines[co + 1]
+    quota = next(i for i, s in enumerate(lines) if s.lstrip().startswith("quota"))
+    assert "levels 100/95/90/85" in lines[quota] and "20 ms: mean error" in lines[quota + 1]
+    assert "(fails)" in lines[quota + 1]
