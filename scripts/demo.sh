@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # One command from a fresh clone: install, then run quiho's main job on the embedded default.
-# Main job: `quiho profile stream@nadds1 stream@nadds30` on the local fleet (8 emulated hosts: cgroup CPU
-# quota x transparent-huge-page policy), i.e. fingerprint the fleet (quick battery), run both versions of the
-# STREAM-like example interleaved on every host, and print the verdict (regression/improvement/no-change/
-# inconclusive) with its size, CI and p-value, both IRUPs and the root-cause hints. Quick mode (default):
-# measured 9 min 49 s from a fresh clone on an idle 2-core box, venv set-up included (fingerprint 8 hosts x
-# 7 stressors x 1 s x 2 repetitions, then
-# 5 runs per version per host); QUIHO_DEMO_MODE=default uses the 43-stressor battery (much longer).
+# Main job: `quiho profile stream@nadds1 stream@nadds30` on the local fleet calibrated to this machine (no -i:
+# on first use quiho probes how the CPU quota, the transparent-huge-page policy and a co-runner act here,
+# ~30-60 s, and writes the fleet to .quiho/local-fleet-<key>.yml; 8 hosts when quota x page size both work;
+# `quiho fleet show` prints the levels and measured effects), i.e. fingerprint the fleet (quick battery),
+# run both versions of the STREAM-like example interleaved on every host, and print the verdict
+# (regression/improvement/no-change/inconclusive) with its size, CI and p-value, both IRUPs and the root-cause
+# hints. Quick mode (default): measured 9 min 49 s from a fresh clone on an idle 2-core box, venv set-up
+# included, before the calibration existed (it adds ~30-60 s once per machine) (fingerprint 8 hosts x
+# 7 stressors x 1 s x 2 repetitions, then 5 runs per version per host); QUIHO_DEMO_MODE=default uses the
+# 43-stressor battery (much longer).
 # Needs root (cgroups); the report lands in .quiho/profile-report/report.html.
 set -euo pipefail
 cd "$(dirname "$0")/.."
