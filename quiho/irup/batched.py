@@ -6,8 +6,10 @@ differ (a bootstrap of hardware groups is a weight per row; a held-out group is 
 0). This module fits all of them in one compiled loop (numba), parallel over models:
 
 - one presort per stressor, shared by every model and tree;
-- each depth level of a tree is grown for all its nodes in one pass per stressor over the
-  presorted rows (``O(stressors × rows)`` per level);
+- each depth level of a tree keeps every open node's in-bag rows as one contiguous segment
+  per stressor, in that stressor's sorted order (a stable partition of the parent's segment),
+  so a split search is a sequential scan with its running sums in registers
+  (``O(stressors × rows)`` per level, no sorting after the presort);
 - the split rule is scikit-learn's ``DecisionTreeRegressor(criterion="friedman_mse")``
   as used by ``GradientBoostingRegressor``: Friedman's improvement proxy, thresholds at the
   midpoint of adjacent distinct values (float32 inputs, as scikit-learn converts them),
@@ -64,8 +66,14 @@ def _fit_one(  # noqa: PLR0912, PLR0915 - one compiled loop nest; splitting it c
 ):  # pragma: no cover - compiled
     """Grow model ``m``'s ensemble in place (trees, importances, predictions).
 
-    One function on purpose (~160 lines): it is the compiled inner loop nest (trees → levels →
-    stressors → presorted rows); splitting it into calls numba cannot inline costs speed.
+    One function on purpose (~190 lines): it is the compiled inner loop nest (trees → levels →
+    nodes → stressors → presorted rows); splitting it into calls numba cannot inline costs speed.
+
+    Each level keeps, per stressor, the in-bag rows of every open node as one contiguous
+    segment in that stressor's sorted order (a stable partition of the parent's segment, as
+    scikit-learn's presorted splitter did), so a node's split search is a sequential scan whose
+    running sums live in registers. The candidates are visited in the same order as a scan over
+    the whole presorted column, so the chosen splits are the same bit for bit.
     """
     n, p = X.shape
     n_nodes = 2 ** (max_depth + 1) - 1
@@ -87,7 +95,7 @@ def _fit_one(  # noqa: PLR0912, PLR0915 - one compiled loop nest; splitting it c
     for i in range(n):
         if wm[i] > 0:
             nin += 1
-    ordm = np.empty((p, nin), np.int64)
+    ordm = np.empty((p, nin), np.uint32)
     xsm = np.empty((p, nin))
     for j in range(p):
         c = 0
@@ -97,14 +105,17 @@ def _fit_one(  # noqa: PLR0912, PLR0915 - one compiled loop nest; splitting it c
                 ordm[j, c] = i
                 xsm[j, c] = X[i, j]
                 c += 1
+    # Two buffers for the per-level partitions (level 0 reads ordm/xsm directly).
+    ia = np.empty((p, nin), np.uint32)
+    xa = np.empty((p, nin))
+    ib = np.empty((p, nin), np.uint32)
+    xb = np.empty((p, nin))
+    seg = np.zeros(n_nodes, np.int64)
+    goleft = np.zeros(n, np.int64)
     nW = np.zeros(n_nodes)
     nS = np.zeros(n_nodes)
     nQ = np.zeros(n_nodes)
     nN = np.zeros(n_nodes, np.int64)
-    lW = np.zeros(n_nodes)
-    lS = np.zeros(n_nodes)
-    lN = np.zeros(n_nodes, np.int64)
-    last = np.zeros(n_nodes)
     bW = np.zeros(n_nodes)
     bS = np.zeros(n_nodes)
     bQ = np.zeros(n_nodes)
@@ -134,6 +145,9 @@ def _fit_one(  # noqa: PLR0912, PLR0915 - one compiled loop nest; splitting it c
                 nN[0] += 1
         for j in range(p):
             timp[j] = 0.0
+        seg[0] = 0
+        ci = ordm
+        cx = xsm
         for d in range(max_depth):
             first = 2 ** d - 1
             any_open = False
@@ -150,42 +164,56 @@ def _fit_one(  # noqa: PLR0912, PLR0915 - one compiled loop nest; splitting it c
                             pri[k, j] = _uniform(state, m)
             if not any_open:
                 break
-            for j in range(p):
-                for k in range(first, 2 * first + 1):
-                    lW[k] = 0.0
-                    lS[k] = 0.0
-                    lN[k] = 0
-                for q in range(nin):
-                    i = ordm[j, q]
-                    k = node[i]
-                    if k < first or not is_open[k]:
-                        continue
-                    wi = wm[i]
-                    v = xsm[j, q]
-                    if lN[k] > 0 and v > last[k] + _FEATURE_THRESHOLD:
-                        rW = nW[k] - lW[k]
-                        diff = rW * lS[k] - lW[k] * (nS[k] - lS[k])
-                        prox = diff * diff / (lW[k] * rW)
-                        take = False
-                        if bfeat[k] < 0 or prox > best[k] + _TIE * abs(best[k]):
-                            take = True
-                        elif prox >= best[k] - _TIE * abs(best[k]) and pri[k, j] < bpri[k] and bfeat[k] != j:
-                            take = True
-                        if take:
-                            best[k] = prox
-                            bpri[k] = pri[k, j]
-                            bfeat[k] = j
-                            th = last[k] / 2.0 + v / 2.0
-                            if th == v or not np.isfinite(th):
-                                th = last[k]
-                            bthr[k] = th
-                            bW[k] = lW[k]
-                            bS[k] = lS[k]
-                            bN[k] = lN[k]
-                    lW[k] += wi
-                    lS[k] += wi * r[i]
-                    lN[k] += 1
-                    last[k] = v
+            for k in range(first, 2 * first + 1):
+                if not is_open[k]:
+                    continue
+                s0 = seg[k]
+                s1 = s0 + nN[k]
+                tW = nW[k]
+                tS = nS[k]
+                kbest = best[k]
+                kpri = bpri[k]
+                kf = bfeat[k]
+                kthr = bthr[k]
+                kW = bW[k]
+                kS = bS[k]
+                kN = bN[k]
+                for j in range(p):
+                    pj = pri[k, j]
+                    lW = 0.0
+                    lS = 0.0
+                    lN = 0
+                    last = 0.0
+                    for q in range(s0, s1):
+                        i = ci[j, q]
+                        v = cx[j, q]
+                        if lN > 0 and v > last + _FEATURE_THRESHOLD:
+                            rW = tW - lW
+                            diff = rW * lS - lW * (tS - lS)
+                            prox = diff * diff / (lW * rW)
+                            if kf < 0 or prox > kbest or (prox >= kbest and pj < kpri and kf != j):
+                                kbest = prox
+                                kpri = pj
+                                kf = j
+                                th = last / 2.0 + v / 2.0
+                                if th == v or not np.isfinite(th):
+                                    th = last
+                                kthr = th
+                                kW = lW
+                                kS = lS
+                                kN = lN
+                        wi = wm[i]
+                        lW += wi
+                        lS += wi * r[i]
+                        lN += 1
+                        last = v
+                best[k] = kbest
+                bpri[k] = kpri
+                bfeat[k] = kf
+                bthr[k] = kthr
+                bW[k] = kW
+                bS[k] = kS
+                bN[k] = kN
             # Sum of squares of each chosen left child (kept out of the scan: one pass here is cheaper).
             for k in range(first, 2 * first + 1):
                 bQ[k] = 0.0
@@ -209,7 +237,40 @@ def _fit_one(  # noqa: PLR0912, PLR0915 - one compiled loop nest; splitting it c
             for i in range(n):
                 k = node[i]
                 if k >= first and feat[m, t, k] >= 0:
-                    node[i] = 2 * k + 1 if X[i, feat[m, t, k]] <= thr[m, t, k] else 2 * k + 2
+                    gl = X[i, feat[m, t, k]] <= thr[m, t, k]
+                    goleft[i] = gl
+                    node[i] = 2 * k + 1 if gl else 2 * k + 2
+            if d + 1 == max_depth:
+                break
+            # Stable partition of every split node's segment into its children's, per stressor.
+            ni = ia if d % 2 == 0 else ib  # level 0 reads ordm; then ia and ib alternate
+            nx = xa if d % 2 == 0 else xb
+            pos = 0
+            for k in range(first, 2 * first + 1):
+                if feat[m, t, k] >= 0:
+                    seg[2 * k + 1] = pos
+                    seg[2 * k + 2] = pos + nN[2 * k + 1]
+                    pos += nN[k]
+            for k in range(first, 2 * first + 1):
+                if feat[m, t, k] < 0:
+                    continue
+                s0 = seg[k]
+                s1 = s0 + nN[k]
+                la = seg[2 * k + 1]
+                ra = seg[2 * k + 2]
+                for j in range(p):
+                    lp = la
+                    rp = ra
+                    for q in range(s0, s1):
+                        i = ci[j, q]
+                        gl = goleft[i]  # branch-free: the side is data, a jump would be mispredicted
+                        dst = lp if gl else rp
+                        ni[j, dst] = i
+                        nx[j, dst] = cx[j, q]
+                        lp += gl
+                        rp += 1 - gl
+            ci = ni
+            cx = nx
         for k in range(n_nodes):
             val[m, t, k] = nS[k] / nW[k] if nW[k] > 0 else 0.0
         for i in range(n):

@@ -171,7 +171,10 @@ def _prepare(data: TargetData) -> tuple[pd.DataFrame, list[DroppedStressor], set
     dropped = [DroppedStressor(c, "zero variance across this target's rows") for c in X.columns if X[c].std() == 0]
     X = X.drop(columns=[d.stressor for d in dropped])
     units = _units(data)
-    cov = X.groupby(units).agg(lambda s: s.std(ddof=0) / s.mean() if len(s) > 1 and s.mean() else np.nan)
+    g = X.groupby(units)
+    mean = g.mean()
+    # Per-unit coefficient of variation; NaN for a unit of one row or a zero mean.
+    cov = (g.std(ddof=0) / mean.where(mean != 0)).where(g.size() > 1, axis=0)
     med_cov = cov.median()
     noisy = {str(c) for c in X.columns if np.isfinite(med_cov.get(c, np.nan)) and med_cov[c] > NOISY_COV}
     return X, dropped, noisy

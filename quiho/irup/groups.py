@@ -16,7 +16,6 @@ units closer than three times the measurement noise are the same hardware.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import combinations
 
 import numpy as np
 import pandas as pd
@@ -69,8 +68,12 @@ class HardwareGroups:
         return out
 
 
-def _dist(a: np.ndarray, b: np.ndarray) -> float:
-    return float(trim_mean(np.abs(a - b), 0.1))
+def _pair_dists(A: np.ndarray) -> np.ndarray:
+    """10 %-trimmed mean |Δ| of every pair of rows of ``A``, in ``combinations`` order (one vectorised call)."""
+    i, j = np.triu_indices(len(A), 1)
+    if len(i) == 0:
+        return np.zeros(0)
+    return np.asarray(trim_mean(np.abs(A[i] - A[j]), 0.1, axis=1), dtype=float)
 
 
 def hardware_groups(
@@ -124,15 +127,14 @@ def hardware_groups(
         stable = [c for c in L.columns if ratio[c] < stable_ratio] or list(L.columns)
     rep_d: list[float] = []
     for _, sub in L[stable].groupby(units.to_numpy()):
-        A = sub.to_numpy()
-        rep_d.extend(_dist(A[i], A[j]) for i, j in combinations(range(len(A)), 2))
+        rep_d.extend(_pair_dists(sub.to_numpy()).tolist())
     rep_distance = float(np.median(rep_d)) if rep_d else float("nan")
     threshold = max(min_threshold, noise_multiple * rep_distance) if rep_d else min_threshold
     M = med[stable].to_numpy()
     n = len(M)
     D = np.zeros((n, n))
-    for i, j in combinations(range(n), 2):
-        D[i, j] = D[j, i] = _dist(M[i], M[j])
+    iu, ju = np.triu_indices(n, 1)
+    D[iu, ju] = D[ju, iu] = _pair_dists(M)
     labels = fcluster(linkage(squareform(D, checks=False), "average"), threshold, "distance")
     # Renumber: largest group first, ties by first unit name, so labels are deterministic.
     lab = pd.Series(labels, index=med.index.astype(str))
