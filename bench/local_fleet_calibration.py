@@ -24,16 +24,12 @@ from quiho.fleet.calibrate import PREFAULT_MIB, choose, load_responses, measure_
 from quiho.fleet.emulate import local_fleet_lock
 
 
-def _load() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--record", type=Path, help="run the probes and write the responses here (JSON)")
     g.add_argument("--from", dest="src", type=Path, help="recorded responses: print the choice only")
-    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=4)
     ap.add_argument("--note", default="")
     a = ap.parse_args()
     if a.record:
@@ -41,7 +37,6 @@ def main() -> int:
         facts = machine_facts()
         runner = ProbeRunner(f"quiho-calbench-{os.getpid()}", PREFAULT_MIB, lambda m: print(m, file=sys.stderr))
         with local_fleet_lock() as waited:
-            load0 = _load()
             t0 = time.monotonic()  # the calibration's own time: from holding the lock
             try:
                 resp = measure_responses(runner, facts, a.reps)
@@ -49,8 +44,6 @@ def main() -> int:
                 runner.cleanup()
         resp["elapsed_s"] = round(time.monotonic() - t0, 2)
         resp["lock_wait_s"] = round(waited, 2)
-        resp["load_before_after"] = [load0, _load()]
-        resp["probe_runs"] = runner.runs
         resp["source"] = f"bench/local_fleet_calibration.py --record on {facts['cpu_model']}" + (
             f"; {a.note}" if a.note else "")
         a.record.parent.mkdir(parents=True, exist_ok=True)

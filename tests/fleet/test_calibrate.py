@@ -171,3 +171,26 @@ def test_fleet_show_prints_levels_period_effects_and_dropped_axes(tmp_path: Path
     quota = next(i for i, s in enumerate(lines) if s.lstrip().startswith("quota"))
     assert "levels 100/95/90/85" in lines[quota] and "20 ms: mean error" in lines[quota + 1]
     assert "(fails)" in lines[quota + 1]
+
+
+def test_fleet_show_command_text_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from quiho.cli.main import main
+
+    db = tmp_path / "q.db"
+    store = open_store(db)
+    c = choose(load_responses(AMD_ISSUE))
+    fleet_store.save_calibration(store, facts_key="a" * 64, facts={"cpu_model": "AMD EPYC"},
+                                 result={"choice": c.to_dict()}, inventory=str(tmp_path / "x.yml"), elapsed_s=3.0,
+                                 schema_version=1, quiho_version="test")
+    store.close()
+    assert main(["fleet", "show", "--store", str(db)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "no fleet hosts yet: run 'quiho fingerprint'"
+    assert "quota levels -, no quota, 0 hosts" in out[1]
+    assert any("not proportional at any probed period (20 ms: mean error" in s for s in out)
+    assert any("0 independent axis(es)" in s for s in out)
+    assert main(["fleet", "show", "--store", str(db), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["hosts"] == [] and doc["calibration"]["quota_levels"] == [] and doc["calibration"]["kept"] == []
+    assert {a["name"]: a["kept"] for a in doc["calibration"]["axes"]} == {
+        "quota": False, "page-size": False, "co-runner": False}

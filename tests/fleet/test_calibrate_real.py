@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -57,13 +58,15 @@ def test_calibration_probes_once_stores_writes_the_inventory_and_reprobes_on_new
     assert not forced.reused and forced.row_id > other.row_id
 
 
-def test_without_root_the_calibration_says_so(tmp_path: Path) -> None:
-    os.chmod(tmp_path, 0o777)
-    code = ("import sys\nfrom quiho.errors import InventoryError\nfrom quiho.fleet.calibrate import calibrate\n"
-            "from quiho.store import open_store\n"
-            f"st = open_store({str(tmp_path / 'n.db')!r})\n"
-            "try:\n    calibrate(st)\nexcept InventoryError as e:\n    print(e); sys.exit(7)\n")
-    r = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c", code],
-                       capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
+def test_without_root_the_calibration_says_so() -> None:
+    # a real unprivileged process (setpriv to nobody) with a store of its own in a directory it may write
+    with tempfile.TemporaryDirectory(prefix="quiho-noroot-") as d:
+        os.chmod(d, 0o777)
+        code = ("import sys\nfrom quiho.errors import InventoryError\nfrom quiho.fleet.calibrate import calibrate\n"
+                "from quiho.store import open_store\n"
+                f"st = open_store({str(Path(d) / 'n.db')!r})\n"
+                "try:\n    calibrate(st)\nexcept InventoryError as e:\n    print(e); sys.exit(7)\n")
+        r = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c",
+                            code], capture_output=True, text=True, timeout=120, check=False, cwd=d)
     assert r.returncode == 7, r.stderr
     assert "needs root" in r.stdout and "-i" in r.stdout
