@@ -531,6 +531,7 @@ def calibrate(
     from quiho import __version__
 
     runner = ProbeRunner(f"quiho-cal-{os.getpid()}", PREFAULT_MIB, on_step)
+    _say_if_busy(on_step)
     with measuring(store, "quiho fleet calibrate"), local_fleet_lock():
         t0 = time.monotonic()  # the calibration's own time, not the wait for the locks
         try:
@@ -551,6 +552,16 @@ def calibrate(
     row = fleet_store.latest_calibration(store, key)
     assert row is not None and int(row["id"]) == rid
     return _from_row(row, reused=False, probe_runs=runner.runs)
+
+
+def _say_if_busy(on_step: Callable[[str], None] | None) -> None:
+    """Tell ``on_step`` when another local-fleet measurement holds the machine-wide lock (the wait is silent)."""
+    try:
+        with local_fleet_lock(blocking=False):
+            return
+    except BlockingIOError:
+        if on_step is not None:
+            on_step("calibration: waiting for another local-fleet measurement on this machine to finish")
 
 
 def resolve_inventory(
