@@ -151,20 +151,25 @@ def _replicate_importances(
             min_samples_split=params.min_samples_split, seeds=np.array([drawn[s][1] + r for r, s in chunk]),
             n_jobs=n_jobs,
         )
-        for m, (r, s) in enumerate(chunk):
-            if formula == "classic":
-                imp[r, s] = fit.classic[m]
-            elif formula == "impurity":
-                imp[r, s] = fit.impurity[m]
-            else:
-                w = drawn[s][2]
-                oob = np.flatnonzero(w == 0)
-                if len(oob) < 2:
-                    continue
-                rng = np.random.default_rng([seed_states[s], r])
-                blocks = permutation_blocks(X[oob], rng, 1)
-                pred = predict_batched(fit, np.full(len(blocks), m), blocks, n_jobs=n_jobs)
-                imp[r, s] = permutation_scores(pred, fit.pred[m][oob], Y[r][oob], 1, float(np.var(Y[r])) or 1.0)
+        if formula != "permutation":
+            for m, (r, s) in enumerate(chunk):
+                imp[r, s] = fit.classic[m] if formula == "classic" else fit.impurity[m]
+            continue
+        # Permutation formula: the shuffled held-out rows of every model of one seed (same held-out
+        # groups) are predicted in one call.
+        for s in range(S):
+            oob = np.flatnonzero(drawn[s][2] == 0)
+            members = [(m, r) for m, (r, s_) in enumerate(chunk) if s_ == s]
+            if len(oob) < 2 or not members:
+                continue
+            blocks = [permutation_blocks(X[oob], np.random.default_rng([seed_states[s], r]), 1) for _, r in members]
+            models = np.concatenate([np.full(len(b), m) for (m, _), b in zip(members, blocks, strict=True)])
+            pred = predict_batched(fit, models, np.concatenate(blocks), n_jobs=n_jobs)
+            k = 0
+            for (m, r), b in zip(members, blocks, strict=True):
+                imp[r, s] = permutation_scores(pred[k:k + len(b)], fit.pred[m][oob], Y[r][oob], 1,
+                                               float(np.var(Y[r])) or 1.0)
+                k += len(b)
     with np.errstate(invalid="ignore"):
         return np.clip(np.nanmean(imp, axis=1), 0, None)
 
