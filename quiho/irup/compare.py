@@ -15,6 +15,12 @@ profile", :func:`quiho.irup.shift.shift_test`) the verdict needs the test: ``dif
 p < alpha *and* a divergence in the top ranks; ``equivalent`` = p ≥ alpha *and* the top ranks
 agree; otherwise ``inconclusive``. Without one (IRUPs of different fleets, or no runs at hand)
 the verdict is the walk's and says it is uncalibrated.
+
+An IRUP that is not meaningful (leave-one-group-out R² ≤ 0) cannot make the verdict
+``equivalent`` (a test that does not reject proves nothing without a model that predicts) nor an
+uncalibrated ``different``; a calibrated ``different`` stands, marked *tentative*: the test's
+size holds whatever the models' fit (``bench/irup_calibration.py``: self-pairs and planted
+nulls), but its ranks do not say which resource moved.
 """
 
 from __future__ import annotations
@@ -222,8 +228,10 @@ def compare_irups(
     Returns
     -------
     Comparison
-        ``verdict`` is ``equivalent``, ``different`` or ``inconclusive`` (either IRUP not
-        meaningful, or the walk and the permutation test disagree).
+        ``verdict`` is ``equivalent``, ``different`` or ``inconclusive`` (the walk and the permutation
+        test disagree, or an IRUP is not meaningful and the verdict would be ``equivalent`` or
+        uncalibrated; a calibrated ``different`` with a not-meaningful IRUP is kept and its reason
+        says *tentative*).
     """
     tol = stressor_tolerance(a, b, z=z, min_tol=min_tol)
     steps, first = _walk(a, b, tol, min_importance)
@@ -237,7 +245,14 @@ def compare_irups(
     shift_ = {k: round(cb.get(k, 0.0) - ca.get(k, 0.0), 4) for k in sorted(set(ca) | set(cb))}
     raw, reason = _decide(first, steps, top_k, shift)
     bad = [f"{x.target} is {x.validity.verdict}" for x in (a, b) if x.validity.verdict == "not-meaningful"]
-    if bad:
+    if bad and raw == "different" and shift is not None:
+        # The permutation test's size does not depend on how well an IRUP predicts (under "same
+        # profile" the runs are exchangeable within hosts), so its rejection stands; a profile that
+        # does not predict unseen hardware cannot say *which* resource moved, nor prove equivalence.
+        verdict_ = raw
+        reason += (f" (tentative: {'; '.join(bad)}: the dependence of the metric on the hardware changed beyond "
+                   "run-to-run noise, but these ranks do not establish which resource)")
+    elif bad:
         verdict_, reason = "inconclusive", f"{'; '.join(bad)}: it cannot prove a difference or an equivalence " \
                                            f"(the walk alone would say {raw}: {reason})"
     else:

@@ -262,6 +262,10 @@ def root_cause_hints(
         return tuple(hints)
     if comparison.verdict == "inconclusive":
         qualifier = "(profiles not meaningful or shift not established, read as a guess) "
+    elif "not-meaningful" in (a.validity.verdict, b.validity.verdict):
+        # a calibrated "different" stands, but a profile that does not predict cannot name the resource
+        qualifier = "(profile shift established by the permutation test, but a profile is not meaningful: which " \
+                    "resource moved is a guess) "
     elif "weak" in (a.validity.verdict, b.validity.verdict):
         # seen on the local fleet: two weak IRUPs of the SAME version compared as "different"
         qualifier = "(profiles only weakly valid: tentative) "

@@ -1,5 +1,6 @@
 """The batched engine against scikit-learn (the reference), and the calibrated profile-shift test."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from quiho.datasets import planted_profile
 from quiho.errors import NoCommonHosts
 from quiho.irup import ModelParams, TargetData, classic_importance, compare_irups, compute_irup, shift_test
 from quiho.irup.batched import fit_batched
+from quiho.profile.hints import root_cause_hints
 
 REFERENCE = Path(__file__).parent / "data" / "sklearn-paper-reference.json"
 SMALL = ModelParams(n_estimators=100)
@@ -108,11 +110,28 @@ def test_shift_test_finds_a_planted_shift_and_not_a_level_change():
     _, a2, b2 = planted_profile(n_groups=10, reps=3, bottleneck_a="stream", bottleneck_b="stream", random_state=1)
     same = shift_test(a2, b2, permutations=39, seeds=2, params=SMALL, n_jobs=2)
     assert same.p_value > 0.2
-    c = compare_irups(compute_irup(a, seeds=3, params=SMALL), compute_irup(b, seeds=3, params=SMALL), shift=shifted)
+    ia, ib = compute_irup(a, seeds=3, params=SMALL), compute_irup(b, seeds=3, params=SMALL)
+    c = compare_irups(ia, ib, shift=shifted)
     assert c.verdict == "different" and c.calibrated and c.p_value == shifted.p_value
     assert c.class_shift["memory"] < 0 < c.class_shift["cpu"]
     doc = c.to_dict()
     assert doc["p_value"] == pytest.approx(0.025) and doc["permutations"] == 39
+    # An IRUP that does not predict unseen hardware: the test's rejection still stands (its size does
+    # not depend on the fit), said as tentative, and the hints call the resource a guess; without the
+    # test (the uncalibrated walk), or for an equivalence, it proves nothing.
+    tentative = compare_irups(ia, _not_meaningful(ib), shift=shifted)
+    assert tentative.verdict == "different" and "tentative" in tentative.reason
+    assert f"{ib.target} is not-meaningful" in tentative.reason
+    hints = root_cause_hints(ia, _not_meaningful(ib), tentative)
+    assert any("which resource moved is a guess" in h.message for h in hints if h.kind != "validity")
+    assert compare_irups(ia, _not_meaningful(ib)).verdict == "inconclusive"
+    ia2, ib2 = compute_irup(a2, seeds=3, params=SMALL), compute_irup(b2, seeds=3, params=SMALL)
+    assert compare_irups(ia2, ib2, shift=same).verdict == "equivalent"
+    assert compare_irups(ia2, _not_meaningful(ib2), shift=same).verdict == "inconclusive"
+
+
+def _not_meaningful(irup):
+    return dataclasses.replace(irup, validity=dataclasses.replace(irup.validity, verdict="not-meaningful"))
 
 
 def test_shift_test_is_the_same_for_the_same_seed_and_needs_shared_hosts():
