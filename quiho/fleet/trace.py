@@ -284,12 +284,14 @@ class FleetTraceRun:
         return out
 
 
-#: Printed by the generated scripts around the traced command: tracer attached (the command is released
-#: right after) and the tracer's end (bpftrace's END, right after the command exits: not every kernel has the
-#: sched tracepoints that would time the exit itself; SystemTap's process.end), in the tracer's clock (ns).
-_LIFE = re.compile(rb"^quiho-(begin|exit) (\d+)\n?", re.M)
+#: Printed by the generated scripts around the traced command, in the tracer's clock (ns): the tracer attached
+#: (the command is released right after), the command called libc's exit() (a return from main does), and the
+#: tracer's end (bpftrace's END comes ~0.4 s after the command exits: only a fallback for commands that never
+#: call exit(); not every kernel has the sched tracepoints that would time the exit itself).
+_LIFE = re.compile(rb"^quiho-(begin|exit|end) (\d+)\n?", re.M)
 _BT_LIFE = ('BEGIN { printf("quiho-begin %lu\\n", nsecs); }',
-            'END { printf("quiho-exit %lu\\n", nsecs); }\n')
+            'uprobe:libc:exit /pid == cpid/ { printf("quiho-exit %lu\\n", nsecs); }\n'
+            'END { printf("quiho-end %lu\\n", nsecs); }\n')
 _STAP_LIFE = ('probe begin { printf("quiho-begin %d\\n", gettimeofday_ns()) }\n'
               'probe process.end { if (pid() == target()) printf("quiho-exit %d\\n", gettimeofday_ns()) }\n')
 
@@ -305,15 +307,15 @@ def _scripts(binary: Path, functions: tuple[str, ...]) -> tuple[str, str]:
 def split_lifetime(text: bytes) -> tuple[bytes, float | None]:
     """The event text without the lifetime lines, and the traced command's wall time from them (None if absent).
 
-    The time runs from the tracer's start (the command is held until the probes are attached) to its end
-    (the command has exited); the tracer's own start-up and detach are outside.
+    The time runs from the tracer's start (the command is held until the probes are attached) to the
+    command's call of ``exit()`` (else the tracer's end); the tracer's own start-up and detach are outside.
     """
-    begin: list[int] = []
-    exits: list[int] = []
+    seen: dict[bytes, list[int]] = {b"begin": [], b"exit": [], b"end": []}
     for m in _LIFE.finditer(text):
-        (begin if m.group(1) == b"begin" else exits).append(int(m.group(2)))
-    wall = (max(exits) - begin[0]) / 1e9 if begin and exits and max(exits) >= begin[0] else None
-    return (_LIFE.sub(b"", text) if begin or exits else text), wall
+        seen[m.group(1)].append(int(m.group(2)))
+    begin, stop = seen[b"begin"], seen[b"exit"] or seen[b"end"]
+    wall = (max(stop) - begin[0]) / 1e9 if begin and stop and max(stop) >= begin[0] else None
+    return (_LIFE.sub(b"", text) if any(seen.values()) else text), wall
 
 
 def _store_run(store: Store, spec: AppSpec, version: str, label: str, r: TracedRun, plan: TracePlan,

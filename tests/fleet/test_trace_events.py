@@ -90,6 +90,10 @@ def test_lifetime_lines_give_the_traced_wall_and_are_removed() -> None:
     text, wall = split_lifetime(b"quiho-begin 1000\n0 7 1500 0 0\n1 7 2500 0 0\nquiho-exit 2000001000\n")
     assert text == b"0 7 1500 0 0\n1 7 2500 0 0\n" and wall == pytest.approx(2.0)
     assert split_lifetime(b"0 7 1 0 0\n") == (b"0 7 1 0 0\n", None)
+    # exit() preferred over the tracer's end, which comes later
+    text, wall = split_lifetime(b"quiho-begin 0\nquiho-exit 1000000000\nquiho-end 1500000000\n")
+    assert text == b"" and wall == pytest.approx(1.0)
+    assert split_lifetime(b"quiho-begin 0\nquiho-end 1500000000\n")[1] == pytest.approx(1.5)
 
 
 def test_run_script_keeps_every_argument_whole(tmp_path: Path) -> None:
