@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import get_num_threads, njit, prange, set_num_threads
+from numba import get_num_threads, njit, prange, set_num_threads, set_parallel_chunksize
 
 __all__ = ["BatchedFit", "fit_batched", "predict_batched"]
 
@@ -412,7 +412,12 @@ def predict_batched(fit: BatchedFit, models: np.ndarray, Xq: np.ndarray, n_jobs:
 
 
 class _threads:
-    """Use ``n_jobs`` numba threads inside the block (-1 = all)."""
+    """Use ``n_jobs`` numba threads inside the block (-1 = all), handing out one model at a time.
+
+    Models differ in cost (a held-out fold keeps most rows, a bootstrap of groups fewer), so
+    the default static split of the model range between threads leaves one idle at the end;
+    chunks of one iteration are taken dynamically instead.
+    """
 
     def __init__(self, n_jobs: int) -> None:
         from numba import config
@@ -420,10 +425,13 @@ class _threads:
         most = int(getattr(config, "NUMBA_NUM_THREADS", 1))
         self.n = most if n_jobs is None or n_jobs < 1 else max(1, min(n_jobs, most))
         self.old = 0
+        self.old_chunk = 0
 
     def __enter__(self) -> None:
         self.old = get_num_threads()
         set_num_threads(self.n)
+        self.old_chunk = set_parallel_chunksize(1)
 
     def __exit__(self, *exc: object) -> None:
+        set_parallel_chunksize(self.old_chunk)
         set_num_threads(self.old)
