@@ -165,9 +165,10 @@ class _Cells:
         se = self.assumed.get(probe, _MEDIAN_SE * self.sd[probe] / math.sqrt(len(v)))
         return float(statistics.median(v)), se
 
-    def se_cell(self, probe: str, n: int = 3) -> float:
-        """SE of one cell's centre (``n`` repetitions, or the assumed SE)."""
-        return self.assumed.get(probe, _MEDIAN_SE * self.sd[probe] / math.sqrt(n))
+    def se_cell(self, probe: str) -> float:
+        """SE of one cell's centre (with these cells' median number of repetitions), or the assumed SE."""
+        n = statistics.median(len(c.get(probe) or []) for c in self.cells) if self.cells else 1
+        return self.assumed.get(probe, _MEDIAN_SE * self.sd[probe] / math.sqrt(max(n, 1)))
 
 
 def _effect(cs: _Cells, a: list[dict[str, Any]], b: list[dict[str, Any]], probe: str) -> tuple[float, float] | None:
