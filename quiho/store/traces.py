@@ -1,7 +1,9 @@
 """Store queries of the ``trace`` component: one ``trace_runs`` row per traced run.
 
 The calls themselves are Parquet files beside the store (written by :mod:`quiho.trace`); a row's
-``calls_path`` is relative to the store's directory.
+``calls_path`` is relative to the store's directory. ``APP@VERSION`` lookups see only standalone runs
+(``quiho trace``); runs a profile traced on the fleet (``batch`` set) belong to that profile, one per host, and are
+read through :func:`batch_trace_runs` (pooling them across hosts would mix machines).
 """
 
 from __future__ import annotations
@@ -78,21 +80,22 @@ def trace_run(store: Store, run_id: int) -> TraceRunRow | None:
 
 def latest_trace_run(store: Store, application: str, version: str) -> TraceRunRow | None:
     """The latest run of ``application`` at ``version``, or None."""
-    row = store.conn.execute("SELECT * FROM trace_runs WHERE application = ? AND version = ? ORDER BY id DESC "
-                             "LIMIT 1", (application, version)).fetchone()
+    row = store.conn.execute("SELECT * FROM trace_runs WHERE application = ? AND version = ? AND batch IS NULL "
+                             "ORDER BY id DESC LIMIT 1", (application, version)).fetchone()
     return None if row is None else _row(row)
 
 
 def trace_run_ids(store: Store, application: str, version: str) -> list[int]:
     """Ids of every run of ``application`` at ``version``, oldest first."""
     return [int(r[0]) for r in store.conn.execute(
-        "SELECT id FROM trace_runs WHERE application = ? AND version = ? ORDER BY id", (application, version))]
+        "SELECT id FROM trace_runs WHERE application = ? AND version = ? AND batch IS NULL ORDER BY id",
+        (application, version))]
 
 
 def has_trace_run(store: Store, application: str, version: str) -> bool:
     """Whether any run of ``application`` at ``version`` is stored."""
-    return store.conn.execute("SELECT 1 FROM trace_runs WHERE application = ? AND version = ? LIMIT 1",
-                              (application, version)).fetchone() is not None
+    return store.conn.execute("SELECT 1 FROM trace_runs WHERE application = ? AND version = ? AND batch IS NULL "
+                              "LIMIT 1", (application, version)).fetchone() is not None
 
 
 def batch_trace_runs(store: Store, application: str, batch: str) -> list[TraceRunRow]:

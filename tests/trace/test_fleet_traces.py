@@ -65,4 +65,10 @@ def test_hosts_that_disagree_give_not_meaningful(tmp_path: Path, synthetic_calls
     assert odd.verdict.value == "not-meaningful" and "disagree" in odd.reason
     assert math.isnan(odd.share)  # no metric given: no share claimed
     assert fleet_traces(st, "app", "v1", "v2", "profile-none") is None
+    # APP@VERSION lookups (quiho detect, the profile's join of standalone `quiho trace` runs) never pool a
+    # profile's per-host runs across machines
+    from quiho.profile.traces import join_traces
+    from quiho.store.traces import has_trace_run
+
+    assert not has_trace_run(st, "app", "v1") and join_traces(st, "app", "v1", "v2") is None
     st.close()
