@@ -46,6 +46,8 @@ def functions_figure(samples: dict[str, Any], version_a: str, label_b: str, orde
     n = max(len(fns), 1)
     fig, axes = plt.subplots(1, n, figsize=(4.0 * n, 3.4), squeeze=False)
     for ax, fn in zip(axes[0], fns, strict=False):
+        ys = [np.asarray(v[1], float) / 1e3 for v in samples["functions"][fn].values() if len(v[1])]
+        top = 1.5 * float(np.quantile(np.concatenate(ys), 0.99)) if ys else 1.0
         for label, marker, style, colour in ((version_a, "o", "-", "#777777"), (label_b, "^", "--", "#111111")):
             xy = samples["functions"][fn].get(label)
             if xy is None or len(xy[0]) == 0:
@@ -59,8 +61,14 @@ def functions_figure(samples: dict[str, Any], version_a: str, label_b: str, orde
         ax.set_title(fn, fontsize=9)
         ax.set_xlabel("call order")
         ax.set_ylabel("inclusive time per call (µs)")
-        ax.set_ylim(bottom=0)
-        ax.legend(fontsize=7, loc="best")
+        # preempted calls (ms on a shared machine) would squash the rest: the axis stops at 1.5 x the 99th
+        # percentile and says how many calls lie above it
+        above = sum(int((y > top).sum()) for y in ys)
+        ax.set_ylim(0, top if top > 0 else None)
+        if above:
+            ax.text(0.99, 0.98, f"{above} call(s) above the axis", transform=ax.transAxes, ha="right", va="top",
+                    fontsize=7)
+        ax.legend(fontsize=7, loc="lower right")
     if not fns:
         axes[0][0].text(0.5, 0.5, "no traced calls", ha="center", va="center")
         axes[0][0].set_axis_off()
