@@ -91,8 +91,8 @@ def row(name: str, results: list, t0: float) -> str:
 
 HEAD = (f"{'set':<34} {'pairs':>5} {'different':>9} {'equivalent':>10} {'inconclusive':>12} {'diff rate':>9} "
         f"{'p<.05':>6} {'not-m.':>6} {'median p':>8} {'time s':>7}\n"
-        "(p<.05: the permutation test alone; not-m.: pairs where an IRUP is not meaningful, which makes the verdict "
-        "inconclusive whatever the test says)")
+        "(p<.05: the permutation test alone; not-m.: pairs where an IRUP is not meaningful: no 'equivalent' "
+        "then, and a 'different' is tentative)")
 
 
 def self_pairs(st, args) -> list:

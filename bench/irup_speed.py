@@ -103,13 +103,15 @@ def main() -> None:
     print(f"cores: {os.cpu_count()}, seeds: {args.seeds}, load average before: {os.getloadavg()[0]:.2f}")
     print(f"case: stream/add-1, {len(data.y)} rows x {X_df.shape[1]} stressors, {args.seeds}-seed classic IRUP + "
           "validity folds, paper hyper-parameters")
-    print(f"{'engine':<10} {'IRUP s':>7} {'1 sklearn fit s':>15} {'ratio':>6} {'rho':>6} {'top3':>5}  top-3")
+    print(f"{'engine':<10} {'IRUP s':>7} {'IRUP cpu s':>10} {'1 sklearn fit s':>15} {'ratio':>6} {'rho':>6} {'top3':>5}"
+          f"  top-3  load")
     ref: dict[str, float] = {}
     for engine in ("sklearn", "batched", "lightgbm", "xgboost"):
         t0 = time.perf_counter()
         ModelParams().make(0).fit(X_df.to_numpy(float), data.y.to_numpy(float))
         one = time.perf_counter() - t0
         _engine._LOGO_CACHE.clear()
+        c0 = time.process_time()  # this process's threads; scikit-learn's joblib workers are other processes
         if engine in ("sklearn", "batched"):
             t0 = time.perf_counter()
             irup = compute_irup(data, seeds=args.seeds, params=ModelParams(engine=engine))
@@ -128,14 +130,17 @@ def main() -> None:
             ref = imp
         rho, top3 = agreement(ref, imp)
         top = ", ".join(sorted(imp, key=lambda k: -imp[k])[:3])
-        print(f"{engine:<10} {took:>7.1f} {one:>15.2f} {took / one:>6.2f} {rho:>6.3f} {top3:>3}/3  {top}", flush=True)
+        cpu = f"{time.process_time() - c0:>10.1f}" if engine != "sklearn" else f"{'(workers)':>10}"
+        print(f"{engine:<10} {took:>7.1f} {cpu} {one:>15.2f} {took / one:>6.2f} {rho:>6.3f} {top3:>3}/3  {top}  "
+              f"{os.getloadavg()[0]:.2f}", flush=True)
     print("\nprofile-shift test (200 within-host permutations, 3 seeds per IRUP, 250 trees, lr 0.04, batched):")
     _, a, b = planted_profile(n_groups=8, reps=5, stressors=QUICK, bottleneck_b="cpu", random_state=0)
     for name, (da, db) in (("planted 8 hosts x 5 runs x 7 stressors", (a, b)),
                            ("MariaDB innodb_load 8 hosts x 5 runs x 41", mariadb)):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         t = shift_test(da, db, permutations=200)
-        print(f"  {name:<42} {time.perf_counter() - t0:>6.1f} s  p = {t.p_value:.3f}", flush=True)
+        print(f"  {name:<42} {time.perf_counter() - t0:>6.1f} s wall {time.process_time() - c0:>6.1f} s cpu  "
+              f"p = {t.p_value:.3f}  load {os.getloadavg()[0]:.2f}", flush=True)
     print(f"load average after: {os.getloadavg()[0]:.2f} (other work on the machine inflates the times)")
 
 
