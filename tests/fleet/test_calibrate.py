@@ -197,3 +197,29 @@ def test_fleet_show_command_text_and_json(tmp_path: Path, capsys: pytest.Capture
     assert doc["hosts"] == [] and doc["calibration"]["quota_levels"] == [] and doc["calibration"]["kept"] == []
     assert {a["name"]: a["kept"] for a in doc["calibration"]["axes"]} == {
         "quota": False, "page-size": False, "co-runner": False}
+
+
+def test_default_inventory_comes_from_the_stored_calibration_and_says_why_it_cannot(tmp_path: Path) -> None:
+    from quiho.fleet._probes import facts_key, machine_facts
+    from quiho.fleet.calibrate import resolve_inventory
+
+    store = open_store(tmp_path / "q.db")
+    assert resolve_inventory("inventories/local.yml", store) == "inventories/local.yml"  # -i: as is
+    facts = machine_facts()
+    amd = choose(load_responses(AMD_ISSUE))  # nothing kept: no hosts
+    fleet_store.save_calibration(store, facts_key=facts_key(facts), facts=facts, result={"choice": amd.to_dict()},
+                                 inventory=str(tmp_path / "none.yml"), elapsed_s=1.0, schema_version=1,
+                                 quiho_version="test")
+    with pytest.raises(InventoryError, match="cannot emulate distinct machines here .*quota: not proportional"):
+        resolve_inventory(None, store)
+    # one axis left: the inventory is used, and the weak-IRUP warning reaches on_step before anything runs
+    one = choose(_synthetic(thp_mem=0.0, thp_cpu=0.0, co_mem=0.0, co_cpu=0.0, bend={100000: 0.0, 20000: 0.0}))
+    path = tmp_path / "one.yml"
+    text = inventory_text(one, facts, facts_key(facts))
+    fleet_store.save_calibration(store, facts_key=facts_key(facts), facts=facts,
+                                 result={"choice": one.to_dict(), "inventory_text": text}, inventory=str(path),
+                                 elapsed_s=1.0, schema_version=1, quiho_version="test")
+    said: list[str] = []
+    assert resolve_inventory(None, store, said.append) == str(path)
+    assert path.read_text() == text  # written again from the row: nothing probed
+    assert any("IRUPs will be weak" in s for s in said)
