@@ -223,3 +223,15 @@ def test_default_inventory_comes_from_the_stored_calibration_and_says_why_it_can
     assert resolve_inventory(None, store, said.append) == str(path)
     assert path.read_text() == text  # written again from the row: nothing probed
     assert any("IRUPs will be weak" in s for s in said)
+
+
+def test_emulate_script_refuses_a_bad_cfs_period_before_touching_anything() -> None:
+    import subprocess
+
+    script = Path(__file__).resolve().parents[2] / "playbooks" / "files" / "quiho-emulate.sh"
+    cg = "/sys/fs/cgroup/cpu/qh-none-period"
+    for period, why in (("5o", "bad CFS period"), ("999", "outside 1000..1000000"), ("2000000", "outside")):
+        r = subprocess.run(["sh", str(script), "start", cg, "50", "none", "10", "keep", period],
+                           capture_output=True, text=True, check=False)
+        assert r.returncode == 2 and why in r.stderr, (period, r.stderr)
+    assert not Path(cg).exists()
