@@ -8,7 +8,9 @@ runs), so load, CPU model and cache sizes of one machine never mix with another'
   too small or too uncertain to name). The verdict is the option that a strict majority (> half) of those
   hosts chose. No strict majority (e.g. 4 degradations and 4 optimizations, or 4 degradations and 4
   unchanged of 8) means the hosts disagree: ``not-meaningful``. So does a function traced by fewer than
-  ``min_hosts`` hosts (default 3: with two hosts a bootstrap over hosts has four possible samples).
+  ``min_hosts`` hosts (default 3: with two hosts a bootstrap over hosts has four possible samples), and a
+  majority for a change whose bootstrap CI over hosts (below) includes no change: the fleet cannot tell that
+  change from the hosts' spread (a load shift on two of three hosts flags every function there, both ways).
 * **Magnitude** = the median of the per-host relative magnitudes over every voting host (flagged or not),
   with a percentile **bootstrap CI over hosts** (hosts resampled with replacement; seeded, hosts taken in
   name order so the result does not depend on the order they were given in).
@@ -55,7 +57,7 @@ class FleetFunctionVerdict:
     verdict : State
         ``degradation`` / ``optimization`` (a strict majority of the voting hosts flagged it in that
         direction), ``no-change`` (a strict majority did not flag it) or ``not-meaningful`` (no strict
-        majority, or fewer than ``min_hosts`` hosts).
+        majority, fewer than ``min_hosts`` hosts, or a majority for a change whose CI over hosts includes 0).
     kind : str
         The most frequent change kind among the hosts flagged in the verdict's direction; ``""`` otherwise.
     magnitude : float
@@ -249,14 +251,17 @@ def fleet_function_verdicts(
         verdict, reason = _vote([by_host[h].state for h in hosts], min_hosts)
         deg = sum(by_host[h].state is State.DEGRADATION for h in hosts)
         opt = sum(by_host[h].state is State.OPTIMIZATION for h in hosts)
+        ci = _bootstrap_median(m, n_boot, confidence, _rng(random_state, function))
+        if verdict in (State.DEGRADATION, State.OPTIMIZATION) and not (ci[0] > 0 or ci[1] < 0):
+            verdict, reason = State.NOT_MEANINGFUL, (
+                f"{reason}, but the {confidence:.0%} CI over hosts ({ci[0]:+.1%} … {ci[1]:+.1%}) includes no change")
         if verdict in (State.DEGRADATION, State.OPTIMIZATION):
             same = [by_host[h] for h in hosts if by_host[h].state is verdict]
             kind, n_flagged = _kind(same), len(same)
         else:
             kind, n_flagged = "", deg + opt
         out.append(FleetFunctionVerdict(
-            function, verdict, kind, float(np.median(m)) if m.size else float("nan"),
-            _bootstrap_median(m, n_boot, confidence, _rng(random_state, function)), n_flagged, len(hosts),
+            function, verdict, kind, float(np.median(m)) if m.size else float("nan"), ci, n_flagged, len(hosts),
             _share(hosts, mags, function, exclusive_ns, metric_change), deg, opt, skipped, reason,
         ))
     return out

@@ -123,11 +123,24 @@ def test_hosts_that_did_not_trace_or_could_not_judge_do_not_vote():
 
 
 def test_kind_is_the_majority_kind_of_the_flagged_hosts():
-    kinds = ["linear", "linear", "constant", "quadratic"]
+    kinds = ["linear", "linear", "linear", "constant", "constant", "quadratic"]
     by_host = {f"h{i}": [_change("f", State.DEGRADATION, 0.3, k)] for i, k in enumerate(kinds)}
     by_host["h9"] = [_change("f", State.OPTIMIZATION, -0.3, "exponential")]
     (v,) = fleet_function_verdicts(by_host)
-    assert v.kind == "linear" and v.hosts_flagged == 4 and v.optimizations == 1
+    assert v.verdict is State.DEGRADATION
+    assert v.kind == "linear" and v.hosts_flagged == 6 and v.optimizations == 1
+
+
+def test_a_majority_whose_interval_over_hosts_includes_no_change_is_not_meaningful():
+    # a 3-host self-comparison (tags@v1 vs itself) under a load shift: two hosts flag every function slower,
+    # the third runs it faster; 2 of 3 is a majority, but the median's CI over hosts spans zero
+    by_host = {"a": [_change("f", State.DEGRADATION, 0.12)], "b": [_change("f", State.DEGRADATION, 0.06)],
+               "c": [_change("f", State.NO_CHANGE, -0.04)]}
+    (v,) = fleet_function_verdicts(by_host)
+    assert v.verdict is State.NOT_MEANINGFUL and "includes no change" in v.reason and v.ci[0] < 0 < v.ci[1]
+    by_host["c"] = [_change("f", State.NO_CHANGE, 0.01)]  # the same majority, every host on one side
+    (v,) = fleet_function_verdicts(by_host)
+    assert v.verdict is State.DEGRADATION and v.ci[0] > 0
 
 
 def test_seeded_and_independent_of_host_order_and_other_functions():
