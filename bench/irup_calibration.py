@@ -104,7 +104,7 @@ def self_pairs(st, args) -> list:
         for _ in range(args.splits):
             a, b = split_halves(data, rng)
             try:
-                out.append(judge(a, b, args, seed=int(rng.integers(1 << 30))))
+                out.append(judge(a, b, args, importance=args.formula, seed=int(rng.integers(1 << 30))))
             except NotEnoughData as exc:
                 print(f"  skipped a split of {target}: {exc}", flush=True)
     return out
@@ -116,7 +116,7 @@ def planted(args, same: bool, n_groups: int = 8) -> list:
         # the generator's defaults (one host per hardware group, 3 runs each) on 8 or 12 groups
         _, a, b = planted_profile(n_groups=n_groups, bottleneck_a="stream", bottleneck_b="stream" if same else "cpu",
                                   change=1.0 if same else 1.5, random_state=100 + k)
-        out.append(judge(a, b, args, seed=k))
+        out.append(judge(a, b, args, importance=args.formula, seed=k))
     return out
 
 
@@ -133,7 +133,7 @@ def noise_null(args, n_groups: int = 8) -> list:
         rng = np.random.default_rng(300 + k)
         a, b = (TargetData(d.target, d.X, d.y * 0 + rng.lognormal(size=len(d.y)), d.meta, d.unit,
                            d.higher_is_better) for d in (a, b))
-        out.append(judge(a, b, args, seed=k))
+        out.append(judge(a, b, args, importance=args.formula, seed=k))
     return out
 
 
@@ -177,6 +177,8 @@ def main() -> None:
     ap.add_argument("--planted", type=int, default=20, help="planted pairs (shifted, and as many unshifted)")
     ap.add_argument("--seeds", type=int, default=5, help="seeds of the displayed IRUPs")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--formula", default="classic", help="importance formula of the planted, noise and self-pair "
+                    "rows (classic or permutation)")
     ap.add_argument("--jobs", type=int, default=-1)
     ap.add_argument("--csv", type=Path, default=CSV)
     ap.add_argument("--profile-store", type=Path, default=None, help="store with local-fleet nadds1/nadds30 profiles")
@@ -184,7 +186,8 @@ def main() -> None:
     ap.add_argument("--skip", default="", help="comma list of sections to skip: self,planted,noise,mariadb")
     args = ap.parse_args()
     skip = set(args.skip.split(","))
-    print(f"cores: {os.cpu_count()}, permutations: {args.permutations}, displayed-IRUP seeds: {args.seeds}, "
+    print(f"cores: {os.cpu_count()}, formula: {args.formula}, permutations: {args.permutations}, "
+          f"displayed-IRUP seeds: {args.seeds}, "
           f"load average before: {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
         st = open_store(Path(tmp) / "q.db")
