@@ -17,15 +17,18 @@ within-cell standard deviation of the log times (or an assumed ``cell_se`` for r
 The page-size and co-runner decisions and the planned levels use the unthrottled cells only (noise included),
 so they are the same before and after the quota cells are probed.
 
-- **page size** (THP never vs always, unthrottled): ``E_mem``/``E_cpu`` = log(t_never / t_always) of the memory and
-  CPU probe. Kept if ``|E_mem| > 3 SE``, ``|E_mem| > log 1.05`` and ``|E_cpu| <= |E_mem| / 3`` (it must act on
-  memory, at least three times as much as on speed, or it is a second speed knob that orders memory- and
-  cpu-class stressors alike).
-- **co-runner** (a stream stressor on CPU 1): ``E = log(t_with / t_without)``; kept if it moves the memory probe
-  measurably (same two bounds) and the CPU probe not (``|E_cpu| < log 1.05`` or ``<= |E_mem| / 3``). A noise-based
-  "not measurable" is not enough here: on a loaded VM the co-runner pushed other work onto CPU 0 and slowed the
-  CPU probe 30 %, within its 3 SE.
-- **quota levels**: equal log steps from 100 %; step = max(R / (k - 1), log 1.05, 3 SE of a cell centre), where R
+- **page size** (THP never vs always, unthrottled): ``E_mem``/``E_cpu`` = the mean within-round log ratio
+  t_never / t_always of the memory and CPU probe (the rounds pair the cells, so the drift of a VM's memory speed
+  over seconds cancels; medians for responses recorded as medians). Kept if ``|E_mem| > 3 SE``,
+  ``|E_mem| > log 1.05``, and the CPU probe does not move (``|E_cpu| <= 2 SE`` or ``< log 1.05``) or moves at most a
+  third as much (it must act on memory, not be a second speed knob that orders memory- and cpu-class stressors
+  alike). A CPU effect within its noise is no evidence against the axis.
+- **co-runner** (a stream stressor on CPU 1): ``E = log(t_with / t_without)``, paired the same way; kept if it
+  moves the memory probe measurably (same two bounds) and the CPU probe not (``|E_cpu| < log 1.05`` or
+  ``<= |E_mem| / 3``). A noise-based "not measurable" is not enough here: on a loaded VM the co-runner pushed
+  other work onto CPU 0 and slowed the CPU probe 30 %, within its 3 SE.
+- **quota levels**: equal log steps from 100 %; step = max(R / (k - 1), log 1.05, 2 SE of a fleet host's median
+  with the probes' per-run noise and the fleet's 5 runs), where R
   is the largest kept memory-axis effect (axes of comparable size) and k the number of levels (4 with page size
   kept, 8 when quota is the only axis, 2 with three axes, so the fleet stays at 8 hosts).
 - **CFS period**: at every probed period and quota level, the error ``|log slowdown - log(100/q)|`` of each probe
@@ -69,6 +72,8 @@ MIN_STEP = math.log(1.05)  # IRUP hardware grouping merges hosts closer than 5 %
 #: Lowest quota level: below it a host runs > 2x slower and the demo's time budget breaks.
 MIN_QUOTA = 50
 PREFAULT_MIB = 512
+#: Runs per host and version in a profile (ProfileDefaults.repetitions): the sample size of a host's median.
+FLEET_REPS = 5
 _MEDIAN_SE = 1.2533  # sqrt(pi/2): SE of a median relative to that of a mean (normal noise)
 
 
@@ -178,6 +183,30 @@ def _effect(cs: _Cells, a: list[dict[str, Any]], b: list[dict[str, Any]], probe:
     return ca[0] - cb[0], math.hypot(ca[1], cb[1])
 
 
+def _paired_effect(cs: _Cells, a: list[dict[str, Any]], b: list[dict[str, Any]],
+                   probe: str) -> tuple[float, float] | None:
+    """Effect of condition ``a`` over ``b`` from the repetitions paired by round (mean log ratio, its SE).
+
+    The probes run round-robin, one repetition of every cell per round, so a round's cells ran seconds apart.
+    On a VM the speed of memory-bound work drifts over seconds (measured here: the same memory probe at 0.22-0.34 s
+    within one minute, 2 vCPUs, load < 1), which an unpaired comparison counts as noise; the within-round log
+    ratios cancel it. Falls back to :func:`_effect` (medians) for responses recorded as medians only, or when the
+    conditions are pooled over several cells or have fewer than 3 paired rounds.
+    """
+    if "memory" in cs.assumed or len(a) != 1 or len(b) != 1:
+        return _effect(cs, a, b, probe)
+    xa, xb = a[0].get(probe) or [], b[0].get(probe) or []
+    d = [math.log(u / v) for u, v in zip(xa, xb, strict=False) if u and v and u > 0 and v > 0]
+    if len(d) < 3:
+        return _effect(cs, a, b, probe)
+    return statistics.fmean(d), statistics.stdev(d) / math.sqrt(len(d))
+
+
+def _moves(e: tuple[float, float]) -> bool:
+    """The effect is there at all: beyond 2 SE and beyond the 5 % grouping resolution."""
+    return abs(e[0]) > 2 * e[1] and abs(e[0]) >= MIN_STEP
+
+
 def _measurable(e: tuple[float, float] | None) -> bool:
     return e is not None and abs(e[0]) > 3 * e[1] and abs(e[0]) > MIN_STEP
 
@@ -188,23 +217,24 @@ def _fmt(e: tuple[float, float] | None) -> str:
 
 def _page_axis(cs: _Cells) -> AxisEffect:
     never, always = cs.find(thp="never"), cs.find(thp="always")
-    em, ec = _effect(cs, never, always, "memory"), _effect(cs, never, always, "cpu")
+    em, ec = _paired_effect(cs, never, always, "memory"), _paired_effect(cs, never, always, "cpu")
     if em is None or ec is None:
         return AxisEffect("page-size", False, None, None, None, None, (), "THP always/never not measured "
                           "(THP not offered by this kernel?)")
     text = f"4 KiB vs huge pages: memory probe {_fmt(em)}, CPU probe {_fmt(ec)}"
+    # A CPU-probe effect within its noise is no evidence of a speed knob (a point estimate of noise is not).
     fails = ([] if _measurable(em) else ["no measurable effect on memory (needs > 5 % and > 3 SE)"]) + (
         ["it moves the CPU probe as much as the memory probe (a speed knob, not memory)"]
-        if abs(ec[0]) >= abs(em[0]) else
+        if _moves(ec) and abs(ec[0]) >= abs(em[0]) else
         ["it moves the CPU probe more than a third as much as the memory probe"]
-        if abs(ec[0]) > abs(em[0]) / 3 else [])
+        if _moves(ec) and abs(ec[0]) > abs(em[0]) / 3 else [])
     keep, why = not fails, ": ".join([text, *fails])
     return AxisEffect("page-size", keep, em[0], em[1], ec[0], ec[1], ("never", "always") if keep else (), why)
 
 
 def _corunner_axis(cs: _Cells) -> AxisEffect:
     alone, co = cs.find(), cs.find(corunner="stream")
-    em, ec = _effect(cs, co, alone, "memory"), _effect(cs, co, alone, "cpu")
+    em, ec = _paired_effect(cs, co, alone, "memory"), _paired_effect(cs, co, alone, "cpu")
     if em is None or ec is None:
         return AxisEffect("co-runner", False, None, None, None, None, (), "not measured")
     text = f"stream co-runner on CPU 1: memory probe {_fmt(em)}, CPU probe {_fmt(ec)}"
@@ -214,7 +244,7 @@ def _corunner_axis(cs: _Cells) -> AxisEffect:
     return AxisEffect("co-runner", keep, em[0], em[1], ec[0], ec[1], ("none", "stream") if keep else (), why)
 
 
-def quota_levels(effect: float, n_levels: int, noise_se: float) -> tuple[tuple[int, ...], float]:
+def quota_levels(effect: float, n_levels: int, noise_step: float) -> tuple[tuple[int, ...], float]:
     """Quota levels (% of one CPU) from 100 down in equal log steps, and the step.
 
     Parameters
@@ -223,8 +253,9 @@ def quota_levels(effect: float, n_levels: int, noise_se: float) -> tuple[tuple[i
         Log range to span (the largest kept memory-axis effect; 0: only the floors decide).
     n_levels : int
         Number of levels (≥ 2).
-    noise_se : float
-        SE of one cell's centre (log); the step is at least 3 of them and at least log 1.05.
+    noise_step : float
+        Smallest step the fleet's own noise resolves (log; :func:`_first_phase`); the step is at least this and
+        at least log 1.05.
 
     Level i is ``100 exp(-i step)`` rounded to a whole percent, lowered where rounding left less than 5 % to the
     level above; levels below :data:`MIN_QUOTA` are not used (noisy probes can leave fewer than ``n_levels``).
@@ -234,7 +265,7 @@ def quota_levels(effect: float, n_levels: int, noise_se: float) -> tuple[tuple[i
     >>> quota_levels(math.log(1.18), 4, 0.005)[0]
     (100, 95, 90, 85)
     """
-    step = max(abs(effect) / max(n_levels - 1, 1), MIN_STEP, 3 * noise_se)
+    step = max(abs(effect) / max(n_levels - 1, 1), MIN_STEP, noise_step)
     levels = [100]
     for i in range(1, n_levels):
         nxt = min(round(100 * math.exp(-i * step)), math.floor(levels[-1] / math.exp(MIN_STEP) + 1e-9))
@@ -254,6 +285,20 @@ class _FirstPhase:
     wanted: int
 
 
+def _noise_step(base: _Cells) -> float:
+    """Two SEs of a fleet host's median (log): the smallest quota step the fleet's measurements resolve.
+
+    Adjacent hosts are told apart by the fleet's own medians (:data:`FLEET_REPS` runs per host), not by the
+    calibration's: the per-run noise ``sd`` is the probes' (unpaired: it includes the drift between hosts measured
+    minutes apart), the sample size the fleet's. (Three SEs of a 4-repetition probe cell, the first rule, tied the
+    fleet's levels to the calibration's own sample size: 20-40 % steps and 3 hosts on this VM.) Responses recorded
+    as medians give their assumed SE of a cell median, a median of several runs as a host's is.
+    """
+    if "memory" in base.assumed:
+        return 2 * max(base.assumed.values())
+    return 2 * _MEDIAN_SE * max(base.sd.values()) / math.sqrt(FLEET_REPS)
+
+
 def _first_phase(resp: dict[str, Any]) -> _FirstPhase:
     """Page-size and co-runner axes and the planned quota levels, from the unthrottled cells only.
 
@@ -265,7 +310,7 @@ def _first_phase(resp: dict[str, Any]) -> _FirstPhase:
     others = [a for a in (page, co) if a.kept]
     n = {0: 8, 1: 4}.get(len(others), 2)
     effect = max((abs(a.effect_memory or 0.0) for a in others), default=0.0)
-    levels, step = quota_levels(effect, n, max(base.se_cell("memory"), base.se_cell("cpu")))
+    levels, step = quota_levels(effect, n, _noise_step(base))
     return _FirstPhase(base, page, co, levels, step, n)
 
 
@@ -362,8 +407,9 @@ def choose(responses: dict[str, Any]) -> Choice:
                         f"{wanted} levels fit above {MIN_QUOTA} % (calibrate again on a quieter machine)")
     load = responses.get("load_before_after") or []
     ncpu = int((responses.get("facts") or {}).get("online_cpus") or 0)
-    if load and ncpu and max(x[0] for x in load) > 0.5 * ncpu:
-        warnings.append(f"the machine was busy while probed (1-min load average {max(x[0] for x in load):.1f} on "
+    # the load before probing: while probing, the probes themselves keep one CPU busy (load ~1 on an idle box)
+    if load and ncpu and load[0][0] > 0.5 * ncpu:
+        warnings.append(f"the machine was busy when probed (1-min load average {load[0][0]:.1f} on "
                         f"{ncpu} CPUs): the noise, hence the levels, may reflect that load; rerun 'quiho fleet "
                         "calibrate --force' when it is quiet")
     kept = [a for a in axes if a.kept]

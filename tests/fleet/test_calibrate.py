@@ -23,6 +23,8 @@ AMD_ISSUE = DATA / "amd-epyc-issue15.json"
 #: minutes apart chose different fleets (8 hosts: quota x page size; 4 hosts: quota only), which is the point of
 #: the busy-machine warning.
 THIS_VM = sorted(DATA.glob("this-vm-*.json"))
+#: Recorded by the demo's first calibration on this VM at load 0.9 (run 2 of the lead's five fresh runs).
+QUIET_VM = DATA / "quiet-vm-amd-epyc-1710.json"
 
 
 def _synthetic(*, thp_mem: float, thp_cpu: float, co_mem: float, co_cpu: float,
@@ -89,10 +91,10 @@ def test_a_memory_only_co_runner_is_a_third_axis_and_the_fleet_stays_at_eight_ho
     assert "local-q100-thp-co" in [n for n, _ in c.hosts]
 
 
-def test_quota_levels_keep_steps_of_five_percent_and_three_noise_se() -> None:
+def test_quota_levels_keep_steps_of_five_percent_and_the_noise_step() -> None:
     levels, step = quota_levels(math.log(1.10), 4, 0.0)
     assert step == pytest.approx(MIN_STEP) and levels == (100, 95, 90, 85)
-    levels, step = quota_levels(0.0, 8, 0.05)  # noise: steps of 3 SE = 16 %, only 5 levels fit above 50 %
+    levels, step = quota_levels(0.0, 8, 0.15)  # noise: steps of 16 %, only 5 levels fit above 50 %
     assert step == pytest.approx(0.15) and levels == (100, 86, 74, 64, 55)
 
 
@@ -120,7 +122,7 @@ def test_amd_numbers_of_the_issue_drop_both_axes_whatever_the_assumed_noise() ->
 def test_this_vm_and_the_issue_lead_to_different_levels_and_no_far_off_level(recorded: Path) -> None:
     amd, here = choose(load_responses(AMD_ISSUE)), choose(load_responses(recorded))
     assert (here.quota_levels, here.period_us, here.kept) != (amd.quota_levels, amd.period_us, amd.kept)
-    assert here.quota_levels and here.hosts and any("busy while probed" in w for w in here.warnings)
+    assert here.quota_levels and here.hosts and any("busy when probed" in w for w in here.warnings)
     for c in (amd, here):
         # never a 6 %-quota / 35 %-time level: a kept period has no cell whose slowdown misses its nominal
         # by more than half a step beyond noise, and every step is at least 5 %
@@ -235,3 +237,14 @@ def test_emulate_script_refuses_a_bad_cfs_period_before_touching_anything() -> N
                            capture_output=True, text=True, check=False)
         assert r.returncode == 2 and why in r.stderr, (period, r.stderr)
     assert not Path(cg).exists()
+
+
+def test_a_quiet_recording_here_keeps_page_size_through_pairing_and_gives_eight_hosts() -> None:
+    """The memory probe drifts over seconds on this VM (0.24-0.34 s unthrottled within a minute); paired by round,
+    the page-size effect stands out (+27 % ± 3 %) and the CPU probe's noise (+5 % ± 8 %) does not drop the axis.
+    The first rules (unpaired medians, steps of 3 probe-cell SEs) left 3 quota-only hosts from this recording."""
+    c = choose(load_responses(QUIET_VM))
+    assert c.kept == ["quota", "page-size"] and len(c.hosts) == 8 and c.period_us is not None
+    assert not any("busy" in w for w in c.warnings)
+    assert all(a / b >= 1.05 for a, b in zip(c.quota_levels, c.quota_levels[1:], strict=False))
+    assert _worst_step_miss(c) < c.step
