@@ -30,7 +30,7 @@ from quiho._version import __version__
 from quiho.errors import NotEnoughData, QuihoError, UsageError
 from quiho.fingerprint.catalog import Catalog, load_catalog
 from quiho.fleet import AppSpec, FleetEvent, Inventory, fingerprint, load_inventory
-from quiho.fleet.calibrate import resolve_inventory
+from quiho.fleet.calibrate import calibrate, resolve_inventory
 from quiho.fleet.drift import drift_warnings
 from quiho.fleet.session import measuring, new_batch
 from quiho.irup import (
@@ -203,6 +203,23 @@ def _host_median_rows(td: TargetData) -> TargetData:
     return dataclasses.replace(td, X=X.reset_index(drop=True), meta=meta, notes=notes)
 
 
+def _single_axis_guard(comparison: Comparison, fleet_axes: int | None) -> Comparison:
+    """No ``equivalent`` on a fleet whose hosts differ along fewer than two independent axes.
+
+    On such a fleet (the calibrated local fleet says how many axes it kept) every stressor follows the same
+    ordering of the hosts, so any application's IRUP ties them: two versions' IRUPs then agree whatever
+    resources the versions lean on, and "same profile" would be a statement about the fleet, not the versions
+    (measured: on 5-host quota-only fleets nadds1 and nadds30 both came out stream 100, matrix 100, zero 100,
+    "equivalent", p = 0.53 and 0.90). A calibrated ``different`` still stands: the versions did order the hosts
+    differently.
+    """
+    if fleet_axes is None or fleet_axes >= 2 or comparison.verdict != "equivalent":
+        return comparison
+    return dataclasses.replace(comparison, verdict="inconclusive", reason=(
+        f"the fleet's hosts differ along {fleet_axes} independent axis (its calibration): every stressor orders "
+        "the hosts alike, so the IRUPs cannot tell resources apart and equivalence is not shown; " + comparison.reason))
+
+
 def analyse_data(
     runs: pd.DataFrame,
     data_a: TargetData | None,
@@ -229,6 +246,7 @@ def analyse_data(
     trace_note: str | None = None,
     catalog: Catalog | None = None,
     partial: Sequence[str] = (),
+    fleet_axes: int | None = None,
 ) -> ProfileResult:
     """Analyse runs and training data already assembled (the store-free core of a profile).
 
@@ -280,6 +298,7 @@ def analyse_data(
     if ia is not None and ib is not None and data_a is not None and data_b is not None:
         comparison, shift_note = compare_runs(ia, ib, data_a, data_b, random_state=random_state, n_jobs=n_jobs)
         notes.extend([shift_note] if shift_note else [])
+        comparison = _single_axis_guard(comparison, fleet_axes)
     advice = _advice(irups, datas, model_params, random_state, n_jobs, notes) if advise else {}
     hints = root_cause_hints(ia, ib, comparison, catalog=catalog, advice=advice, metric_verdict=mc.verdict)
     if ia is None or ib is None:
@@ -564,6 +583,8 @@ def run_profile(
     spec.require_versions(version_a, version_b)
     step = on_step or (lambda _msg: None)
     inv = load_inventory(resolve_inventory(inventory, store, step))  # None: the calibrated local fleet
+    if inventory is None:  # the calibration says along how many independent axes its hosts differ
+        kwargs.setdefault("fleet_axes", len(calibrate(store).choice.get("kept") or []))
     batch = resume or new_batch("profile")
     with measuring(store, f"quiho profile {spec.name}@{version_a} @{version_b}"):
         run_id, fresh, notes = _fingerprints_for(store, inv, max_age_s, battery, fingerprint_seconds,

@@ -127,3 +127,24 @@ def test_report_json_v1_sample_loads_and_unknown_versions_are_refused(tmp_path):
     newer.write_text("{}")
     with pytest.raises(ImportDataError, match="not a quiho profile report"):
         load_report_json(newer)
+
+
+def test_a_single_axis_fleet_cannot_show_equivalence():
+    """Same planted bottleneck in both versions: 'equivalent' on a fleet whose stressors vary independently,
+    'inconclusive' (with why) when the fleet says its hosts differ along one axis only; a shift stays 'different'."""
+    from quiho.datasets import planted_profile
+    from quiho.profile import analyse_data
+
+    from .conftest import FAST  # noqa: TID252
+
+    runs, a, b = planted_profile(n_groups=10, spread=0.5, change=1.5, bottleneck_a="stream", bottleneck_b="stream",
+                                 stressors=("cpu", "matrix", "stream", "zero"))
+    kw = dict(application="same", version_a="v1", version_b="v2", seeds=2, model_params=FAST, n_jobs=2)
+    free = analyse_data(runs, a, b, **kw)
+    assert free.irup_verdict == "equivalent"
+    one = analyse_data(runs, a, b, fleet_axes=1, **kw)
+    assert one.irup_verdict == "inconclusive" and "1 independent axis" in one.comparison.reason
+    assert one.comparison.p_value == free.comparison.p_value  # the test itself is unchanged
+    shifted = analyse_data(*planted_profile(n_groups=10, spread=0.5, change=1.5,
+                                            stressors=("cpu", "matrix", "stream", "zero")), fleet_axes=1, **kw)
+    assert shifted.irup_verdict == "different"
