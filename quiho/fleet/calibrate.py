@@ -60,7 +60,7 @@ from quiho.store import Store
 from quiho.store import fleet as fleet_store
 
 __all__ = ["AxisEffect", "Calibration", "Choice", "PERIODS_US", "RESPONSES_SCHEMA", "calibrate", "choose",
-           "inventory_text", "load_responses", "measure_responses", "resolve_inventory"]
+           "calibrated_fleet", "inventory_text", "load_responses", "measure_responses", "resolve_inventory"]
 
 #: Version of the recorded-responses JSON (bench/local_fleet_calibration.py --record, tests/data/calibration/).
 RESPONSES_SCHEMA = 1
@@ -170,10 +170,6 @@ class _Cells:
         se = self.assumed.get(probe, _MEDIAN_SE * self.sd[probe] / math.sqrt(len(v)))
         return float(statistics.median(v)), se
 
-    def se_cell(self, probe: str) -> float:
-        """SE of one cell's centre (with these cells' median number of repetitions), or the assumed SE."""
-        n = statistics.median(len(c.get(probe) or []) for c in self.cells) if self.cells else 1
-        return self.assumed.get(probe, _MEDIAN_SE * self.sd[probe] / math.sqrt(max(n, 1)))
 
 
 def _effect(cs: _Cells, a: list[dict[str, Any]], b: list[dict[str, Any]], probe: str) -> tuple[float, float] | None:
@@ -623,6 +619,17 @@ def resolve_inventory(
     """
     if inventory is not None:
         return inventory
+    return calibrated_fleet(store, on_step).inventory
+
+
+def calibrated_fleet(store: Store, on_step: Callable[[str], None] | None = None) -> Calibration:
+    """The calibration whose inventory is the default local fleet (calibrating first if needed), warnings said.
+
+    Raises
+    ------
+    InventoryError
+        The calibration cannot run (not root ...) or kept no axis: the machine cannot emulate distinct hosts.
+    """
     cal = calibrate(store, on_step=on_step)
     step = on_step or (lambda _m: None)
     if not cal.choice.get("hosts"):
@@ -631,4 +638,4 @@ def resolve_inventory(
                              f"{cal.row_id}: {dropped}); pass -i with an inventory of real hosts")
     for w in cal.choice.get("warnings") or []:
         step(f"warning: {w}")
-    return cal.inventory
+    return cal

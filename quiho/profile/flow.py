@@ -30,7 +30,7 @@ from quiho._version import __version__
 from quiho.errors import NotEnoughData, QuihoError, UsageError
 from quiho.fingerprint.catalog import Catalog, load_catalog
 from quiho.fleet import AppSpec, FleetEvent, Inventory, fingerprint, load_inventory
-from quiho.fleet.calibrate import calibrate, resolve_inventory
+from quiho.fleet.calibrate import calibrated_fleet
 from quiho.fleet.drift import drift_warnings
 from quiho.fleet.session import measuring, new_batch
 from quiho.irup import (
@@ -582,9 +582,10 @@ def run_profile(
     """
     spec.require_versions(version_a, version_b)
     step = on_step or (lambda _msg: None)
-    inv = load_inventory(resolve_inventory(inventory, store, step))  # None: the calibrated local fleet
-    if inventory is None:  # the calibration says along how many independent axes its hosts differ
-        kwargs.setdefault("fleet_axes", len(calibrate(store).choice.get("kept") or []))
+    cal = calibrated_fleet(store, step) if inventory is None else None  # None: the calibrated local fleet
+    inv = load_inventory(inventory if cal is None else cal.inventory)
+    if cal is not None:  # the calibration says along how many independent axes its hosts differ
+        kwargs.setdefault("fleet_axes", len(cal.choice.get("kept") or []))
     batch = resume or new_batch("profile")
     with measuring(store, f"quiho profile {spec.name}@{version_a} @{version_b}"):
         run_id, fresh, notes = _fingerprints_for(store, inv, max_age_s, battery, fingerprint_seconds,
