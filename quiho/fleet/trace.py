@@ -262,6 +262,10 @@ def trace_records(res: PlaybookResult, group: list[str], order: dict[str, list[s
     return out
 
 
+#: How the runner prefixes the message of the playbook's per-host check task (``task: msg``).
+_CHECK = "quiho trace check: "
+
+
 @dataclass(frozen=True)
 class FleetTraceRun:
     """Result of :func:`run_fleet_traces`: every traced run and each host's status."""
@@ -273,10 +277,16 @@ class FleetTraceRun:
     stored: int
 
     def host_messages(self) -> dict[str, str]:
-        """Per host whose tracing did not fully work: why (one line)."""
+        """Per host whose tracing did not fully work: why (one line).
+
+        A host that failed the playbook's check (no root, no tracer, binary missing) gets the check's own
+        sentence, which names the host and everything it lacks; other failures keep status and task.
+        """
         out: dict[str, str] = {}
         for h, (st, why) in self.hosts.items():
-            if st != "ok":
+            if st == "failed" and why and why.startswith(_CHECK):
+                out[h] = why.removeprefix(_CHECK)
+            elif st != "ok":
                 out[h] = f"{st}" + (f": {why}" if why else "")
         for r in self.runs:
             if r.status != "ok" and r.host not in out:

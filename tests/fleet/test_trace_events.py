@@ -63,13 +63,20 @@ def test_traced_runs_alternate_versions_and_each_failing_host_has_its_own_reason
     assert all(r.wall_s is not None and r.wall_s > 0 and r.events is not None for r in a)
     user = [r for r in recs if r.host == "rec-user"]
     assert len(user) == 4 and all(r.status == "failed" for r in user)
-    assert "tracing needs root on rec-user" in (user[0].reason or "")
+    # rec-user has bpftrace (this machine's) but is not root: the message says only what it lacks
+    assert "tracing on rec-user needs root (connected as uid 65534; bpftrace/stap attach uprobes)" in (
+        user[0].reason or "")
     gone = [r for r in recs if r.host == "rec-gone"]
     assert len(gone) == 4 and all((r.reason or "").startswith("not traced: host unreachable") for r in gone)
-    msgs = FleetTraceRun("b", TracePlan(("deflate",), {}, 2), tuple(recs),
-                         {"rec-a": ("ok", None), "rec-user": ("failed", "tracing needs root on rec-user ..."),
-                          "rec-gone": ("unreachable", "ssh")}, 4).host_messages()
+    statuses = {}
+    for inv in json.loads((DATA / "trace-ok.json").read_text())["invocations"]:
+        statuses.update(FleetSession.host_statuses(_replay(inv), inv["limit"]))
+    msgs = FleetTraceRun("b", TracePlan(("deflate",), {}, 2), tuple(recs), statuses, 4).host_messages()
     assert set(msgs) == {"rec-user", "rec-gone"}
+    # the check's own sentence (it names the host), not the task that said it; other failures keep status and task
+    assert msgs["rec-user"] == ("tracing on rec-user needs root (connected as uid 65534; bpftrace/stap attach "
+                                "uprobes): connect as root")
+    assert msgs["rec-gone"].startswith("unreachable: ")
 
 
 def test_an_event_file_that_did_not_come_back_fails_that_run_only(tmp_path: Path) -> None:
