@@ -565,7 +565,8 @@ def run_profile(
     warmup : int, default 1
         Discarded warm-up runs per version per host before the measured ones.
     resume : str, optional
-        Batch of an interrupted profile: run only the hosts without a successful run in it, then analyse all.
+        Batch of an interrupted profile: run only the hosts without a successful run in it (with ``trace``:
+        trace every host it has no traced run of), then analyse all.
     trace : quiho.fleet.trace.TracePlan, optional
         After the measured runs, trace both versions on every host (:func:`quiho.fleet.trace.run_fleet_traces`).
     on_event, on_step : callable, optional
@@ -599,12 +600,17 @@ def run_profile(
         trace_messages = None
         if trace is not None:
             from quiho.fleet.trace import run_fleet_traces
+            from quiho.store.traces import batch_trace_runs
 
+            # a resume traces every host the batch has no traced run of: those measured now, and those measured
+            # before whose tracing was cut off or failed (no root, no tracer ... fixed since, or said again)
+            seen = {r.host for r in batch_trace_runs(store, spec.name, batch)} if resume else set()
+            trace_hosts = [h for h in inv.names if h not in seen]
             step(f"tracing {len(trace.functions)} function(s), {trace.runs} traced run(s) per version per host "
-                 "(not in the metric)")
+                 f"(not in the metric) on {len(trace_hosts)} host(s)")
             traced = run_fleet_traces(spec, version_a, version_b, trace, inv, store=store, batch=batch,
                                       labels={"1": version_a, "2": store_label(version_a, version_b)},
-                                      hosts=todo, on_event=on_event)
+                                      hosts=trace_hosts, on_event=on_event)
             trace_messages = traced.host_messages()
     for name, (st, why) in run.hosts.items():
         if st != "ok":

@@ -190,6 +190,9 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
     metric_change: dict[str, float] = {}
     scale = _TIME_UNITS_NS.get(unit)
     messages = dict(host_messages or {})
+    for host in sorted(metric_values or {}):  # measured but never traced: say so, also when re-analysed (--batch)
+        if host not in by_host:
+            messages.setdefault(host, "no traced runs in this batch (its tracing failed or never ran)")
     samples: dict[str, Any] = {}
     for host, vers in sorted(by_host.items()):
         ra, rb = vers.get(version_a, []), vers.get(label_b, [])

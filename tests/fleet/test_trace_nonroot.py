@@ -113,12 +113,21 @@ def test_a_host_without_root_and_tracer_is_one_line_and_the_profile_stands(
         tr = batch_trace_runs(st, "tags", doc["batch"])
         assert sorted(r.host for r in tr) == [traced.name] * 4
 
-    # a resume of the batch reruns nothing: both hosts have their runs (host 2's tracing is not retried)
+    # a resume of the batch reruns no measured run (both hosts have theirs) and tries tracing again where the
+    # batch has no traced run: host 2, which still says why
     rc, out2, err2 = _profile(fleet, spec, db, capsys, "--resume", doc["batch"], "--json")
     assert rc == 0, err2
     again = json.loads(out2)
-    assert "on 0 host(s)" in err2, err2
+    assert "interleaved on 0 host(s)" in err2 and "on 1 host(s)" in err2, err2
     with open_store(db) as st:
         n = st.conn.execute("SELECT COUNT(*) FROM app_runs WHERE batch = ?", (doc["batch"],)).fetchone()[0]
         assert n == 8 and len(batch_trace_runs(st, "tags", doc["batch"])) == 4
     assert again["traces"]["functions"] == doc["traces"]["functions"]
+    assert again["status"] == "partial" and again["traces"]["hosts"] == {plain.name: want}
+
+    # re-analysing the batch (nothing runs) still names the host that has no traces
+    assert main(["profile", "tags@v1", "tags@v2", "--batch", doc["batch"], "--seeds", "2", "--store", str(db),
+                 "--json"]) == 0
+    redo = json.loads(capsys.readouterr().out)
+    assert redo["traces"]["hosts"] == {plain.name: "no traced runs in this batch (its tracing failed or never ran)"}
+    assert redo["status"] == "partial" and redo["traces"]["functions"] == doc["traces"]["functions"]
