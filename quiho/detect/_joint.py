@@ -27,19 +27,27 @@ exactly antisymmetric: swapping baseline and target negates ``g`` and nothing el
 
 This is what Perun's FAST/LREG/PREG aim at (classifying the error profile between two models), done with the
 noise model the data provide instead of absolute thresholds (1e8 residual, ±5 % coefficients).
+
+Numerics: a function's ~20 candidate designs share the baseline columns, so those are factored once per weight
+vector (QR) and each candidate only adds its own few columns (:class:`_WeightedFits`); the robust per-version fits
+solve through a QR too. Both give ``np.linalg.lstsq``'s answers to rounding; designs with condition numbers
+beyond ``_COND_MAX``, and noise weights feeding a fit beyond ``_COND_WEIGHTS``, go through ``np.linalg.lstsq``
+as before (``tests/detect/test_pinned_outputs.py`` holds the earlier outputs to ``rtol = 1e-9``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from functools import cached_property
+from typing import ClassVar, cast
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
 from scipy.interpolate import BSpline
+from scipy.linalg import solve_triangular
 from threadpoolctl import threadpool_limits
 
 from quiho.detect._base import Change, PerFunctionProfileDetector, Samples, State, classify, register_profile_detector
@@ -47,7 +55,48 @@ from quiho.detect._base import Change, PerFunctionProfileDetector, Samples, Stat
 __all__ = ["ChangeModelFit", "fit_change_model", "JointDetector", "PolynomialRateDetector", "LinearRateDetector"]
 
 Arr = NDArray[np.float64]
+_Solver = Callable[[Arr, Arr], Arr]
 _MAX_POINTS = 10_000  # per side; larger inputs are thinned by an even stride over x-sorted points
+#: Largest condition number solved through a QR factor; beyond it ``np.linalg.lstsq`` (SVD, with its rank cut-off)
+#: solves the design, so rank-deficient and nearly rank-deficient designs get exactly the SVD's answer. Below it
+#: both solvers agree to about ``cond·eps`` ≤ 1e-10 (relative).
+_COND_MAX = 1e6
+#: Largest condition number of the change-model designs for which the noise weights may come from QR solves
+#: (their rounding differs from the SVD's by ~1e-15). A worse-conditioned fit amplifies that difference, and on
+#: rank-deficient designs (versions whose x ranges barely overlap, fewer calls than spline columns) the HC3
+#: statistic amplifies even 1e-15, so there the weights are recomputed with ``np.linalg.lstsq`` as before.
+_COND_WEIGHTS = 1e4
+
+
+def _condition(R: Arr) -> float:
+    """Condition number of the square factor ``R`` (same singular values as its design); inf if singular."""
+    if R.shape[0] == 0:
+        return 1.0
+    sv = np.linalg.svd(R, compute_uv=False)
+    return float(sv[0] / sv[-1]) if np.isfinite(sv[0]) and sv[-1] > 0 else float("inf")
+
+
+def _r_factor(A: Arr) -> Arr:
+    """The triangular factor of a Householder QR of ``A`` (Q is not formed)."""
+    return cast(Arr, np.linalg.qr(A, mode="r"))
+
+
+def _svd_lstsq(X: Arr, y: Arr) -> Arr:
+    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
+    return np.asarray(beta, dtype=np.float64)
+
+
+def _qr_lstsq(X: Arr, y: Arr) -> Arr:
+    """Least-squares coefficients of ``y`` on ``X``: ``np.linalg.lstsq``'s answer to rounding, faster.
+
+    One Householder QR of ``[X | y]`` without Q (LAPACK's ``dgelsd`` also starts with a QR, then runs an SVD),
+    a triangular solve; ill-conditioned designs go to ``np.linalg.lstsq`` itself.
+    """
+    p = X.shape[1]
+    R = _r_factor(np.column_stack([X, y]))
+    if R.shape[0] > p and _condition(R[:p, :p]) <= _COND_MAX:
+        return np.asarray(solve_triangular(R[:p, :p], R[:p, p]), dtype=np.float64)
+    return _svd_lstsq(X, y)
 
 
 def _bspline(u: Arr, df: int) -> Arr:
@@ -97,7 +146,7 @@ _NPAR = {"constant": 1, "logarithmic": 2, "sqrt": 2, "linear": 2, "quadratic": 3
 
 
 def _robust_residuals(
-    B: Arr, y: Arr, u: Arr, Bs: Arr, robust: bool, iterations: int = 5
+    B: Arr, y: Arr, u: Arr, Bs: Arr, robust: bool, iterations: int = 5, lstsq: _Solver = _svd_lstsq
 ) -> tuple[Arr, Arr]:
     """Residuals of one version's own flexible fit and a 0/1 mask of the points kept.
 
@@ -112,7 +161,7 @@ def _robust_residuals(
     r = y.copy()
     for it in range(iterations if robust else 1):
         st = np.sqrt(t)
-        beta, *_ = np.linalg.lstsq(B * st[:, None], y * st, rcond=None)
+        beta = lstsq(B * st[:, None], y * st)
         r = y - B @ beta
         if not robust:
             break
@@ -126,7 +175,7 @@ def _robust_residuals(
             z = np.empty(y.size)
             z[order] = y[order] - med
         else:
-            sig, *_ = np.linalg.lstsq(Bs * st[:, None], a * st, rcond=None)
+            sig = lstsq(Bs * st[:, None], a * st)
             z = r / np.maximum(Bs @ sig, max(0.1 * float(np.median(a)), 1e-300))
         mad = 1.4826 * float(np.median(np.abs(z - np.median(z))))
         if it == 0 and mad <= 1e-9 * max(float(np.abs(y).max()), 1e-300):
@@ -151,12 +200,25 @@ def _wald_hc3(X: Arr, ys: Arr, w: Arr, beta: Arr, k: int) -> float:
     sw = np.sqrt(w)
     Xw = X * sw[:, None]
     e = (ys - X @ beta) * sw
-    bg = beta[-k:]
-    scale = max(float(np.abs(ys).max()), 1e-300)
-    if float(np.abs(e).max()) <= 1e-12 * scale:
-        return float("inf") if float(np.abs(bg).max()) > 1e-9 else 0.0
+    if _exact(e, ys):
+        return _exact_stat(beta[-k:])
     Q, R = np.linalg.qr(Xw)
-    h = np.clip((Q * Q).sum(axis=1), 0.0, 1.0 - 1e-6)
+    return _hc3_stat(Xw, e, (Q * Q).sum(axis=1), R, beta, k)
+
+
+def _exact(e: Arr, ys: Arr) -> bool:
+    """True when the weighted residuals ``e`` vanish (noise-free data): the Wald statistic is then 0 or ∞."""
+    return float(np.abs(e).max()) <= 1e-12 * max(float(np.abs(ys).max()), 1e-300)
+
+
+def _exact_stat(bg: Arr) -> float:
+    return float("inf") if float(np.abs(bg).max()) > 1e-9 else 0.0
+
+
+def _hc3_stat(Xw: Arr, e: Arr, lev: Arr, R: Arr, beta: Arr, k: int) -> float:
+    """:func:`_wald_hc3` from the weighted design, residuals, leverages and triangular factor of ``Xw``."""
+    bg = beta[-k:]
+    h = np.clip(lev, 0.0, 1.0 - 1e-6)
     Rinv = np.linalg.pinv(R)
     bread = Rinv @ Rinv.T
     M = Xw * (e / (1.0 - h))[:, None]
@@ -257,9 +319,125 @@ class _Design:
         """Design matrix of ``f`` plus the change columns ``s·G``."""
         return np.column_stack([self.B, self.s[:, None] * G])
 
+    @cached_property
+    def spline6(self) -> Arr:
+        """The 6-df cubic B-spline of ``u``: noise-scale smooth, free-shape change and its test."""
+        return _bspline(self.u, 6)
+
 
 #: (weighted RSS, coefficients, change columns G, parameters counted for BIC)
 _FamilyFit = tuple[float, Arr, Arr, int]
+
+
+class _WeightedFits:
+    """Weighted least squares of ``ys`` on ``[B, s·G]`` for one weight vector ``w``, B factored once.
+
+    Every candidate change ``G`` shares the baseline columns, so ``B·√w = Q_B·R_B`` is computed once, and the
+    change columns of all candidates (and ``ys``), weighted, are made orthogonal to ``Q_B`` together (block
+    Gram-Schmidt, applied twice, which keeps them orthogonal to rounding). A design then needs only the small QR
+    of its own projected columns: the triangular factor of ``[B, s·G, ys]·√w`` is
+    ``[[R_B, P, p_y], [0, R_G, r_gy], [0, 0, r_yy]]``, its coefficients solve the triangle and its weighted RSS
+    is ``r_yy²``, as ``np.linalg.lstsq`` of the full design gives them to rounding (≤ cond·eps). Designs whose
+    condition exceeds ``_COND_MAX`` (rank-deficient bases, few distinct x) are fitted exactly as before, by
+    ``np.linalg.lstsq`` (and ``np.linalg.qr`` for the test) of the full design.
+    """
+
+    def __init__(self, d: _Design, w: Arr) -> None:
+        self.d = d
+        self.w = w
+        self.sw = np.sqrt(w)
+        self.Q, self.R = np.linalg.qr(d.B * self.sw[:, None])
+        #: the largest condition number of the designs fitted so far (inf when one was rank-deficient)
+        self.worst = _condition(self.R)
+        self.fast = self.worst <= _COND_MAX
+        self._lev: Arr | None = None
+
+    def _project(self, C: Arr) -> Arr:
+        """``Q_B^T C``, and ``C`` made orthogonal to ``Q_B`` in place (two passes)."""
+        P = self.Q.T @ C
+        C -= self.Q @ P
+        P2 = self.Q.T @ C
+        C -= self.Q @ P2
+        return np.asarray(P + P2)
+
+    def _factor(self, P: Arr, Rc: Arr, k: int) -> tuple[Arr, Arr] | None:
+        """Triangular factor of ``[B, s·G]·√w`` and the right-hand side; None if ill-conditioned."""
+        kb = self.d.kb
+        if Rc.shape[0] <= k:
+            self.worst = float("inf")
+            return None
+        R = np.zeros((kb + k, kb + k))
+        R[:kb, :kb] = self.R
+        R[:kb, kb:] = P[:, :k]
+        R[kb:, kb:] = Rc[:k, :k]
+        cond = max(_condition(R[kb:, kb:]), _condition(R))
+        self.worst = max(self.worst, cond)
+        if cond > _COND_MAX:
+            return None
+        return R, np.concatenate([P[:, k], Rc[:k, k]])
+
+    def rss(self, Gs: Sequence[Arr | None]) -> list[tuple[float, Arr]]:
+        """Weighted RSS and coefficients of ``ys`` on ``[B, s·G]`` for every ``G`` (None: ``B`` alone)."""
+        d = self.d
+        if not self.fast:
+            return [d.rss(d.B if G is None else d.with_change(G), self.w) for G in Gs]
+        # one column per distinct change column: the constant column that most families share goes in once
+        ks = [0 if G is None else G.shape[1] for G in Gs]
+        C = np.empty((d.n, sum(ks) + 1), order="F")  # filled column by column
+        where: list[list[int]] = []
+        ones = -1
+        m = 0
+        for G, k in zip(Gs, ks, strict=True):
+            idx = []
+            for j in range(k):
+                if ones >= 0 and bool((G[:, j] == 1.0).all()):  # type: ignore[index]
+                    idx.append(ones)
+                    continue
+                C[:, m] = G[:, j]  # type: ignore[index]
+                if ones < 0 and bool((C[:, m] == 1.0).all()):
+                    ones = m
+                idx.append(m)
+                m += 1
+            where.append(idx)
+        C[:, m] = d.ys
+        C = C[:, :m + 1]
+        C[:, :m] *= (d.s * self.sw)[:, None]
+        C[:, m] *= self.sw
+        P = self._project(C)
+        out: list[tuple[float, Arr]] = []
+        for G, idx in zip(Gs, where, strict=True):
+            cols = [*idx, m]
+            Rc = _r_factor(C[:, cols])
+            fac = self._factor(P[:, cols], Rc, len(idx))
+            if fac is None:
+                out.append(d.rss(d.B if G is None else d.with_change(G), self.w))
+                continue
+            beta = np.asarray(solve_triangular(*fac), dtype=np.float64)
+            out.append((float(Rc[len(idx), len(idx)] ** 2), beta))
+        return out
+
+    def wald(self, G: Arr) -> float:
+        """HC3 Wald statistic / k of the change coefficients of ``[B, s·G]`` (as :func:`_wald_hc3`)."""
+        d, k = self.d, G.shape[1]
+        X = d.with_change(G)
+        if self.fast:
+            C = np.empty((d.n, k + 1))
+            C[:, :k] = G * (d.s * self.sw)[:, None]
+            C[:, k] = d.ys * self.sw
+            P = self._project(C)
+            Qc, Rc = np.linalg.qr(C)
+            fac = self._factor(P, Rc, k)
+            if fac is not None:
+                beta = np.asarray(solve_triangular(*fac), dtype=np.float64)
+                e = (d.ys - X @ beta) * self.sw
+                if _exact(e, d.ys):
+                    return _exact_stat(beta[-k:])
+                if self._lev is None:
+                    self._lev = (self.Q * self.Q).sum(axis=1)
+                lev = self._lev + (Qc[:, :k] * Qc[:, :k]).sum(axis=1)
+                return _hc3_stat(X * self.sw[:, None], e, lev, fac[0], beta, k)
+        _, beta = d.rss(X, self.w)
+        return _wald_hc3(X, d.ys, self.w, beta, k)
 
 
 def _design(baseline: Samples, target: Samples, free_shape: bool, baseline_df: int,
@@ -283,7 +461,7 @@ def _design(baseline: Samples, target: Samples, free_shape: bool, baseline_df: i
                    free_shape and distinct and np.unique(u).size >= 10)
 
 
-def _noise_weights(d: _Design, robust: bool) -> tuple[Arr, Arr]:
+def _noise_weights(d: _Design, robust: bool, lstsq: _Solver = _svd_lstsq) -> tuple[Arr, Arr]:
     """Row weights ``1/σ̂(x)²`` and the spike-keeping mask ``tk`` (1 kept, 0 dropped).
 
     The noise scale comes from each version's own flexible fit, so a change cannot inflate it (and hide
@@ -292,42 +470,54 @@ def _noise_weights(d: _Design, robust: bool) -> tuple[Arr, Arr]:
     """
     r0 = np.empty(d.n)
     tk = np.ones(d.n)
-    Bs = _bspline(d.u, 6)
+    Bs = d.spline6
     for side in (d.s < 0, d.s > 0):
-        r0[side], tk[side] = _robust_residuals(d.B[side], d.ys[side], d.u[side], Bs[side], robust)
+        r0[side], tk[side] = _robust_residuals(d.B[side], d.ys[side], d.u[side], Bs[side], robust, lstsq=lstsq)
     a = np.abs(r0)
     st = np.sqrt(tk)
-    sig, *_ = np.linalg.lstsq(Bs * st[:, None], a * st, rcond=None)
+    sig = lstsq(Bs * st[:, None], a * st)
     sd = np.maximum(Bs @ sig, max(0.1 * float(np.median(a)), 1e-12))
     w = tk / sd**2
     return w / w.mean(), tk
 
 
-def _family_fit(d: _Design, fam: str, c: Callable[[float], Arr] | Arr, w: Arr) -> _FamilyFit:
-    if callable(c):  # exponential: the rate b on a grid, the rest by least squares
-        best: _FamilyFit | None = None
-        for b in (-30, -15, -8, -4, -2, 2, 4, 8, 15, 30, 60):
-            G = c(float(b))
-            r, beta = d.rss(d.with_change(G), w)
-            if best is None or r < best[0]:
-                best = (r, beta, G, _NPAR[fam])
-        assert best is not None
-        return best
-    r, beta = d.rss(d.with_change(c), w)
-    return (r, beta, c, c.shape[1] if fam not in _NPAR else _NPAR[fam])
+_EXP_RATES = (-30, -15, -8, -4, -2, 2, 4, 8, 15, 30, 60)
+
+
+def _candidates(d: _Design, families: Sequence[str],
+                cols: dict[str, Callable[[float], Arr] | Arr]) -> list[tuple[str, Arr, int]]:
+    """(family, change columns G, parameters counted for BIC) of every candidate fit, in order.
+
+    The exponential family is one candidate per rate b of its grid (the rest by least squares), the
+    free-shape spline one more.
+    """
+    out: list[tuple[str, Arr, int]] = []
+    for fam in families:
+        c = cols.get(fam)
+        if c is None:
+            continue
+        if callable(c):
+            out.extend((fam, c(float(b)), _NPAR[fam]) for b in _EXP_RATES)
+        else:
+            out.append((fam, c, c.shape[1] if fam not in _NPAR else _NPAR[fam]))
+    if d.spline_ok:
+        out.append(("spline", d.spline6, 6))
+    return out
 
 
 def _select(d: _Design, families: Sequence[str], cols: dict[str, Callable[[float], Arr] | Arr],
-            w: Arr) -> tuple[str, dict[str, _FamilyFit], dict[str, float], float, float]:
+            ls: _WeightedFits) -> tuple[str, dict[str, _FamilyFit], dict[str, float], float, float]:
     """Kind by BIC (the simplest family within 2 units of the best; the spline only if 10 units better).
 
     Returns the kind, every family's fit, the BICs, the RSS without a change and the RSS floor.
     """
-    fits = {fam: _family_fit(d, fam, cols[fam], w) for fam in families if fam in cols}
-    if d.spline_ok:
-        G = _bspline(d.u, 6)
-        r, beta = d.rss(d.with_change(G), w)
-        fits["spline"] = (r, beta, G, 6)
+    w = ls.w
+    cands = _candidates(d, families, cols)
+    *solved, (rss0, _) = ls.rss([*(G for _, G, _ in cands), None])
+    fits: dict[str, _FamilyFit] = {}
+    for (fam, G, npar), (r, beta) in zip(cands, solved, strict=True):
+        if fam not in fits or r < fits[fam][0]:  # the exponential's best rate: the first with the least RSS
+            fits[fam] = (r, beta, G, npar)
     n = d.n
     tiny = 1e-24 * max(float((w * d.ys * d.ys).sum()), 1e-300)
     bics = {f: float(n * np.log(max(v[0], tiny) / n) + (d.kb + v[3]) * np.log(n)) for f, v in fits.items()}
@@ -337,10 +527,10 @@ def _select(d: _Design, families: Sequence[str], cols: dict[str, Callable[[float
     kind = next(f for f in _ORDER if f in simple and simple[f] <= best_bic + 2.0)
     if "spline" in bics and bics["spline"] < best_bic - 10.0:
         kind = "spline"
-    return kind, fits, bics, d.rss(d.B, w)[0], tiny
+    return kind, fits, bics, rss0, tiny
 
 
-def _p_value(d: _Design, w: Arr, linear_baseline: bool) -> tuple[float, float]:
+def _p_value(d: _Design, ls: _WeightedFits, linear_baseline: bool) -> tuple[float, float]:
     """Bonferroni-corrected smallest p-value (and its Wald statistic) of the pre-specified change tests.
 
     Pre-specified, not the BIC-selected family (whose selection would need its own correction): a constant
@@ -351,14 +541,12 @@ def _p_value(d: _Design, w: Arr, linear_baseline: bool) -> tuple[float, float]:
     if d.distinct:
         tests.append(np.vander(d.u, 2 if linear_baseline else 3, increasing=True))
     if d.spline_ok:
-        tests.append(_bspline(d.u, 6))
+        tests.append(d.spline6)
     p, fstat = 1.0, 0.0
     for G in tests:
-        X = d.with_change(G)
-        _, bt = d.rss(X, w)
         k = G.shape[1]
-        st_ = _wald_hc3(X, d.ys, w, bt, k)
-        dfe = max(int((w > 0).sum()) - d.kb - k, 1)
+        st_ = ls.wald(G)
+        dfe = max(int((ls.w > 0).sum()) - d.kb - k, 1)
         pt = 0.0 if st_ == float("inf") else float(stats.f.sf(max(st_, 0.0), k, dfe))
         if pt < p or (pt == p and st_ > fstat):
             p, fstat = pt, st_
@@ -376,32 +564,46 @@ def _fit(
     robust: bool,
 ) -> ChangeModelFit:
     d = _design(baseline, target, free_shape, baseline_df, linear_baseline)
-    w, tk = np.ones(d.n), np.ones(d.n)
-    if weighted and d.distinct:
-        w, tk = _noise_weights(d, robust)
     cols: dict[str, Callable[[float], Arr] | Arr] = (_family_columns(d.u, d.x) if d.distinct
                                                       else {"constant": np.ones((d.n, 1))})
     if "cubic" in families and d.distinct:
         cols["cubic"] = np.vander(d.u, 4, increasing=True)
-    kind, fits, bics, rss0, tiny = _select(d, families, cols, w)
+    if not (weighted and d.distinct):
+        return _fit_weighted(d, np.ones(d.n), np.ones(d.n), cols, families, weighted, linear_baseline)[0]
+    fit, worst = _fit_weighted(d, *_noise_weights(d, robust, _qr_lstsq), cols, families, weighted,
+                               linear_baseline)
+    if worst > _COND_WEIGHTS:  # see _COND_WEIGHTS: the weights as before, bit for bit
+        fit, _ = _fit_weighted(d, *_noise_weights(d, robust, _svd_lstsq), cols, families, weighted,
+                               linear_baseline)
+    return fit
+
+
+def _fit_weighted(d: _Design, w: Arr, tk: Arr, cols: dict[str, Callable[[float], Arr] | Arr],
+                  families: Sequence[str], weighted: bool, linear_baseline: bool) -> tuple[ChangeModelFit, float]:
+    """The fit for row weights ``w`` and spike mask ``tk``, and the worst condition number of its designs."""
+    ls = _WeightedFits(d, w)
+    kind, fits, bics, rss0, tiny = _select(d, families, cols, ls)
+    worst = ls.worst
     if kind == "spline" and weighted:
         # claim "no parametric shape" only if it also holds without the variance weights: a version spanning
         # many orders of magnitude (Perun's const4) makes the weights follow misfit, not noise
         # (the spike-rejecting bisquare weights stay)
-        wu = tk / tk.mean()
-        kind_u, fits_u, bics_u, rss0_u, tiny_u = _select(d, families, cols, wu)
+        ls_u = _WeightedFits(d, tk / tk.mean())
+        kind_u, fits_u, bics_u, rss0_u, tiny_u = _select(d, families, cols, ls_u)
+        worst = max(worst, ls_u.worst)
         if kind_u != "spline":
-            kind, fits, bics, rss0, tiny, w = kind_u, fits_u, bics_u, rss0_u, tiny_u, wu
+            kind, fits, bics, rss0, tiny, ls = kind_u, fits_u, bics_u, rss0_u, tiny_u, ls_u
     _, beta1, G1, _ = fits[kind]
     mean_change = float((G1 @ beta1[d.kb:] * d.scale).mean())
     nb = d.n_baseline
     tb, yb = tk[:nb], d.y[:nb]
     base_mean = float((tb * yb).sum() / tb.sum()) if tb.sum() > 0 else float(yb.mean())
-    p, fstat = _p_value(d, w, linear_baseline) if rss0 > tiny else (1.0, 0.0)
+    p, fstat = _p_value(d, ls, linear_baseline) if rss0 > tiny else (1.0, 0.0)
+    worst = max(worst, ls.worst)
     if kind == "spline":
         kind = "localized" if _localized(d.u, d.y, d.s) else "other"
     mag = mean_change / abs(base_mean) if base_mean != 0 else float("nan")
-    return ChangeModelFit(kind, p, float(mag), mean_change, base_mean, bics, fstat, nb, d.n - nb)
+    return ChangeModelFit(kind, p, float(mag), mean_change, base_mean, bics, fstat, nb, d.n - nb), worst
 
 
 class _ChangeModelDetector(PerFunctionProfileDetector):
