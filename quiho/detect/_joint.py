@@ -31,8 +31,9 @@ noise model the data provide instead of absolute thresholds (1e8 residual, ±5 %
 Numerics: a function's ~20 candidate designs share the baseline columns, so those are factored once per weight
 vector (QR) and each candidate only adds its own few columns (:class:`_WeightedFits`); the robust per-version fits
 solve through a QR too. Both give ``np.linalg.lstsq``'s answers to rounding; designs with condition numbers
-beyond ``_COND_MAX``, and noise weights feeding a fit beyond ``_COND_WEIGHTS``, go through ``np.linalg.lstsq``
-as before (``tests/detect/test_pinned_outputs.py`` holds the earlier outputs to ``rtol = 1e-9``).
+beyond ``quiho._lstsq.COND_MAX`` (1e6), and noise weights feeding a fit beyond ``_COND_WEIGHTS``, go through
+``np.linalg.lstsq`` as before (``tests/detect/test_pinned_outputs.py`` holds the earlier outputs to
+``rtol = 1e-9``).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import ClassVar, cast
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -48,8 +49,8 @@ from numpy.typing import NDArray
 from scipy import stats
 from scipy.interpolate import BSpline
 from scipy.linalg import solve_triangular
-from threadpoolctl import threadpool_limits
 
+from quiho._lstsq import COND_MAX, condition, one_blas_thread, qr_lstsq, r_factor, svd_lstsq
 from quiho.detect._base import Change, PerFunctionProfileDetector, Samples, State, classify, register_profile_detector
 
 __all__ = ["ChangeModelFit", "fit_change_model", "JointDetector", "PolynomialRateDetector", "LinearRateDetector"]
@@ -57,46 +58,11 @@ __all__ = ["ChangeModelFit", "fit_change_model", "JointDetector", "PolynomialRat
 Arr = NDArray[np.float64]
 _Solver = Callable[[Arr, Arr], Arr]
 _MAX_POINTS = 10_000  # per side; larger inputs are thinned by an even stride over x-sorted points
-#: Largest condition number solved through a QR factor; beyond it ``np.linalg.lstsq`` (SVD, with its rank cut-off)
-#: solves the design, so rank-deficient and nearly rank-deficient designs get exactly the SVD's answer. Below it
-#: both solvers agree to about ``cond·eps`` ≤ 1e-10 (relative).
-_COND_MAX = 1e6
 #: Largest condition number of the change-model designs for which the noise weights may come from QR solves
 #: (their rounding differs from the SVD's by ~1e-15). A worse-conditioned fit amplifies that difference, and on
 #: rank-deficient designs (versions whose x ranges barely overlap, fewer calls than spline columns) the HC3
 #: statistic amplifies even 1e-15, so there the weights are recomputed with ``np.linalg.lstsq`` as before.
 _COND_WEIGHTS = 1e4
-
-
-def _condition(R: Arr) -> float:
-    """Condition number of the square factor ``R`` (same singular values as its design); inf if singular."""
-    if R.shape[0] == 0:
-        return 1.0
-    sv = np.linalg.svd(R, compute_uv=False)
-    return float(sv[0] / sv[-1]) if np.isfinite(sv[0]) and sv[-1] > 0 else float("inf")
-
-
-def _r_factor(A: Arr) -> Arr:
-    """The triangular factor of a Householder QR of ``A`` (Q is not formed)."""
-    return cast(Arr, np.linalg.qr(A, mode="r"))
-
-
-def _svd_lstsq(X: Arr, y: Arr) -> Arr:
-    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
-    return np.asarray(beta, dtype=np.float64)
-
-
-def _qr_lstsq(X: Arr, y: Arr) -> Arr:
-    """Least-squares coefficients of ``y`` on ``X``: ``np.linalg.lstsq``'s answer to rounding, faster.
-
-    One Householder QR of ``[X | y]`` without Q (LAPACK's ``dgelsd`` also starts with a QR, then runs an SVD),
-    a triangular solve; ill-conditioned designs go to ``np.linalg.lstsq`` itself.
-    """
-    p = X.shape[1]
-    R = _r_factor(np.column_stack([X, y]))
-    if R.shape[0] > p and _condition(R[:p, :p]) <= _COND_MAX:
-        return np.asarray(solve_triangular(R[:p, :p], R[:p, p]), dtype=np.float64)
-    return _svd_lstsq(X, y)
 
 
 def _bspline(u: Arr, df: int) -> Arr:
@@ -146,7 +112,7 @@ _NPAR = {"constant": 1, "logarithmic": 2, "sqrt": 2, "linear": 2, "quadratic": 3
 
 
 def _robust_residuals(
-    B: Arr, y: Arr, u: Arr, Bs: Arr, robust: bool, iterations: int = 5, lstsq: _Solver = _svd_lstsq
+    B: Arr, y: Arr, u: Arr, Bs: Arr, robust: bool, iterations: int = 5, lstsq: _Solver = svd_lstsq
 ) -> tuple[Arr, Arr]:
     """Residuals of one version's own flexible fit and a 0/1 mask of the points kept.
 
@@ -281,7 +247,7 @@ def fit_change_model(
         version), so isolated spikes do not decide the verdict (only with ``weighted``).
     """
     # many small least-squares problems: BLAS threads only add contention (10x slower on a busy 2-core host)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         return _fit(baseline, target, families, free_shape, baseline_df, linear_baseline, weighted, robust)
 
 
@@ -338,7 +304,7 @@ class _WeightedFits:
     of its own projected columns: the triangular factor of ``[B, s·G, ys]·√w`` is
     ``[[R_B, P, p_y], [0, R_G, r_gy], [0, 0, r_yy]]``, its coefficients solve the triangle and its weighted RSS
     is ``r_yy²``, as ``np.linalg.lstsq`` of the full design gives them to rounding (≤ cond·eps). Designs whose
-    condition exceeds ``_COND_MAX`` (rank-deficient bases, few distinct x) are fitted exactly as before, by
+    condition exceeds ``COND_MAX`` (rank-deficient bases, few distinct x) are fitted exactly as before, by
     ``np.linalg.lstsq`` (and ``np.linalg.qr`` for the test) of the full design.
     """
 
@@ -348,8 +314,8 @@ class _WeightedFits:
         self.sw = np.sqrt(w)
         self.Q, self.R = np.linalg.qr(d.B * self.sw[:, None])
         #: the largest condition number of the designs fitted so far (inf when one was rank-deficient)
-        self.worst = _condition(self.R)
-        self.fast = self.worst <= _COND_MAX
+        self.worst = condition(self.R)
+        self.fast = self.worst <= COND_MAX
         self._lev: Arr | None = None
 
     def _project(self, C: Arr) -> Arr:
@@ -370,9 +336,9 @@ class _WeightedFits:
         R[:kb, :kb] = self.R
         R[:kb, kb:] = P[:, :k]
         R[kb:, kb:] = Rc[:k, :k]
-        cond = max(_condition(R[kb:, kb:]), _condition(R))
+        cond = max(condition(R[kb:, kb:]), condition(R))
         self.worst = max(self.worst, cond)
-        if cond > _COND_MAX:
+        if cond > COND_MAX:
             return None
         return R, np.concatenate([P[:, k], Rc[:k, k]])
 
@@ -407,7 +373,7 @@ class _WeightedFits:
         out: list[tuple[float, Arr]] = []
         for G, idx in zip(Gs, where, strict=True):
             cols = [*idx, m]
-            Rc = _r_factor(C[:, cols])
+            Rc = r_factor(C[:, cols])
             fac = self._factor(P[:, cols], Rc, len(idx))
             if fac is None:
                 out.append(d.rss(d.B if G is None else d.with_change(G), self.w))
@@ -461,7 +427,7 @@ def _design(baseline: Samples, target: Samples, free_shape: bool, baseline_df: i
                    free_shape and distinct and np.unique(u).size >= 10)
 
 
-def _noise_weights(d: _Design, robust: bool, lstsq: _Solver = _svd_lstsq) -> tuple[Arr, Arr]:
+def _noise_weights(d: _Design, robust: bool, lstsq: _Solver = svd_lstsq) -> tuple[Arr, Arr]:
     """Row weights ``1/σ̂(x)²`` and the spike-keeping mask ``tk`` (1 kept, 0 dropped).
 
     The noise scale comes from each version's own flexible fit, so a change cannot inflate it (and hide
@@ -570,10 +536,10 @@ def _fit(
         cols["cubic"] = np.vander(d.u, 4, increasing=True)
     if not (weighted and d.distinct):
         return _fit_weighted(d, np.ones(d.n), np.ones(d.n), cols, families, weighted, linear_baseline)[0]
-    fit, worst = _fit_weighted(d, *_noise_weights(d, robust, _qr_lstsq), cols, families, weighted,
+    fit, worst = _fit_weighted(d, *_noise_weights(d, robust, qr_lstsq), cols, families, weighted,
                                linear_baseline)
     if worst > _COND_WEIGHTS:  # see _COND_WEIGHTS: the weights as before, bit for bit
-        fit, _ = _fit_weighted(d, *_noise_weights(d, robust, _svd_lstsq), cols, families, weighted,
+        fit, _ = _fit_weighted(d, *_noise_weights(d, robust, svd_lstsq), cols, families, weighted,
                                linear_baseline)
     return fit
 

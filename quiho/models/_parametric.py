@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import minimize_scalar
-from threadpoolctl import threadpool_limits
 
+from quiho._lstsq import one_blas_thread
 from quiho.errors import ModelError
 
 __all__ = ["FAMILIES", "ModelFit", "ParametricFits", "fit_family", "fit_parametric"]
@@ -229,7 +229,11 @@ def fit_family(x: ArrayLike, y: ArrayLike, family: str) -> ModelFit:
     if family in ("linear", "quadratic"):
         u = xv / span
         deg = 1 if family == "linear" else 2
-        A = np.vander(u, deg + 1, increasing=True)
+        A = np.empty((u.size, deg + 1))  # np.vander(u, deg + 1, increasing=True), without its cumulative product
+        A[:, 0] = 1.0
+        A[:, 1] = u
+        if deg == 2:
+            np.multiply(u, u, out=A[:, 2])
         beta, *_ = np.linalg.lstsq(A, yv, rcond=None)
         coeffs = tuple(float(beta[j] / span**j) for j in range(deg + 1))
         return _stats(family, coeffs, xv, yv)
@@ -279,7 +283,7 @@ def fit_parametric(x: ArrayLike, y: ArrayLike, families: Sequence[str] | None = 
     ----------
     Schwarz, G. (1978). Estimating the dimension of a model. Annals of Statistics 6(2).
     """
-    with threadpool_limits(limits=1, user_api="blas"):  # small problems: BLAS threads only add contention
+    with one_blas_thread():  # small problems: BLAS threads only add contention
         fits = tuple(fit_family(x, y, f) for f in (families or FAMILIES))
     ok = [f for f in fits if f.meaningful]
     best = min(ok, key=lambda f: (f.bic, FAMILIES.index(f.family))) if ok else None
