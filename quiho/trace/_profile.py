@@ -69,19 +69,43 @@ def profile_from_calls(calls: pd.DataFrame, x: str = "order", amount: str = "inc
         raise UsageError(f"unknown independent variable {x!r}; choose from {', '.join(X_MODES)}")
     if amount not in ("inclusive_ns", "exclusive_ns"):
         raise UsageError(f"amount must be inclusive_ns or exclusive_ns, not {amount!r}")
+    amounts = calls[amount].to_numpy(dtype=float)
+    exclusive = calls["exclusive_ns"].to_numpy(dtype=float)
+    xcol = calls[x].to_numpy(dtype=float) if x in ("order", "arg") else None
     funcs: dict[str, Samples] = {}
-    for name, g in calls.groupby("function", observed=True, sort=True):
-        y = g[amount].to_numpy(dtype=float)
-        if x == "order":
-            xv = g["order"].to_numpy(dtype=float)
-        elif x == "arg":
-            xv = g["arg"].to_numpy(dtype=float)
+    for name, rows in _function_rows(calls["function"]):
+        y = amounts[rows]
+        if xcol is not None:
+            xv = xcol[rows]
         elif x == "sort-order":
             xv = np.argsort(np.argsort(y, kind="stable"), kind="stable").astype(float)
         else:
             xv = sliding_window_clusters(y).astype(float)
-        funcs[str(name)] = Samples.of(xv, y, g["exclusive_ns"].to_numpy(dtype=float))
+        funcs[str(name)] = Samples.of(xv, y, exclusive[rows])
     return Profile(funcs, "ns", source)
+
+
+def _function_rows(function: pd.Series) -> list[tuple[Any, slice | np.ndarray]]:
+    """Each function's rows (positions, in table order), functions as ``groupby(sort=True, observed=True)``.
+
+    A categorical column (what :func:`~quiho.trace.events_to_calls` and the store give) is split by its codes:
+    slices when the table is sorted by function, as it comes from ``events_to_calls``, else one stable sort,
+    instead of pandas materialising a sub-frame of every column per group. Other columns become categorical
+    first (sorted categories, missing names dropped: groupby's order and ``dropna``).
+    """
+    if not isinstance(function.dtype, pd.CategoricalDtype):
+        function = function.astype("category")
+    codes = function.cat.codes.to_numpy()
+    order: np.ndarray | None = None
+    if codes.size > 1 and bool((codes[1:] < codes[:-1]).any()):
+        order = np.argsort(codes, kind="stable")
+        codes = codes[order]
+    present = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(function.cat.categories)))
+    lo = np.searchsorted(codes, present, side="left")
+    hi = np.searchsorted(codes, present, side="right")
+    cats = function.cat.categories
+    return [(cats[c], slice(a, b) if order is None else order[a:b])
+            for c, a, b in zip(present.tolist(), lo.tolist(), hi.tolist(), strict=True)]
 
 
 _Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
