@@ -7,7 +7,9 @@ ill-conditioned ones go to ``np.linalg.lstsq`` (SVD, with its rank cut-off) itse
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, cast
 
@@ -33,9 +35,31 @@ def _controller() -> ThreadpoolController:
     return ThreadpoolController()
 
 
-def one_blas_thread() -> AbstractContextManager[Any]:
-    """Context manager: BLAS limited to one thread (as ``threadpool_limits(limits=1, user_api="blas")``)."""
-    return cast(AbstractContextManager[Any], _controller().limit(limits=1, user_api="blas"))
+_lock = threading.Lock()
+_users = 0
+_limiter: Any = None
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """Context manager: BLAS limited to one thread (as ``threadpool_limits(limits=1, user_api="blas")``).
+
+    Safe to enter from several threads at once (the limit is process-wide): the first to enter sets it, the
+    last to leave restores the earlier limits.
+    """
+    global _users, _limiter
+    with _lock:
+        if _users == 0:
+            _limiter = _controller().limit(limits=1, user_api="blas")
+        _users += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _users -= 1
+            if _users == 0:
+                _limiter.restore_original_limits()
+                _limiter = None
 
 
 def r_factor(A: Arr) -> Arr:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
@@ -146,12 +147,19 @@ class ProfileDetector(ABC):
 
 
 class PerFunctionProfileDetector(ProfileDetector):
-    """A detector that looks at one function at a time."""
+    """A detector that looks at one function at a time.
+
+    ``threads`` > 1 runs :meth:`compare_function` of several functions at once (for detectors whose work
+    releases the GIL, such as LAPACK); each function's verdict is computed exactly as in one thread, and the
+    list comes back in function order.
+    """
 
     min_points: ClassVar[int] = 3
+    threads: ClassVar[int] = 1
 
     def compare(self, baseline: Profile, target: Profile) -> list[Change]:
-        out = []
+        out: list[Change | None] = []
+        todo: list[tuple[int, str, Samples, Samples]] = []
         for f in sorted(set(baseline.functions) | set(target.functions)):
             b, t = baseline.functions.get(f), target.functions.get(f)
             if b is None or t is None:
@@ -161,8 +169,21 @@ class PerFunctionProfileDetector(ProfileDetector):
                 out.append(self._nm(f, f"too few calls ({len(b)} baseline, {len(t)} target; need "
                                        f"{self.min_points} each)"))
             else:
-                out.append(self.compare_function(f, b, t))
-        return out
+                todo.append((len(out), f, b, t))
+                out.append(None)
+        for (i, *_), change in zip(todo, self._compare_all([w[1:] for w in todo]), strict=True):
+            out[i] = change
+        return [c for c in out if c is not None]
+
+    def _compare_all(self, work: list[tuple[str, Samples, Samples]]) -> list[Change]:
+        n = min(self.threads, len(work))
+        if n <= 1:
+            return [self.compare_function(*w) for w in work]
+        pool = ThreadPoolExecutor(n, thread_name_prefix=f"quiho-{self.name}")
+        try:
+            return list(pool.map(lambda w: self.compare_function(*w), work))
+        finally:  # an interrupt or error does not wait for the functions still queued
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _nm(self, function: str, why: str, kind: str = "") -> Change:
         return Change(function, self.name, State.NOT_MEANINGFUL, kind, float("nan"), 0.0, "none", None,

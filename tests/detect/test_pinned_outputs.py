@@ -32,6 +32,7 @@ import pytest
 
 from quiho.datasets.perun import FAMILY_NAMES, changed_pair, null_pair, perun_pairs
 from quiho.detect import Profile, Samples, detect
+from quiho.detect._joint import JointDetector, PolynomialRateDetector
 from quiho.models import fit_parametric
 from quiho.trace import load_perun_profile
 
@@ -225,6 +226,21 @@ def test_outputs_equal_the_pinned_ones(section, pinned, shared_data):  # noqa: A
     bad: list[str] = []
     _close(want, got, section, bad)
     assert bad == [], "\n".join(bad[:20])
+
+
+def test_threads_do_not_change_verdicts(monkeypatch):  # noqa: ANN001
+    """Several functions fitted at once (threads) give exactly the verdicts of one at a time."""
+    pairs = dict(_synthetic_pairs())
+    names = ("thinned/x-from-0", "changed/localized", "spikes", "few-x")
+    b = Profile({n: pairs[n][0].functions["f"] for n in names})
+    t = Profile({n: pairs[n][1].functions["f"] for n in names})
+    runs = {}
+    for threads in (1, 2, 3):
+        for cls in (JointDetector, PolynomialRateDetector):
+            monkeypatch.setattr(cls, "threads", threads)
+        runs[threads] = [c.to_dict() for c in detect(b, t, ["joint", "preg"])]
+    assert len(runs[1]) == 8 and any(c["state"] == "degradation" for c in runs[1])
+    assert json.dumps(runs[1]) == json.dumps(runs[2]) == json.dumps(runs[3])
 
 
 def test_the_comparison_can_fail(pinned):  # noqa: ANN001
