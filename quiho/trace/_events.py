@@ -17,7 +17,8 @@ Exclusive time is the inclusive time minus the inclusive time of the *traced* di
 level deeper in the same thread whose entry follows the parent's entry most closely). Untraced callees stay in
 the parent's exclusive time, as in Perun. All times are nanoseconds.
 
-Implementation: events are grouped by thread (a stable radix sort of the thread ids), then two compiled
+Implementation: events are grouped by thread (a counting sort for up to 64 threads, else a stable radix sort of
+the thread ids; the same order either way), then two compiled
 (numba) passes apply the rule with per-level state and write the table function by function. On 10 M events
 this takes about a quarter of the CPU time and half the memory of the earlier numpy version (grouping by
 sorts, pairing by shifts, parents by binary search); both give identical tables
@@ -163,13 +164,92 @@ def _in_thread_time_order(ev: Events) -> tuple[_Ints, _Ints, _Ints, _Ints, _Ints
     kind = np.ascontiguousarray(ev.kind, dtype=np.int8)
     cols = (np.ascontiguousarray(ev.tid, dtype=np.int64), np.ascontiguousarray(ev.ts, dtype=np.int64),
             np.ascontiguousarray(ev.func, dtype=np.int32), np.ascontiguousarray(ev.arg, dtype=np.int64), kind)
-    o = _stable_argsort(ev.tid)
-    tid, ts, func, arg, k, ordered = _gather(o, *cols)
+    tid, ts, func, arg, k, ordered = _by_thread(*cols, _FEW_THREADS)
     if n > 1 and not ordered:
         del tid, ts, func, arg, k
         o = np.lexsort((np.arange(n, dtype=np.int64), ev.ts, ev.tid))
         tid, ts, func, arg, k, _ = _gather(o, *cols)
     return tid, ts, func, arg, k
+
+
+#: Up to this many distinct threads, events are grouped by a counting sort (one pass to count, one to place)
+#: instead of a stable argsort and a gather: the same order, about half the time on 10 M events
+_FEW_THREADS = 64
+
+
+@njit(cache=True, nogil=True)
+def _thread_slots(tid: _Ints, limit: int) -> tuple[_Ints, _Ints, int]:
+    """Per event, the index of its thread among the distinct ids (first-seen order); the ids; their number.
+
+    Stops early and returns a count above ``limit`` when there are more distinct threads.
+    """
+    n = tid.size
+    slot = np.empty(n, np.uint8)
+    ids = np.empty(limit + 1, np.int64)
+    m = 0
+    cur = -1
+    for i in range(n):
+        t = tid[i]
+        if cur < 0 or ids[cur] != t:
+            cur = -1
+            for j in range(m):
+                if ids[j] == t:
+                    cur = j
+                    break
+            if cur < 0:
+                if m == limit:
+                    return slot, ids, limit + 1
+                ids[m] = t
+                cur = m
+                m += 1
+        slot[i] = cur
+    return slot, ids, m
+
+
+def _by_thread(tid: _Ints, ts: _Ints, func: _Ints, arg: _Ints, kind: _Ints,
+               limit: int) -> tuple[_Ints, _Ints, _Ints, _Ints, _Ints, bool]:
+    """:func:`_gather` of the stable thread order, by a counting sort when there are at most ``limit`` threads."""
+    slot, ids, m = _thread_slots(tid, limit)
+    if m > limit:
+        return _gather(_stable_argsort(tid), tid, ts, func, arg, kind)
+    rank = np.empty(m, np.int64)
+    rank[np.argsort(ids[:m], kind="stable")] = np.arange(m)  # threads in ascending id order, as the sort gives
+    return _place(slot, rank, tid, ts, func, arg, kind)
+
+
+@njit(cache=True, nogil=True)
+def _place(slot: _Ints, rank: _Ints, tid: _Ints, ts: _Ints, func: _Ints, arg: _Ints,
+           kind: _Ints) -> tuple[_Ints, _Ints, _Ints, _Ints, _Ints, bool]:
+    """Counting sort of the events by thread rank (stable), and whether each thread is then in time order."""
+    n = tid.size
+    m = rank.size
+    start = np.zeros(m + 1, np.int64)
+    for i in range(n):
+        start[rank[slot[i]] + 1] += 1
+    for r in range(m):
+        start[r + 1] += start[r]
+    last = np.empty(m, np.int64)
+    seen = np.zeros(m, np.bool_)
+    t2 = np.empty(n, np.int64)
+    s2 = np.empty(n, np.int64)
+    f2 = np.empty(n, np.int32)
+    a2 = np.empty(n, np.int64)
+    k2 = np.empty(n, np.int8)
+    ordered = True
+    for i in range(n):
+        r = rank[slot[i]]
+        d = start[r]
+        start[r] = d + 1
+        t2[d] = tid[i]
+        s2[d] = ts[i]
+        f2[d] = func[i]
+        a2[d] = arg[i]
+        k2[d] = kind[i]
+        if seen[r] and ts[i] < last[r]:
+            ordered = False
+        seen[r] = True
+        last[r] = ts[i]
+    return t2, s2, f2, a2, k2, ordered
 
 
 @njit(cache=True, nogil=True)

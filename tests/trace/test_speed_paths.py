@@ -2,7 +2,8 @@
 
 ``profile_from_calls`` splits a calls table by its categorical codes instead of ``DataFrame.groupby``; here it is
 compared with a groupby reference on sorted, shuffled, string-named (with missing names) and unused-category
-tables, for every x mode and amount.
+tables, for every x mode and amount. ``events_to_calls`` groups events of at most 64 threads by a counting sort;
+here it is compared with the stable argsort it replaces, below and above that limit.
 """
 
 from __future__ import annotations
@@ -72,3 +73,23 @@ def test_profile_from_calls_equals_groupby(table):  # noqa: ANN001
                 assert np.array_equal(s.x, xv) and np.array_equal(s.y, y) and np.array_equal(s.exclusive, ex)
     if table != "empty":
         assert len(profile_from_calls(calls).functions) == 6  # f6 is traced but never called
+
+
+@pytest.mark.parametrize("threads", [1, 3, 64, 65, 300])
+def test_thread_grouping_equals_the_stable_sort(threads):  # noqa: ANN001
+    """Few threads are grouped by a counting sort; it must give the stable argsort's order and time check."""
+    from quiho.trace import _events
+
+    rng = np.random.default_rng(threads)
+    n = 20_000
+    tid = (rng.integers(0, threads, n) * 7919 - 5000).astype(np.int64)  # negative and sparse ids too
+    ts = np.cumsum(rng.integers(0, 5, n)).astype(np.int64)
+    cols = (tid, ts, rng.integers(-1, 9, n).astype(np.int32), rng.integers(0, 99, n).astype(np.int64),
+            rng.integers(0, 2, n).astype(np.int8))
+    for shuffle in (False, True):  # in time order per thread, and not
+        c = tuple(a[rng.permutation(n)] for a in cols) if shuffle else cols
+        want = _events._gather(np.argsort(c[0], kind="stable"), *c)
+        got = _events._by_thread(*c, _events._FEW_THREADS)
+        assert got[5] == want[5] == (not shuffle)
+        for a, b in zip(got[:5], want[:5], strict=True):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
