@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from quiho.fleet._probes import ProbeRunner, machine_facts, require_root
-from quiho.fleet.calibrate import PREFAULT_MIB, choose, load_responses, measure_responses
+from quiho.fleet.calibrate import PREFAULT_MIB, UNTHROTTLED_REPS, choose, load_responses, measure_responses
 from quiho.fleet.emulate import local_fleet_lock
 
 
@@ -29,7 +29,7 @@ def main() -> int:
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--record", type=Path, help="run the probes and write the responses here (JSON)")
     g.add_argument("--from", dest="src", type=Path, help="recorded responses: print the choice only")
-    ap.add_argument("--reps", type=int, default=4)
+    ap.add_argument("--reps", type=int, default=UNTHROTTLED_REPS)
     ap.add_argument("--note", default="")
     a = ap.parse_args()
     if a.record:

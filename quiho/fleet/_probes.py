@@ -15,9 +15,10 @@ import platform
 import re
 import shutil
 import subprocess
+import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,20 +28,29 @@ from quiho.errors import InventoryError
 from quiho.fleet.emulate import CGROUP_CPU, THP_PATH, cleanup_cgroups, restore_thp
 from quiho.fleet.inventory import repo_root
 
-__all__ = ["PROBES", "PREFAULT_MIB_OF", "Cell", "machine_facts", "facts_key", "ProbeRunner", "require_root"]
+__all__ = ["PROBES", "PREFAULT_MIB_OF", "CORUNNER_SETTLE_S", "Cell", "probe_seconds", "machine_facts",
+           "facts_key", "ProbeRunner", "require_root"]
 
-#: Fixed work per probe (sized once on the AMD EPYC 2-vCPU VM of issue 15: ~0.15-0.3 s unthrottled with 4 KiB
-#: pages). memory: stress-ng's STREAM on arrays sized from an 8 MiB "L3" (faults them in, then streams them: the
-#: page size acts on both, as on stream@nadds1); cpu: integer arithmetic on registers (no memory traffic).
+#: Fixed work per probe (sized on the AMD EPYC 2-vCPU VM of issue 15: ~0.3 s unthrottled with 4 KiB pages).
+#: memory: stress-ng's STREAM on arrays sized from an 8 MiB "L3" (faults them in, then streams them: the page size
+#: acts on both, as on stream@nadds1); cpu: integer arithmetic on registers (no memory traffic). A probe's time is
+#: the worker's own (bogo-ops / its real-time rate, from stress-ng's metrics), as the fleet measures stressors:
+#: the wall time of the whole command also held stress-ng's start-up and the wrapper's exit, which made the
+#: 0.15 s CPU probe bimodal here (0.13 or 0.20 s in the same cell) and slower beside a co-runner (+20 %) while the
+#: fleet's cpu stressor and the CPU-bound stream@nadds30 did not move (-2 %, 6 rounds).
 PROBES: dict[str, list[str]] = {
-    "memory": ["stress-ng", "--stream", "1", "--stream-ops", "12", "--stream-l3-size", "8M", "-q"],
-    "cpu": ["stress-ng", "--cpu", "1", "--cpu-method", "int64", "--cpu-ops", "300", "-q"],
+    "memory": ["stress-ng", "--stream", "1", "--stream-ops", "12", "--stream-l3-size", "8M", "-q", "--metrics-brief"],
+    "cpu": ["stress-ng", "--cpu", "1", "--cpu-method", "int64", "--cpu-ops", "600", "-q", "--metrics-brief"],
 }
-#: Prefault (MiB) before each probe: the fleet's 512 MiB before the memory probe (free page reporting, see
-#: inventories/local.yml); 1 MiB before the CPU probe, which touches no memory worth prefaulting (the wrapper
-#: still prints its time marker). The 512 MiB prefault costs 0.5-1.3 s per run on a loaded 2-vCPU VM.
-PREFAULT_MIB_OF = {"memory": 512, "cpu": 1}
-_EXEC_AT = re.compile(r"^quiho-exec-at: (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6})$", re.M)
+#: Prefault (MiB) before each probe (free page reporting, see inventories/local.yml): 128 MiB before the memory
+#: probe, which peaks at ~100 MB resident (stress-ng's max-rss), as the fleet's 512 MiB covers stream@nadds1's
+#: 192 MiB; 1 MiB before the CPU probe, which touches no memory worth prefaulting (the wrapper still prints its
+#: time marker). A 512 MiB prefault cost 0.45 s per run here (128 MiB: 0.12 s), 0.5-1.3 s on a loaded VM.
+PREFAULT_MIB_OF = {"memory": 128, "cpu": 1}
+#: Extra wait (s) after a co-runner cell starts, beyond quiho-emulate.sh's 1 s: the stream co-runner (64 MiB
+#: "L3") spends ~0.8 s faulting in its arrays before it streams (stress-ng 0.15, this VM), so the first probe of
+#: a cell measured next to a co-runner that was not yet loading memory.
+CORUNNER_SETTLE_S = 1.0
 _PAGE_REPORTING = Path("/sys/module/page_reporting")
 
 
@@ -107,6 +117,27 @@ def require_root() -> None:
         raise InventoryError("the local fleet's calibration needs stress-ng (apt-get install stress-ng)")
 
 
+def probe_seconds(text: str, argv: list[str]) -> float:
+    """A fixed-work probe's time from stress-ng's ``--yaml`` output: bogo-ops over the real-time rate (s).
+
+    Raises
+    ------
+    InventoryError
+        No metrics entry, no operations or no rate: stress-ng exited 0 without measuring (see
+        :mod:`quiho.fingerprint.parse`: exit code 0 is not success).
+    """
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InventoryError(f"calibration probe {argv[:3]}: unreadable stress-ng output ({exc})") from exc
+    metrics = doc.get("metrics") if isinstance(doc, dict) else None
+    entry = metrics[0] if isinstance(metrics, list) and metrics and isinstance(metrics[0], dict) else {}
+    ops, rate = entry.get("bogo-ops"), entry.get("bogo-ops-per-second-real-time")
+    if not isinstance(ops, int | float) or not isinstance(rate, int | float) or ops <= 0 or rate <= 0:
+        raise InventoryError(f"calibration probe {argv[:3]}: stress-ng reported no operations (metrics {entry!r})")
+    return float(ops) / float(rate)
+
+
 def _join_script() -> str:
     """``qh_join`` from playbooks/vars/emulation.yml: the wrapper every measured command of the fleet runs in."""
     p = repo_root() / "playbooks" / "vars" / "emulation.yml"
@@ -145,17 +176,19 @@ class ProbeRunner:
             raise InventoryError(f"calibration: quiho-emulate.sh {args[0]} failed: {r.stderr.strip()[-300:]}")
 
     def _one(self, cg: str, argv: list[str], prefault_mib: int) -> float:
-        """Wall time (s) of one probe, from the wrapper's post-prefault marker to the probe's exit."""
-        r = subprocess.run(["sh", "-c", self._join, "sh", cg, str(prefault_mib), "timeout", "-k", "5", "60",
-                            *argv], capture_output=True, text=True, timeout=90, check=False)
-        end = datetime.now()
-        self.runs += 1
-        if r.returncode != 0:
-            raise InventoryError(f"calibration probe {argv[:3]} failed (rc {r.returncode}): {r.stderr.strip()[-300:]}")
-        m = _EXEC_AT.search(r.stdout)
-        if m is None:  # prefault 0: no marker; the subprocess time is close enough (never used by the fleet)
-            raise InventoryError("calibration: the wrapper printed no quiho-exec-at marker (prefault must be > 0)")
-        return (end - datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f")).total_seconds()
+        """Seconds the probe's stress-ng worker took for its fixed work (bogo-ops / real-time rate)."""
+        fd, yml = tempfile.mkstemp(prefix="quiho-probe-", suffix=".yml")
+        os.close(fd)
+        try:
+            r = subprocess.run(["sh", "-c", self._join, "sh", cg, str(prefault_mib), "timeout", "-k", "5", "60",
+                                *argv, "--yaml", yml], capture_output=True, text=True, timeout=90, check=False)
+            self.runs += 1
+            if r.returncode != 0:
+                raise InventoryError(f"calibration probe {argv[:3]} failed (rc {r.returncode}): "
+                                     f"{r.stderr.strip()[-300:]}")
+            return probe_seconds(Path(yml).read_text(), argv)
+        finally:
+            Path(yml).unlink(missing_ok=True)
 
     def rounds(self, cells: list[tuple[Cell, int]], probes: list[str]) -> list[dict[str, list[float]]]:
         """Probe times (probe → seconds) per cell, measured round-robin: one repetition of every cell per round.
@@ -172,6 +205,8 @@ class ProbeRunner:
                 self._n += 1
                 cg = str(CGROUP_CPU / f"{self.prefix}-{self._n}")
                 self._emulate("start", cg, str(cell.quota_pct), cell.corunner, "120", cell.thp, str(cell.period_us))
+                if cell.corunner != "none":
+                    time.sleep(CORUNNER_SETTLE_S)
                 try:
                     for p in probes:
                         res[p].append(self._one(cg, PROBES[p], min(self.prefault_mib, PREFAULT_MIB_OF[p])))

@@ -1,0 +1,107 @@
+"""Fresh runs of the README's main command (``bash scripts/demo.sh``), one table row per run (issues 14 and 15).
+
+Usage (root, on the machine to check; each run takes the demo's ~8-10 minutes):
+    python bench/demo_runs.py --runs 5 [--out /tmp/demo-runs]
+
+Every run gets its own empty store (``QUIHO_STORE=<out>/run-N/quiho.db``), so it calibrates the local fleet
+afresh, fingerprints it and profiles ``stream@nadds1`` vs ``stream@nadds30`` exactly as the README's command does;
+its stdout, stderr and ``report.json`` are kept under ``<out>/run-N/``. The table gives, per run: the calibration
+(seconds, kept axes, hosts), the demo's wall time, the metric verdict, each IRUP's validity and leave-one-group-out
+R², the memory and cpu class shares A → B, and the calibrated comparison (verdict, p, B). The issues ask for IRUPs
+not ``not-meaningful`` in >= 4 of 5 runs and memory share down / cpu share up (``different``) in >= 4 of 5; the
+last lines count both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _calibration(store: Path) -> dict:
+    r = subprocess.run([str(REPO / ".venv" / "bin" / "quiho"), "fleet", "show", "--store", str(store), "--json"],
+                       capture_output=True, text=True, check=False)
+    try:
+        return json.loads(r.stdout).get("calibration") or {}
+    except ValueError:
+        return {}
+
+
+def one_run(i: int, out: Path) -> dict:
+    d = out / f"run-{i}"
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    env = {**os.environ, "QUIHO_STORE": str(d / "quiho.db")}
+    t0 = time.monotonic()
+    with open(d / "stdout.txt", "w") as so, open(d / "stderr.txt", "w") as se:
+        rc = subprocess.run(["bash", "scripts/demo.sh"], cwd=REPO, env=env, stdout=so, stderr=se,
+                            check=False).returncode
+    wall = time.monotonic() - t0
+    report = REPO / ".quiho" / "profile-report" / "report.json"
+    row: dict = {"run": i, "rc": rc, "wall_s": wall}
+    if rc == 0 and report.exists():
+        shutil.copy(report, d / "report.json")
+        doc = json.loads(report.read_text())
+        irup, cmp_ = doc["irup"], doc["irup"].get("comparison") or {}
+        shares = cmp_.get("class_shares") or {}
+        row.update(
+            metric=f"{doc['metric']['verdict']} {doc['metric']['change']:+.0%}",
+            valid_a=irup["a"]["validity"]["verdict"], r2_a=irup["a"]["validity"]["r2_group_cv"],
+            valid_b=irup["b"]["validity"]["verdict"], r2_b=irup["b"]["validity"]["r2_group_cv"],
+            mem=(shares.get("a", {}).get("memory"), shares.get("b", {}).get("memory")),
+            cpu=(shares.get("a", {}).get("cpu"), shares.get("b", {}).get("cpu")),
+            verdict=cmp_.get("verdict"), p=cmp_.get("p_value"), B=cmp_.get("permutations"),
+        )
+    cal = _calibration(d / "quiho.db")
+    row.update(cal_s=cal.get("elapsed_s"), axes="+".join(cal.get("kept") or []) or "-",
+               hosts=len(cal.get("hosts") or []), levels="/".join(str(q) for q in cal.get("quota_levels") or []))
+    return row
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.0%}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--out", type=Path, default=Path("/tmp/quiho-demo-runs"))
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        print("demo_runs: the local fleet needs root", file=sys.stderr)
+        return 1
+    rows = []
+    print("| run | calibration s | axes | hosts | quota | wall | metric | IRUP nadds1 (R²) | IRUP nadds30 (R²) "
+          "| memory A→B | cpu A→B | comparison |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for i in range(1, a.runs + 1):
+        r = one_run(i, a.out)
+        rows.append(r)
+        if "verdict" not in r:
+            print(f"| {i} | {r.get('cal_s') or '-'} | {r['axes']} | {r['hosts']} | {r['levels']} | "
+                  f"{r['wall_s'] / 60:.1f} min | FAILED rc {r['rc']} (see {a.out}/run-{i}) | | | | | |", flush=True)
+            continue
+        print(f"| {i} | {r['cal_s']:.0f} | {r['axes']} | {r['hosts']} | {r['levels']} | {r['wall_s'] / 60:.1f} min | "
+              f"{r['metric']} | {r['valid_a']} ({r['r2_a']:.2f}) | {r['valid_b']} ({r['r2_b']:.2f}) | "
+              f"{_pct(r['mem'][0])}→{_pct(r['mem'][1])} | {_pct(r['cpu'][0])}→{_pct(r['cpu'][1])} | "
+              f"{r['verdict']}, p = {r['p']:.3f} (B = {r['B']}) |", flush=True)
+    done = [r for r in rows if "verdict" in r]
+    ok_valid = sum(r["valid_a"] != "not-meaningful" and r["valid_b"] != "not-meaningful" for r in done)
+    shift = sum(r["verdict"] == "different" and (r["mem"][1] or 0) < (r["mem"][0] or 0)
+                and (r["cpu"][1] or 0) > (r["cpu"][0] or 0) for r in done)
+    print(f"\nboth IRUPs not 'not-meaningful': {ok_valid} of {len(rows)}; 'different' with memory share down and cpu "
+          f"share up: {shift} of {len(rows)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
