@@ -2,7 +2,8 @@
 # One command from a fresh clone: install, then run quiho's main job on the embedded default.
 # Main job: `quiho profile stream@nadds1 stream@nadds30` on the local fleet calibrated to this machine (no -i:
 # on first use quiho probes how the CPU quota, the transparent-huge-page policy and a co-runner act here,
-# ~30-60 s, and writes the fleet to .quiho/local-fleet-<key>.yml; 8 hosts when quota x page size both work;
+# ~30-60 s, and writes the fleet to .quiho/local-fleet-<key>.yml; 8 hosts when the quota and a memory axis
+# (page size, co-runner) work;
 # `quiho fleet show` prints the levels and measured effects), i.e. fingerprint the fleet (quick battery),
 # run both versions of the STREAM-like example interleaved on every host, and print the verdict
 # (regression/improvement/no-change/inconclusive) with its size, CI and p-value, both IRUPs and the root-cause
