@@ -27,7 +27,7 @@ from quiho.irup.importance import (
     permutation_scores,
     seed_weights,
 )
-from quiho.irup.validity import Validity, logo_fold, logo_predictions, r2, verdict
+from quiho.irup.validity import Validity, logo_fold, logo_predictions, r2_between_groups, verdict
 from quiho.store import Store
 from quiho.store.irup import insert_irup
 
@@ -258,7 +258,7 @@ def compute_irup(
     imp, logo = fit_models(Xa, ya, groups, formula=importance, params=params, seed_states=seed_states,
                            resample=resample, logo_seed=logo_seed if key not in _LOGO_CACHE else None, n_jobs=n_jobs)
     if logo is not None:
-        _LOGO_CACHE[key] = r2(ya, logo_predictions(logo, groups, len(ya)))
+        _LOGO_CACHE[key] = r2_between_groups(ya, logo_predictions(logo, groups, len(ya)), groups)
     valid = np.isfinite(imp).all(axis=1)
     if not valid.any():
         raise NotEnoughData(f"target {data.target!r}: no seed had held-out groups for permutation importance")

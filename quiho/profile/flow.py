@@ -405,6 +405,9 @@ def analyse_profile(
     runs = fleet_store.profile_runs(store, application, (version_a, label_b), batch)
     if runs.empty:
         raise UsageError(f"profile batch {batch!r} has no runs of {application}@{version_a} / @{version_b}")
+    if "fleet_axes" not in kwargs:  # a stored batch of a calibrated local fleet: its calibration says how many axes
+        cal = fleet_store.calibration_for_hosts(store, set(runs["host"]))
+        kwargs["fleet_axes"] = len(cal["result"]["choice"].get("kept") or []) if cal is not None else None
     ok = runs[runs["status"] == "ok"]
     unit = str(ok["unit"].iloc[0]) if len(ok) else str(runs["unit"].iloc[0])
     hib = bool(runs["higher_is_better"].iloc[0])

@@ -292,3 +292,20 @@ def test_a_probe_is_timed_by_its_worker_from_stress_ngs_metrics() -> None:
         probe_seconds(text.replace("bogo-ops: 12", "bogo-ops: 0"), PROBES["memory"])
     with pytest.raises(InventoryError, match="unreadable"):
         probe_seconds("metrics: [\n", PROBES["memory"])
+
+
+def test_a_stored_batch_finds_the_calibration_of_its_hosts(tmp_path: Path) -> None:
+    """``quiho profile --batch`` re-analyses without calibrating: the fleet's axes come from the calibration whose
+    generated hosts are exactly the batch's hosts (the newest such), none for other hosts."""
+    store = open_store(tmp_path / "q.db")
+    two = choose(_synthetic(thp_mem=math.log(1.18), thp_cpu=0.0, co_mem=0.0, co_cpu=0.0, bend={100000: 0.0}))
+    one = choose(_synthetic(thp_mem=0.0, thp_cpu=0.0, co_mem=0.0, co_cpu=0.0, bend={100000: 0.0}))
+    for c in (two, one):
+        fleet_store.save_calibration(store, facts_key="k" * 64, facts={}, result={"choice": c.to_dict()},
+                                     inventory=str(tmp_path / "x.yml"), elapsed_s=1.0, schema_version=1,
+                                     quiho_version="test")
+    found = fleet_store.calibration_for_hosts(store, {n for n, _ in two.hosts})
+    assert found is not None and found["result"]["choice"]["kept"] == ["quota", "page-size"]
+    found = fleet_store.calibration_for_hosts(store, {n for n, _ in one.hosts})
+    assert found is not None and found["result"]["choice"]["kept"] == ["quota"]
+    assert fleet_store.calibration_for_hosts(store, {"web-1", "web-2"}) is None
