@@ -189,6 +189,7 @@ def fleet_function_verdicts(
     confidence: float = 0.95,
     n_boot: int = 2000,
     random_state: int | None = 0,
+    min_effect: float = 0.05,
 ) -> list[FleetFunctionVerdict]:
     """Combine per-host verdicts of one detector into one verdict per function (see the module docstring).
 
@@ -255,6 +256,9 @@ def fleet_function_verdicts(
         if verdict in (State.DEGRADATION, State.OPTIMIZATION) and not (ci[0] > 0 or ci[1] < 0):
             verdict, reason = State.NOT_MEANINGFUL, (
                 f"{reason}, but the {confidence:.0%} CI over hosts ({ci[0]:+.1%} … {ci[1]:+.1%}) includes no change")
+        if verdict in (State.DEGRADATION, State.OPTIMIZATION) and abs(float(np.median(m))) < min_effect:
+            verdict, reason = State.NO_CHANGE, (
+                f"{reason}, but the median change {float(np.median(m)):+.1%} is below the {min_effect:.0%} floor")
         if verdict in (State.DEGRADATION, State.OPTIMIZATION):
             same = [by_host[h] for h in hosts if by_host[h].state is verdict]
             kind, n_flagged = _kind(same), len(same)

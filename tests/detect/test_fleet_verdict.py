@@ -177,3 +177,13 @@ def test_bad_input():
         with pytest.raises(UsageError):
             fleet_function_verdicts({}, **kw)
     assert fleet_function_verdicts({}) == []
+
+
+def test_a_majority_change_below_the_practical_floor_is_no_change() -> None:
+    """Every host flags -4.7 % (the CI over hosts excludes 0): below the profile's 5 % floor it is no change,
+    with why; with the floor lowered to 1 % the same hosts give an optimization."""
+    by_host = {f"h{i}": [_change("f", State.OPTIMIZATION, -0.047 + 0.001 * i)] for i in range(3)}
+    (v,) = fleet_function_verdicts(by_host)
+    assert v.verdict is State.NO_CHANGE and "below the 5% floor" in v.reason and v.ci[1] < 0
+    (w,) = fleet_function_verdicts(by_host, min_effect=0.01)
+    assert w.verdict is State.OPTIMIZATION

@@ -216,7 +216,9 @@ def test_prefault_is_not_part_of_a_runtime_metric(
     assert main(["run", str(spec), "--version", "v1", "-i", str(inv), "--store", str(store.path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "complete"
     values = [r[0] for r in store.conn.execute("SELECT value FROM app_runs WHERE status = 'ok'")]
-    assert len(values) == 2 and all(0.19 <= v < 0.45 for v in values), values
+    # excluded: the sleep plus exec overhead under the 30 % quota (up to 0.48 s measured on a noisy AMD VM);
+    # included, the ~0.6 s prefault would add to it (>= 0.8 s)
+    assert len(values) == 2 and all(0.19 <= v < 0.65 for v in values), values
     store.close()
     assert not list(Path("/sys/fs/cgroup/cpu").glob("*-qtest-pf"))  # the host's cgroup is gone
     assert ptools.live(ptools.ours(run_dir)) == []
