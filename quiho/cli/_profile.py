@@ -157,7 +157,7 @@ def _measure(st: Any, spec: Any, v1: str, v2: str, d: Any, *, resume: str | None
     """Run the profile on the fleet with progress on stderr (``d``: the merged ProfileDefaults)."""
     from quiho.cli._fleet import _progress
     from quiho.fleet import load_inventory
-    from quiho.fleet.calibrate import calibrated_fleet
+    from quiho.fleet.calibrate import axes_kept, calibrated_fleet
     from quiho.profile import parse_age, run_profile
 
     age = parse_age(d.max_age)
@@ -168,7 +168,7 @@ def _measure(st: Any, spec: Any, v1: str, v2: str, d: Any, *, resume: str | None
         # calibration passed on before, and the CLI never let it calibrate
         cal = calibrated_fleet(st, lambda msg: err(f"quiho profile: {msg}"))
         inventory = cal.inventory
-        analysis = {**analysis, "fleet_axes": len(cal.choice.get("kept") or [])}
+        analysis = {**analysis, "fleet_axes": axes_kept(cal.choice)}
     with _progress(len(load_inventory(inventory).names), "profile") as on_event:
         return run_profile(
             spec, v1, v2, store=st, inventory=inventory, max_age_s=age, battery=d.battery,

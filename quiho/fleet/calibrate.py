@@ -61,7 +61,7 @@ from quiho.store import fleet as fleet_store
 
 __all__ = ["AxisEffect", "Calibration", "Choice", "PERIODS_US", "RESPONSES_SCHEMA", "calibrate", "choose",
            "calibrated_fleet", "inventory_text", "load_responses", "measure_responses", "resolve_inventory",
-           "UNTHROTTLED_REPS"]
+           "UNTHROTTLED_REPS", "axes_kept"]
 
 #: Version of the recorded-responses JSON (bench/local_fleet_calibration.py --record, tests/data/calibration/).
 RESPONSES_SCHEMA = 1
@@ -146,6 +146,11 @@ class Calibration:
 # --- the choice (pure) ---------------------------------------------------------------------
 
 
+def axes_kept(choice: dict[str, Any]) -> int:
+    """How many independent axes a stored choice kept (``Choice.to_dict()``): what the profile's guard needs."""
+    return len(choice.get("kept") or [])
+
+
 def _logs(xs: Iterable[float]) -> list[float]:
     return [math.log(x) for x in xs if x and x > 0]
 
@@ -221,15 +226,14 @@ def _fmt(e: tuple[float, float] | None) -> str:
     return "not measured" if e is None else f"{math.expm1(e[0]):+.1%} ± {e[1]:.1%}"
 
 
-def _differential(cs: _Cells, a: list[dict[str, Any]], b: list[dict[str, Any]]) -> tuple[float, float] | None:
+def _differential(cs: _Cells, a: list[dict[str, Any]], b: list[dict[str, Any]], em: tuple[float, float],
+                  ec: tuple[float, float]) -> tuple[float, float]:
     """How much more condition ``a`` moves the memory probe than the CPU probe (log, its SE), paired by round.
 
     Per round ``log(a_mem / b_mem) - log(a_cpu / b_cpu)``: both probes of a cell run seconds apart, so what drifts
-    with the machine cancels twice. Responses recorded as medians: the difference of the two effects.
+    with the machine cancels twice. Otherwise (medians only, pooled cells, < 3 rounds) the difference of the two
+    effects ``em`` and ``ec`` the caller measured.
     """
-    em, ec = _paired_effect(cs, a, b, "memory"), _paired_effect(cs, a, b, "cpu")
-    if em is None or ec is None:
-        return None
     if "memory" not in cs.assumed and len(a) == 1 and len(b) == 1:
         rows = zip(a[0].get("memory") or [], b[0].get("memory") or [], a[0].get("cpu") or [], b[0].get("cpu") or [],
                    strict=False)
@@ -251,9 +255,9 @@ def _memory_axis(cs: _Cells, name: str, a: list[dict[str, Any]], b: list[dict[st
     32.9 is 10.97.) A CPU effect within its noise, or opposite to the memory effect, is no evidence against it.
     """
     em, ec = _paired_effect(cs, a, b, "memory"), _paired_effect(cs, a, b, "cpu")
-    diff = _differential(cs, a, b)
-    if em is None or ec is None or diff is None:
+    if em is None or ec is None:
         return AxisEffect(name, False, None, None, None, None, (), f"{what} not measured")
+    diff = _differential(cs, a, b, em, ec)
     text = f"{what}: memory probe {_fmt(em)}, CPU probe {_fmt(ec)}"
     same_way = _moves(ec) and ec[0] * em[0] > 0
     more = em[0] * diff[0] > 0 and abs(diff[0]) > 3 * diff[1] and abs(diff[0]) > MIN_STEP

@@ -30,7 +30,7 @@ from quiho._version import __version__
 from quiho.errors import NotEnoughData, QuihoError, UsageError
 from quiho.fingerprint.catalog import Catalog, load_catalog
 from quiho.fleet import AppSpec, FleetEvent, Inventory, fingerprint, load_inventory
-from quiho.fleet.calibrate import calibrated_fleet
+from quiho.fleet.calibrate import axes_kept, calibrated_fleet
 from quiho.fleet.drift import drift_warnings
 from quiho.fleet.session import measuring, new_batch
 from quiho.irup import (
@@ -407,7 +407,7 @@ def analyse_profile(
         raise UsageError(f"profile batch {batch!r} has no runs of {application}@{version_a} / @{version_b}")
     if "fleet_axes" not in kwargs:  # a stored batch of a calibrated local fleet: its calibration says how many axes
         cal = fleet_store.calibration_for_hosts(store, set(runs["host"]))
-        kwargs["fleet_axes"] = len(cal["result"]["choice"].get("kept") or []) if cal is not None else None
+        kwargs["fleet_axes"] = axes_kept(cal["result"]["choice"]) if cal is not None else None
     ok = runs[runs["status"] == "ok"]
     unit = str(ok["unit"].iloc[0]) if len(ok) else str(runs["unit"].iloc[0])
     hib = bool(runs["higher_is_better"].iloc[0])
@@ -589,7 +589,7 @@ def run_profile(
     cal = calibrated_fleet(store, step) if inventory is None else None  # None: the calibrated local fleet
     inv = load_inventory(inventory if cal is None else cal.inventory)
     if cal is not None:  # the calibration says along how many independent axes its hosts differ
-        kwargs.setdefault("fleet_axes", len(cal.choice.get("kept") or []))
+        kwargs.setdefault("fleet_axes", axes_kept(cal.choice))
     batch = resume or new_batch("profile")
     with measuring(store, f"quiho profile {spec.name}@{version_a} @{version_b}"):
         run_id, fresh, notes = _fingerprints_for(store, inv, max_age_s, battery, fingerprint_seconds,

@@ -433,16 +433,19 @@ def save_calibration(
     return int(cur.lastrowid or 0)
 
 
+def _calibration_row(row: Any) -> dict[str, Any]:
+    out = dict(row)
+    out["facts"] = json.loads(out.pop("facts_json"))
+    out["result"] = json.loads(out.pop("result_json"))
+    return out
+
+
 def calibration_for_hosts(store: Store, hosts: set[str]) -> dict[str, Any] | None:
     """The newest calibration row whose generated fleet has exactly these host names (None: no such row)."""
-    for (rid,) in store.conn.execute("SELECT id FROM fleet_calibrations ORDER BY id DESC").fetchall():
-        row = store.conn.execute("SELECT * FROM fleet_calibrations WHERE id = ?", (rid,)).fetchone()
-        result = json.loads(row["result_json"])
-        if {h["name"] for h in result.get("choice", {}).get("hosts") or []} == hosts:
-            out = dict(row)
-            out["facts"] = json.loads(out.pop("facts_json"))
-            out["result"] = result
-            return out
+    for row in store.conn.execute("SELECT * FROM fleet_calibrations ORDER BY id DESC"):
+        cal = _calibration_row(row)
+        if {h["name"] for h in cal["result"].get("choice", {}).get("hosts") or []} == hosts:
+            return cal
     return None
 
 
@@ -450,9 +453,4 @@ def latest_calibration(store: Store, facts_key: str | None = None) -> dict[str, 
     """The newest calibration row (for ``facts_key``, if given) as a dict with parsed ``facts``/``result``, or None."""
     q = "SELECT * FROM fleet_calibrations" + (" WHERE facts_key = ?" if facts_key else "") + " ORDER BY id DESC LIMIT 1"
     row = store.conn.execute(q, (facts_key,) if facts_key else ()).fetchone()
-    if row is None:
-        return None
-    out = dict(row)
-    out["facts"] = json.loads(out.pop("facts_json"))
-    out["result"] = json.loads(out.pop("result_json"))
-    return out
+    return None if row is None else _calibration_row(row)
