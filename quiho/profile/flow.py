@@ -455,7 +455,8 @@ def _with_fleet_traces(store: Store, res: ProfileResult, runs: pd.DataFrame, uni
                        g.loc[g["version"] == res.label_b, "value"].astype(float).tolist())
               for h, g in ok.groupby("host")}
     ft = fleet_traces(store, res.application, res.version_a, res.label_b, res.batch, unit=unit,
-                      metric_values=values, host_messages=messages, random_state=random_state)
+                      metric_values=values, host_messages=messages, random_state=random_state,
+                      min_effect=float(res.params.get("min_change", 0.05)))
     if ft is None:
         return res
     flagged = sum(f.flagged for f in ft.functions)

@@ -163,7 +163,8 @@ def _median(xs: Sequence[float]) -> float:
 
 def fleet_traces(store: Store, application: str, version_a: str, label_b: str, batch: str, *, unit: str = "",
                  metric_values: dict[str, tuple[Sequence[float], Sequence[float]]] | None = None,
-                 host_messages: dict[str, str] | None = None, random_state: int = 0) -> FleetTraces | None:
+                 host_messages: dict[str, str] | None = None, random_state: int = 0,
+                 min_effect: float = 0.05) -> FleetTraces | None:
     """Fleet verdicts per function from the runs profile ``batch`` traced (None when it traced nothing).
 
     Per host, both versions' traced runs are pooled as repetitions (``x = order``) and compared with the
@@ -171,7 +172,8 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
     hosts. The share of the metric change uses each function's exclusive time per baseline run and, for a
     metric in a time unit, the per-host change of the median metric of the untraced runs (``metric_values``:
     ``{host: (values of version_a, values of label_b)}``). Overhead per host = median traced wall / median
-    untraced wall (both versions pooled).
+    untraced wall (both versions pooled). ``min_effect``: the profile's ``--min-change`` floor, which a
+    function's fleet change must clear as the metric's does.
     """
     import pandas as pd
 
@@ -218,7 +220,8 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
         if scale is not None and metric_values and host in metric_values:
             va, vb = metric_values[host]
             metric_change[host] = (_median(vb) - _median(va)) * scale
-    verdicts = fleet_function_verdicts(per_host, exclusive, metric_change or None, random_state=random_state)
+    verdicts = fleet_function_verdicts(per_host, exclusive, metric_change or None, random_state=random_state,
+                                       min_effect=min_effect)
     walls: dict[str, list[float]] = {}
     for h, _v, w in untraced_walls(store, application, batch):
         walls.setdefault(h, []).append(w)
