@@ -13,7 +13,7 @@ import io
 import json
 import os
 import tarfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -85,16 +85,18 @@ class FingerprintRun:
 
 def _start(
     store: Store, inventory: str | os.PathLike[str] | None, resume: str | None, battery: str,
-    battery_file: Path | None, overrides: dict[str, int | None], forks: int,
+    battery_file: Path | None, overrides: dict[str, int | None], forks: int, only: Sequence[str] | None = None,
 ) -> tuple[Inventory, int, str, dict[str, Any]]:
     """Open a new run (validated parameters) or reopen ``resume``; return inventory, run id, batch and params."""
     if resume is not None:
         run = fleet_store.fingerprint_run(store, resume)
         params = json.loads(run["params_json"])
         inv = load_inventory(inventory if inventory is not None else params["inventory"])
+        _check_hosts(only, params["hosts"], f"fingerprint run {run['batch']}")
         fleet_store.set_run_status(store, int(run["id"]), "running")
         return inv, int(run["id"]), str(run["batch"]), params
     inv = load_inventory(resolve_inventory(inventory, store))  # None: the calibrated local fleet
+    _check_hosts(only, inv.names, f"inventory {inv.path}")
     bat = load_battery(battery, battery_file)
     secs = int(overrides["seconds"] if overrides["seconds"] is not None else bat.seconds)
     reps = int(overrides["repetitions"] if overrides["repetitions"] is not None else bat.repetitions)
@@ -119,6 +121,12 @@ def _start(
     return inv, fleet_store.create_fingerprint_run(store, batch, bat.name, params, __version__), batch, params
 
 
+def _check_hosts(only: Sequence[str] | None, names: Sequence[str], where: str) -> None:
+    unknown = sorted(set(only or ()) - set(names))
+    if unknown:
+        raise UsageError(f"{where} has no host(s) {', '.join(unknown)}")
+
+
 def fingerprint(
     inventory: str | os.PathLike[str] | None = None,
     *,
@@ -134,6 +142,7 @@ def fingerprint(
     host_key_checking: bool = True,
     cgroup_prefix: str = "quiho",
     battery_file: Path | None = None,
+    hosts: Sequence[str] | None = None,
     on_event: Callable[[FleetEvent], None] | None = None,
 ) -> FingerprintRun:
     """Fingerprint every host of ``inventory`` (default: the local fleet) and store the results.
@@ -168,6 +177,9 @@ def fingerprint(
         Prefix of the cgroups made for emulated hosts.
     battery_file : Path, optional
         Battery YAML other than ``stressors/batteries.yaml``.
+    hosts : sequence of str, optional
+        Measure only these of the run's hosts now (the others stay missing until a ``resume`` measures them):
+        ``quiho profile`` fingerprints a shared-machine fleet one host at a time, each right before its runs.
     on_event : callable, optional
         Progress events.
 
@@ -185,13 +197,13 @@ def fingerprint(
     overrides = {"seconds": seconds, "repetitions": repetitions, "warmup_seconds": warmup_seconds,
                  "outer_timeout_s": outer_timeout_s}
     with measuring(store, "quiho fingerprint"):
-        inv, run_id, batch, params = _start(store, inventory, resume, battery, battery_file, overrides, forks)
+        inv, run_id, batch, params = _start(store, inventory, resume, battery, battery_file, overrides, forks, hosts)
         if outer_timeout_s is not None:
             params["outer_timeout_s"] = outer_timeout_s
         session = FleetSession(inv, "fingerprint.yml", batch, cgroup_prefix=cgroup_prefix,
                                host_key_checking=host_key_checking, forks=forks, on_event=on_event)
         try:
-            passes, statuses, errors = _measure(store, session, run_id, params, run_timeout_s)
+            passes, statuses, errors = _measure(store, session, run_id, params, run_timeout_s, hosts)
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 fleet_store.set_run_status(store, run_id, "partial",
@@ -210,11 +222,12 @@ def fingerprint(
 
 
 def _measure(
-    store: Store, session: FleetSession, run_id: int, params: dict[str, Any], run_timeout_s: float | None
+    store: Store, session: FleetSession, run_id: int, params: dict[str, Any], run_timeout_s: float | None,
+    only: Sequence[str] | None = None,
 ) -> tuple[int, dict[str, tuple[str, str | None]], list[str]]:
-    """Up to :data:`MAX_PASSES` passes over what is missing; return passes, host statuses and errors."""
+    """Up to :data:`MAX_PASSES` passes over what is missing (only hosts ``only``); passes, statuses, errors."""
     inv = session.inventory
-    hosts = [h for h in params["hosts"] if h in inv.names]
+    hosts = [h for h in params["hosts"] if h in inv.names and (only is None or h in only)]
     ids = remember_inventory(store, inv)
     stressors: list[str] = list(params["stressors"])
     reps = int(params["repetitions"])

@@ -5,6 +5,8 @@ Steps (each kept, and marked, when a later one is partial):
 1. **Fingerprints**: reuse the newest fleet fingerprint run younger than ``max_age``
    that covers the inventory's hosts; otherwise fingerprint first.
 2. **Runs**: both versions on every host, interleaved (:mod:`quiho.profile.interleave`).
+   On a fleet whose hosts share this machine (the local fleet) a new fingerprint and the
+   runs go host by host: each host's runs right after its fingerprint.
 3. **Metric change** per host and across hosts (:mod:`quiho.profile.stats`).
 4. **IRUP per version** (seeds, validity) and their comparison (:mod:`quiho.irup`).
 5. **Hints** from the stressor catalog (:mod:`quiho.profile.hints`), fleet-size advice
@@ -46,7 +48,7 @@ from quiho.irup import (
     load_target,
 )
 from quiho.profile.hints import Hint, root_cause_hints, trace_hints
-from quiho.profile.interleave import InterleavedRun, run_interleaved, store_label
+from quiho.profile.interleave import run_interleaved, store_label
 from quiho.profile.project import DEFAULTS
 from quiho.profile.stats import MetricChange, metric_change
 from quiho.store import Store, utcnow
@@ -496,12 +498,12 @@ def load_profile(store: Store, batch: str) -> dict[str, Any]:
 
 
 def _fingerprints_for(
-    store: Store, inv: Inventory, max_age_s: float, battery: str, seconds: int | None, repetitions: int | None,
-    on_event: Callable[[FleetEvent], None] | None, step: Callable[[str], None],
+    store: Store, inv: Inventory, found: fleet_store.FingerprintRunRef | None, max_age_s: float, battery: str,
+    seconds: int | None, repetitions: int | None, on_event: Callable[[FleetEvent], None] | None,
+    step: Callable[[str], None],
 ) -> tuple[int | None, bool, list[str]]:
-    """Step 1: (fingerprint run id, fingerprinted now, notes): reuse the applicable run or fingerprint first."""
+    """Step 1: (fingerprint run id, fingerprinted now, notes): reuse ``found`` (the applicable run) or fingerprint."""
     notes: list[str] = []
-    found = fleet_store.applicable_fingerprint_run(store, inv.names, max_age_s)
     if found is not None:
         step(f"reusing fingerprint run {found.batch} ({found.age_s / 60:.0f} min old)")
         return found.run_id, False, notes
@@ -517,6 +519,39 @@ def _fingerprints_for(
             notes.append(f"fingerprint of host {h.name}: {h.status}" + (f" ({h.reason})" if h.reason else "")
                          + (f", {h.missing} missing" if h.missing else ""))
     return fp.run_id, True, notes
+
+
+def _fingerprint_and_run(
+    spec: AppSpec, version_a: str, version_b: str, inv: Inventory, hosts: Sequence[str],
+    fp_args: tuple[str, int | None, int | None], *, store: Store, batch: str, repetitions: int | None, warmup: int,
+    on_event: Callable[[FleetEvent], None] | None,
+) -> tuple[int | None, bool, list[str], dict[str, tuple[str, str | None]]]:
+    """Steps 1-2 host by host on a fleet that shares one machine: fingerprint a host, then run both versions on it.
+
+    Returns (fingerprint run id, fingerprinted now, notes, run status per host). One fingerprint run holds all
+    hosts (each call measures one more of them). Why: the hosts of a local fleet are emulated one after the
+    other on the same machine, so a host measured minutes after its fingerprint meets another machine state
+    (other tenants of the VM, page-cache and THP state, frequency) than its fingerprint did; the IRUP then
+    explains the runs with a fingerprint of another moment. Back to back, the two see the same moment.
+    """
+    battery, seconds, reps = fp_args
+    fp_batch: str | None = None
+    run_id: int | None = None
+    notes: list[str] = []
+    statuses: dict[str, tuple[str, str | None]] = {}
+    for host in hosts:
+        fp = fingerprint(inv.path, store=store, battery=battery, seconds=seconds, repetitions=reps,
+                         resume=fp_batch, hosts=[host], on_event=on_event)
+        fp_batch, run_id = fp.batch, fp.run_id
+        for h in fp.hosts:
+            if h.name == host and (h.status != "ok" or h.missing):
+                notes.append(f"fingerprint of host {h.name}: {h.status}" + (f" ({h.reason})" if h.reason else "")
+                             + (f", {h.missing} missing" if h.missing else ""))
+        notes.extend(fp.errors)  # this call measured only this host
+        statuses.update(run_interleaved(spec, version_a, version_b, inv.path, store=store, batch=batch,
+                                        fingerprint_run_id=run_id, repetitions=repetitions, warmup=warmup,
+                                        hosts=[host], on_event=on_event).hosts)
+    return run_id, True, notes, statuses
 
 
 def run_profile(
@@ -592,15 +627,27 @@ def run_profile(
     if cal is not None:  # the calibration says along how many independent axes its hosts differ
         kwargs.setdefault("fleet_axes", axes_kept(cal.choice))
     batch = resume or new_batch("profile")
+    fp_args = (battery, fingerprint_seconds, fingerprint_repetitions)
     with measuring(store, f"quiho profile {spec.name}@{version_a} @{version_b}"):
-        run_id, fresh, notes = _fingerprints_for(store, inv, max_age_s, battery, fingerprint_seconds,
-                                                 fingerprint_repetitions, on_event, step)
         done = fleet_store.hosts_with_runs(store, batch, spec.name) if resume else set()
         todo = [h for h in inv.names if h not in done]
-        step(f"running {spec.name}@{version_a} and @{version_b} interleaved on {len(todo)} host(s), batch {batch}")
-        run: InterleavedRun = run_interleaved(spec, version_a, version_b, inv.path, store=store, batch=batch,
-                                              fingerprint_run_id=run_id, repetitions=repetitions, warmup=warmup,
-                                              hosts=todo, on_event=on_event)
+        found = fleet_store.applicable_fingerprint_run(store, inv.names, max_age_s)
+        if found is None and inv.shares_machine and todo:
+            step(f"fingerprinting {len(inv.names)} host(s) with the {battery} battery (no fingerprint younger than "
+                 f"{max_age_s:g} s) and running {spec.name}@{version_a} and @{version_b} interleaved, host by host "
+                 f"(each host's runs right after its fingerprint), batch {batch}")
+            back_to_back = True
+            run_id, fresh, notes, hosts_run = _fingerprint_and_run(spec, version_a, version_b, inv, todo, fp_args,
+                                                                   store=store, batch=batch, repetitions=repetitions,
+                                                                   warmup=warmup, on_event=on_event)
+        else:
+            back_to_back = False
+            run_id, fresh, notes = _fingerprints_for(store, inv, found, max_age_s, *fp_args, on_event, step)
+            step(f"running {spec.name}@{version_a} and @{version_b} interleaved on {len(todo)} host(s), "
+                 f"batch {batch}")
+            hosts_run = run_interleaved(spec, version_a, version_b, inv.path, store=store, batch=batch,
+                                        fingerprint_run_id=run_id, repetitions=repetitions, warmup=warmup,
+                                        hosts=todo, on_event=on_event).hosts
         trace_messages = None
         if trace is not None:
             from quiho.fleet.trace import run_fleet_traces
@@ -616,7 +663,7 @@ def run_profile(
                                       labels={"1": version_a, "2": store_label(version_a, version_b)},
                                       hosts=trace_hosts, on_event=on_event)
             trace_messages = traced.host_messages()
-    for name, (st, why) in run.hosts.items():
+    for name, (st, why) in hosts_run.items():
         if st != "ok":
             notes.append(f"host {name}: {st}" + (f" ({why})" if why else ""))
     step("computing the metric change, both IRUPs and their comparison")
@@ -628,5 +675,8 @@ def run_profile(
     res = dataclasses.replace(res, fingerprinted_now=fresh, notes=res.notes + warm_note + drift,
                               params={**res.params, "warmup": warmup,
                                       "repetitions": repetitions or spec.repetitions})
+    if back_to_back:
+        res = dataclasses.replace(res, params={**res.params, "fingerprint_rows": (
+            "host median (each host fingerprinted right before its runs)")})
     save_profile(store, res)
     return res

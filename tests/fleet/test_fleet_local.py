@@ -288,3 +288,34 @@ def test_yaml_corrupted_mid_run_names_host_and_file_keeps_the_rest_and_resumes(
     assert dict(rows) == {"qtest-a": 2 * n, "qtest-b": 2 * n}
     store.close()
     assert ptools.live(ptools.ours(run_dir)) == []
+
+
+def test_hosts_subset_measures_only_those_hosts_and_resume_adds_the_rest(
+    tmp_path: Path, ptools: SimpleNamespace, run_dir: Path
+) -> None:
+    # quiho profile fingerprints a shared-machine fleet one host at a time, each right before its runs:
+    # one run, each call measuring one more host.
+    from quiho.errors import UsageError
+
+    inv = tmp_path / "two.yml"
+    inv.write_text("all:\n  vars: {ansible_connection: local}\n  hosts:\n    qtest-a: {}\n    qtest-b: {}\n")
+    store = open_store(tmp_path / "q.db")
+    with pytest.raises(UsageError, match="has no host"):
+        fingerprint(inv, store=store, battery="quick", repetitions=1, hosts=["qtest-nope"])
+    assert store.conn.execute("SELECT COUNT(*) FROM fingerprint_runs").fetchone()[0] == 0  # nothing opened
+
+    def measured(run_id: int) -> dict[str, int]:
+        return {r[0]: r[1] for r in store.conn.execute(
+            "SELECT h.name, COUNT(*) FROM measurements m JOIN hosts h ON h.id = m.host_id WHERE m.run_id = ? "
+            "GROUP BY h.name", (run_id,)).fetchall()}
+
+    first = fingerprint(inv, store=store, battery="quick", repetitions=1, warmup_seconds=0, hosts=["qtest-b"])
+    n = len(load_battery("quick").stressors)
+    assert first.status == "partial" and measured(first.run_id) == {"qtest-b": n}
+    with pytest.raises(UsageError, match="has no host"):
+        fingerprint(store=store, resume=first.batch, hosts=["qtest-nope"])
+    again = fingerprint(store=store, resume=first.batch, hosts=["qtest-a"])
+    assert again.run_id == first.run_id and again.status == "complete", again
+    assert measured(first.run_id) == {"qtest-a": n, "qtest-b": n}
+    store.close()
+    assert ptools.live(ptools.ours(run_dir)) == []

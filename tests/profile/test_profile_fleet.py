@@ -73,7 +73,8 @@ def test_nadds1_vs_nadds30_is_a_regression_with_its_size(fleet, capsys):
     assert m["change"] > 1.0  # nadds30 does 30 dependent adds per element: several times slower
     assert m["ci"][0] > 0.5
     assert doc["fingerprint"]["fresh"] is True
-    assert "fingerprinting 3 host(s)" in err
+    assert "fingerprinting 3 host(s)" in err and "host by host" in err
+    _assert_each_host_ran_right_after_its_fingerprint(fleet / "q.db", doc)
     irup = doc["irup"]
     # 3 hosts x 2 repetitions are 6 training rows per version: below what an IRUP needs, and the report says so
     # (the metric verdict stands on its own)
@@ -86,6 +87,28 @@ def test_nadds1_vs_nadds30_is_a_regression_with_its_size(fleet, capsys):
     for name in ("report.html", "report.json", "metric.png", "fingerprints.png"):
         assert (fleet / "report" / name).exists()
     assert json.loads((fleet / "report" / "report.json").read_text())["batch"] == doc["batch"]
+
+
+def _assert_each_host_ran_right_after_its_fingerprint(db, doc):
+    """One fingerprint run, complete; host i's runs start after its fingerprint ends and before host i+1's does."""
+    import sqlite3
+    from datetime import datetime
+
+    con = sqlite3.connect(db)
+    runs = con.execute("SELECT id, batch, status FROM fingerprint_runs").fetchall()
+    assert len(runs) == 1 and runs[0][2] == "complete" and doc["fingerprint"]["run_id"] == runs[0][0]
+    assert doc["params"]["fingerprint_rows"].startswith("host median (each host fingerprinted right before")
+    fp_done = dict(con.execute("SELECT h.name, s.updated_at FROM fleet_host_status s JOIN hosts h ON h.id = s.host_id "
+                               "WHERE s.kind = 'fingerprint' AND s.batch = ?", (runs[0][1],)).fetchall())
+    app_start = dict(con.execute("SELECT h.name, MIN(r.started_at) FROM app_runs r JOIN hosts h ON h.id = r.host_id "
+                                 "WHERE r.batch = ? GROUP BY h.name", (doc["batch"],)).fetchall())
+    ts = datetime.fromisoformat
+    order = ["pf-plain", "pf-q40-stream", "pf-q100-vm"]  # inventory order
+    assert set(fp_done) == set(app_start) == set(order)
+    for i, host in enumerate(order):
+        assert ts(fp_done[host]) <= ts(app_start[host])
+        if i + 1 < len(order):
+            assert ts(app_start[host]) < ts(fp_done[order[i + 1]])
 
 
 def test_bad_input_unknown_version_runs_nothing(fleet, capsys):
