@@ -32,7 +32,7 @@ from typing import Any
 from quiho.fleet.emulate import cleanup_emulation, local_fleet_lock
 from quiho.fleet.inventory import FleetHost, Inventory
 from quiho.fleet.lock import measurement_lock
-from quiho.fleet.runner import FleetEvent, PlaybookResult, reap_cwd, run_playbook
+from quiho.fleet.runner import SHARED_MACHINE_POLL_S, FleetEvent, PlaybookResult, reap_cwd, run_playbook
 from quiho.fleet.shutdown import interruptible
 from quiho.store import Store
 from quiho.store import fleet as fleet_store
@@ -194,6 +194,8 @@ class FleetSession:
                     forks=1 if self.inventory.shares_machine else self.forks, timeout_s=timeout_s,
                     host_key_checking=self.host_key_checking, on_event=self.on_event,
                     python_interpreter=sys.executable if all(local) else "auto_silent",
+                    # the controller shares the CPUs with what these hosts measure: no spinning strategy loop
+                    poll_s=SHARED_MACHINE_POLL_S if all(local) or self.inventory.shares_machine else None,
                 )
         finally:
             if any(h.emulated for h in hosts):
