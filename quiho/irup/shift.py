@@ -71,6 +71,10 @@ class ShiftTest:
         Null size ``B``.
     null_quantile : float
         The ``1 - alpha`` quantile of the null distance.
+    null_median : float
+        The median null distance: the distance two versions typically show when nothing changed. An
+        ``equivalent`` verdict needs the observed distance at or below it (not merely below the ``1 - alpha``
+        quantile: a distance the test cannot reject is not yet shown to be small).
     tolerance : dict
         Per stressor, the ``1 - alpha`` quantile of the null |Δ importance| (0-100 scale).
     class_tolerance : dict
@@ -94,6 +98,7 @@ class ShiftTest:
     importance: str
     resample: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+    null_median: float = float("nan")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready mapping."""
@@ -101,6 +106,7 @@ class ShiftTest:
             "method": "within-host permutation of version labels", "p_value": round(self.p_value, 5),
             "permutations": self.permutations, "distance": round(self.distance, 4),
             "class_distance": round(self.class_distance, 4), "null_quantile": round(self.null_quantile, 4),
+            "null_median": round(self.null_median, 4),
             "alpha": self.alpha, "hosts_shared": self.hosts_shared, "seeds": self.seeds,
             "importance": self.importance, "resample": self.resample,
             "tolerance": {k: round(v, 2) for k, v in self.tolerance.items()},
@@ -302,7 +308,7 @@ def shift_test(
     return ShiftTest(
         distance=float(dist[0]), class_distance=float(cdist[0]),
         p_value=float((1 + np.sum(dist[1:] >= dist[0] - 1e-12)) / (1 + permutations)), permutations=permutations,
-        null_quantile=float(np.quantile(dist[1:], q)),
+        null_quantile=float(np.quantile(dist[1:], q)), null_median=float(np.median(dist[1:])),
         tolerance={c: float(np.quantile(dimp[:, j], q)) for j, c in enumerate(cols)},
         class_tolerance={k: float(np.quantile(np.abs(ca - cb)[1:, i], q)) for i, k in enumerate(classes)},
         hosts_shared=len(strata), alpha=alpha, seeds=seeds, importance=importance, resample=resample,

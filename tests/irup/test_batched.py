@@ -127,6 +127,15 @@ def test_shift_test_finds_a_planted_shift_and_not_a_level_change():
     assert compare_irups(ia, _not_meaningful(ib)).verdict == "inconclusive"
     ia2, ib2 = compute_irup(a2, seeds=3, params=SMALL), compute_irup(b2, seeds=3, params=SMALL)
     assert compare_irups(ia2, ib2, shift=same).verdict == "equivalent"
+    # Not rejected is not shown small: a distance between the null's median and its 95 % quantile (p >= alpha)
+    # with the top ranks agreeing is inconclusive, not equivalent.
+    import dataclasses
+
+    assert same.null_median < same.null_quantile and same.to_dict()["null_median"] == round(same.null_median, 4)
+    assert same.distance <= same.null_median
+    above = dataclasses.replace(same, distance=(same.null_median + same.null_quantile) / 2, p_value=0.1)
+    c_above = compare_irups(ia2, ib2, shift=above)
+    assert c_above.verdict == "inconclusive" and "null median" in c_above.reason
     assert compare_irups(ia2, _not_meaningful(ib2), shift=same).verdict == "inconclusive"
 
 
