@@ -115,10 +115,17 @@ def _opened(pid: int, path: Path) -> bool:
     return False
 
 
+def _default_sigint() -> None:
+    # A shell's background job (`cmd &` without job control, nohup) starts with SIGINT ignored, and a Python started
+    # so keeps ignoring it, as it should: Ctrl-C is then not the user's. The test is about the handler, so the child
+    # starts as a terminal's foreground command does, whatever started pytest (a CI run under nohup read rc 0).
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt_when_open(argv: list[str], watched: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     """Start ``python -m quiho argv``; send a real SIGINT as soon as it has ``watched`` open."""
     p = subprocess.Popen([sys.executable, "-m", "quiho", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, cwd=cwd)
+                         text=True, cwd=cwd, preexec_fn=_default_sigint)
     deadline = time.monotonic() + 60
     while not _opened(p.pid, watched):
         assert p.poll() is None, f"quiho ended (rc {p.returncode}) before it opened {watched}: {p.stderr.read()}"
