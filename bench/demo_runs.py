@@ -9,15 +9,19 @@ its stdout, stderr and ``report.json`` are kept under ``<out>/run-N/``. The tabl
 (seconds, kept axes, hosts), the demo's wall time, the metric verdict, each IRUP's validity and leave-one-group-out
 R², the memory and cpu class shares A → B, and the calibrated comparison (verdict, p, B). The issues ask for IRUPs
 not ``not-meaningful`` in >= 4 of 5 runs and memory share down / cpu share up (``different``) in >= 4 of 5; the
-last lines count both.
+last lines count both. A second table gives each run's noise (medians over hosts: the runs' CV per version, and
+|log ratio| between a host's two fingerprint repetitions); ``--noise-of OUT ...`` prints it for earlier runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
+import sqlite3
+import statistics
 import subprocess
 import sys
 import time
@@ -81,6 +85,46 @@ def one_run(i: int, out: Path) -> dict:
     return row
 
 
+def noise(d: Path) -> tuple[float, float, float] | None:
+    """Medians over hosts of a run directory: run CV of nadds1, of nadds30, and |log| between fingerprint repetitions.
+
+    The runs come from ``report.json`` (ok runs), the fingerprints from the run's store (the profile's fingerprint
+    run; hosts with two repetitions of a stressor).
+    """
+    try:
+        doc = json.loads((d / "report.json").read_text())
+    except (OSError, ValueError):
+        return None
+    runs: dict[tuple[str, str], list[float]] = {}
+    for r in doc["runs"]:
+        if r["status"] == "ok":
+            runs.setdefault((r["host"], r["version"]), []).append(float(r["value"]))
+
+    def cv(version: str) -> float:
+        return statistics.median(statistics.stdev(v) / statistics.fmean(v) for (_, ver), v in runs.items()
+                                 if ver == version and len(v) > 1)
+
+    con = sqlite3.connect(d / "quiho.db")
+    reps: dict[tuple[int, str], list[float]] = {}
+    for h, s, v in con.execute("SELECT host_id, stressor, value FROM measurements WHERE status = 'ok' AND run_id = ?",
+                               (doc["fingerprint"]["run_id"],)):
+        reps.setdefault((h, s), []).append(float(v))
+    con.close()
+    fp = statistics.median(abs(math.log(v[0] / v[1])) for v in reps.values() if len(v) == 2)
+    return cv(doc["version_a"]), cv(doc["label_b"]), fp
+
+
+def print_noise(dirs: list[Path]) -> None:
+    """The noise table of earlier runs (``--noise-of``): one row per ``run-N`` directory."""
+    print("| runs | run | nadds1 run CV | nadds30 run CV | fingerprint rep-to-rep (abs log ratio) |")
+    print("|---|---|---|---|---|")
+    for out in dirs:
+        for d in sorted(out.glob("run-*"), key=lambda p: int(p.name.split("-")[1])):
+            n = noise(d)
+            if n is not None:
+                print(f"| {out} | {d.name} | {n[0]:.1%} | {n[1]:.1%} | {n[2]:.1%} |")
+
+
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.0%}"
 
@@ -92,7 +136,12 @@ def main() -> int:
     ap.add_argument("--quiet-load", type=float, default=0.3, help="start a run below this 1-min load average")
     ap.add_argument("--max-wait", type=float, default=300.0, help="seconds to wait for it at most")
     ap.add_argument("--first", type=int, default=1, help="number of the first run (to add runs to a table)")
+    ap.add_argument("--noise-of", type=Path, nargs="+", metavar="OUT",
+                    help="print the noise table of earlier --out directories and run nothing")
     a = ap.parse_args()
+    if a.noise_of:
+        print_noise(a.noise_of)
+        return 0
     if os.geteuid() != 0:
         print("demo_runs: the local fleet needs root", file=sys.stderr)
         return 1
@@ -119,7 +168,8 @@ def main() -> int:
     shift = sum(r["verdict"] == "different" and (r["mem"][1] or 0) < (r["mem"][0] or 0)
                 and (r["cpu"][1] or 0) > (r["cpu"][0] or 0) for r in done)
     print(f"\nboth IRUPs not 'not-meaningful': {ok_valid} of {len(rows)}; 'different' with memory share down and cpu "
-          f"share up: {shift} of {len(rows)}")
+          f"share up: {shift} of {len(rows)}\n")
+    print_noise([a.out])
     return 0
 
 
