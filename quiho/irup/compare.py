@@ -196,9 +196,10 @@ def _decide(first: int | None, steps: list[RankStep], top_k: int, shift: ShiftTe
     significant = shift.p_value < shift.alpha
     if significant and diverges:
         return "different", f"{walk}; {test}"
-    if not significant and not diverges and shift.distance <= shift.null_median:
-        return "equivalent", f"{walk}; {test}; the distance is at or below the null median {shift.null_median:.3f}"
     if not significant and not diverges:
+        if shift.distance <= shift.null_median:
+            return "equivalent", (f"{walk}; {test}; the distance is at or below the null median "
+                                  f"{shift.null_median:.3f}")
         # Not rejecting "same profile" is not showing it: a distance between the null's median and its 1 - alpha
         # quantile is larger than what most exchanges of the runs produce (measured: nadds1 vs nadds30, which
         # differ by design, at p = 0.055 on an 8-host local fleet).

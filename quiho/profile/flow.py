@@ -31,7 +31,7 @@ import pandas as pd
 from quiho._version import __version__
 from quiho.errors import NotEnoughData, QuihoError, UsageError
 from quiho.fingerprint.catalog import Catalog, load_catalog
-from quiho.fleet import AppSpec, FleetEvent, Inventory, fingerprint, load_inventory
+from quiho.fleet import AppSpec, FleetEvent, HostReport, Inventory, fingerprint, load_inventory
 from quiho.fleet.calibrate import axes_kept, calibrated_fleet
 from quiho.fleet.drift import drift_warnings
 from quiho.fleet.session import measuring, new_batch
@@ -514,21 +514,26 @@ def _fingerprints_for(
     if fp.status == "failed":
         notes.append(f"fingerprint run {fp.batch} failed: {'; '.join(fp.errors) or 'no stressor succeeded'}")
         return None, False, notes
-    for h in fp.hosts:
-        if h.status != "ok" or h.missing:
-            notes.append(f"fingerprint of host {h.name}: {h.status}" + (f" ({h.reason})" if h.reason else "")
-                         + (f", {h.missing} missing" if h.missing else ""))
+    notes.extend(n for h in fp.hosts if (n := _host_note(h)))
     return fp.run_id, True, notes
+
+
+def _host_note(h: HostReport) -> str | None:
+    """Why a host's fingerprint is not complete, or None when it is."""
+    if h.status == "ok" and not h.missing:
+        return None
+    return (f"fingerprint of host {h.name}: {h.status}" + (f" ({h.reason})" if h.reason else "")
+            + (f", {h.missing} missing" if h.missing else ""))
 
 
 def _fingerprint_and_run(
     spec: AppSpec, version_a: str, version_b: str, inv: Inventory, hosts: Sequence[str],
     fp_args: tuple[str, int | None, int | None], *, store: Store, batch: str, repetitions: int | None, warmup: int,
     on_event: Callable[[FleetEvent], None] | None,
-) -> tuple[int | None, bool, list[str], dict[str, tuple[str, str | None]]]:
+) -> tuple[int | None, list[str], dict[str, tuple[str, str | None]]]:
     """Steps 1-2 host by host on a fleet that shares one machine: fingerprint a host, then run both versions on it.
 
-    Returns (fingerprint run id, fingerprinted now, notes, run status per host). One fingerprint run holds all
+    Returns (fingerprint run id, notes, run status per host). One fingerprint run holds all
     hosts (each call measures one more of them). Why: the hosts of a local fleet are emulated one after the
     other on the same machine, so a host measured minutes after its fingerprint meets another machine state
     (other tenants of the VM, page-cache and THP state, frequency) than its fingerprint did; the IRUP then
@@ -543,15 +548,12 @@ def _fingerprint_and_run(
         fp = fingerprint(inv.path, store=store, battery=battery, seconds=seconds, repetitions=reps,
                          resume=fp_batch, hosts=[host], on_event=on_event)
         fp_batch, run_id = fp.batch, fp.run_id
-        for h in fp.hosts:
-            if h.name == host and (h.status != "ok" or h.missing):
-                notes.append(f"fingerprint of host {h.name}: {h.status}" + (f" ({h.reason})" if h.reason else "")
-                             + (f", {h.missing} missing" if h.missing else ""))
+        notes.extend(n for h in fp.hosts if h.name == host and (n := _host_note(h)))
         notes.extend(fp.errors)  # this call measured only this host
         statuses.update(run_interleaved(spec, version_a, version_b, inv.path, store=store, batch=batch,
                                         fingerprint_run_id=run_id, repetitions=repetitions, warmup=warmup,
                                         hosts=[host], on_event=on_event).hosts)
-    return run_id, True, notes, statuses
+    return run_id, notes, statuses
 
 
 def run_profile(
@@ -636,10 +638,10 @@ def run_profile(
             step(f"fingerprinting {len(inv.names)} host(s) with the {battery} battery (no fingerprint younger than "
                  f"{max_age_s:g} s) and running {spec.name}@{version_a} and @{version_b} interleaved, host by host "
                  f"(each host's runs right after its fingerprint), batch {batch}")
-            back_to_back = True
-            run_id, fresh, notes, hosts_run = _fingerprint_and_run(spec, version_a, version_b, inv, todo, fp_args,
-                                                                   store=store, batch=batch, repetitions=repetitions,
-                                                                   warmup=warmup, on_event=on_event)
+            back_to_back = fresh = True
+            run_id, notes, hosts_run = _fingerprint_and_run(spec, version_a, version_b, inv, todo, fp_args,
+                                                            store=store, batch=batch, repetitions=repetitions,
+                                                            warmup=warmup, on_event=on_event)
         else:
             back_to_back = False
             run_id, fresh, notes = _fingerprints_for(store, inv, found, max_age_s, *fp_args, on_event, step)

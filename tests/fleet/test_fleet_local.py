@@ -33,7 +33,15 @@ LOCAL_PAIR = """all:
     qtest-plain: {}
     qtest-q30s: {quiho_cpu_quota_pct: 30, quiho_corunner: stream, quiho_thp: always}
 """
+TWO_PLAIN = "all:\n  vars: {ansible_connection: local}\n  hosts:\n    qtest-a: {}\n    qtest-b: {}\n"
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+
+
+def _rows_per_host(store: Store, run_id: int) -> dict[str, int]:
+    """Measurement rows of fingerprint run ``run_id`` per host name."""
+    return {r[0]: r[1] for r in store.conn.execute(
+        "SELECT h.name, COUNT(*) FROM measurements m JOIN hosts h ON h.id = m.host_id WHERE m.run_id = ? "
+        "GROUP BY h.name", (run_id,)).fetchall()}
 
 
 def _thp_policy() -> str:
@@ -248,7 +256,7 @@ def test_yaml_corrupted_mid_run_names_host_and_file_keeps_the_rest_and_resumes(
     # Two plain local hosts; while the second repetition of qtest-b runs, its first repetition's YAML
     # (already written, not yet collected) is cut in half, as a full disk or a killed writer would leave it.
     inv = tmp_path / "two.yml"
-    inv.write_text("all:\n  vars: {ansible_connection: local}\n  hosts:\n    qtest-a: {}\n    qtest-b: {}\n")
+    inv.write_text(TWO_PLAIN)
     store = open_store(tmp_path / "q.db")
     cut: list[Path] = []
 
@@ -282,10 +290,7 @@ def test_yaml_corrupted_mid_run_names_host_and_file_keeps_the_rest_and_resumes(
     assert reps == {2}  # the intact repetition is kept
     again = fingerprint(store=store, resume=run.batch)
     assert again.run_id == run.run_id and again.status == "complete", again
-    rows = store.conn.execute(
-        "SELECT h.name, COUNT(*) FROM measurements m JOIN hosts h ON h.id = m.host_id WHERE m.run_id = ? "
-        "GROUP BY h.name", (run.run_id,)).fetchall()
-    assert dict(rows) == {"qtest-a": 2 * n, "qtest-b": 2 * n}
+    assert _rows_per_host(store, run.run_id) == {"qtest-a": 2 * n, "qtest-b": 2 * n}
     store.close()
     assert ptools.live(ptools.ours(run_dir)) == []
 
@@ -298,24 +303,19 @@ def test_hosts_subset_measures_only_those_hosts_and_resume_adds_the_rest(
     from quiho.errors import UsageError
 
     inv = tmp_path / "two.yml"
-    inv.write_text("all:\n  vars: {ansible_connection: local}\n  hosts:\n    qtest-a: {}\n    qtest-b: {}\n")
+    inv.write_text(TWO_PLAIN)
     store = open_store(tmp_path / "q.db")
     with pytest.raises(UsageError, match="has no host"):
         fingerprint(inv, store=store, battery="quick", repetitions=1, hosts=["qtest-nope"])
     assert store.conn.execute("SELECT COUNT(*) FROM fingerprint_runs").fetchone()[0] == 0  # nothing opened
 
-    def measured(run_id: int) -> dict[str, int]:
-        return {r[0]: r[1] for r in store.conn.execute(
-            "SELECT h.name, COUNT(*) FROM measurements m JOIN hosts h ON h.id = m.host_id WHERE m.run_id = ? "
-            "GROUP BY h.name", (run_id,)).fetchall()}
-
     first = fingerprint(inv, store=store, battery="quick", repetitions=1, warmup_seconds=0, hosts=["qtest-b"])
     n = len(load_battery("quick").stressors)
-    assert first.status == "partial" and measured(first.run_id) == {"qtest-b": n}
+    assert first.status == "partial" and _rows_per_host(store, first.run_id) == {"qtest-b": n}
     with pytest.raises(UsageError, match="has no host"):
         fingerprint(store=store, resume=first.batch, hosts=["qtest-nope"])
     again = fingerprint(store=store, resume=first.batch, hosts=["qtest-a"])
     assert again.run_id == first.run_id and again.status == "complete", again
-    assert measured(first.run_id) == {"qtest-a": n, "qtest-b": n}
+    assert _rows_per_host(store, first.run_id) == {"qtest-a": n, "qtest-b": n}
     store.close()
     assert ptools.live(ptools.ours(run_dir)) == []
