@@ -72,3 +72,35 @@ def test_hosts_that_disagree_give_not_meaningful(tmp_path: Path, synthetic_calls
 
     assert not has_trace_run(st, "app", "v1") and join_traces(st, "app", "v1", "v2") is None
     st.close()
+
+
+def test_a_run_level_shift_is_not_a_function_change(tmp_path: Path, synthetic_calls: Any) -> None:
+    """One traced run of the target 40 % slower in everything (the machine's moment, not the code): the pooled
+    calls make every function significant on every host, the runs do not; only the function that is slower in
+    every target run stays flagged."""
+    from quiho.detect import State
+
+    st = open_store(tmp_path / "q.db")
+    for i, h in enumerate(HOSTS):
+        for rep in range(3):
+            for version, scale in (("v1", 1.0), ("v2", 1.5)):
+                calls = synthetic_calls(200, scale, seed=100 * i + 10 * rep + (version == "v2"))
+                if version == "v2" and rep == 1:
+                    calls["inclusive_ns"] = (calls["inclusive_ns"] * 1.4).astype("int64")
+                    calls["exclusive_ns"] = calls["inclusive_ns"]
+                save_trace(st, "app", version, calls, CallStats(400, 400, 0, 0, 0, 0, 0), command="app",
+                           engine="bpftrace", functions=("steady", "slower"), host=h, batch="profile-x", wall_s=1.0)
+    ft = fleet_traces(st, "app", "v1", "v2", "profile-x")
+    assert ft is not None
+    by = {f.function: f for f in ft.functions}
+    assert by["steady"].verdict.value == "no-change", by["steady"]
+    assert by["slower"].verdict.value == "degradation" and by["slower"].hosts_flagged == 3
+    for h in HOSTS:
+        steady = next(c for c in ft.per_host[h] if c.function == "steady")
+        # the calls alone flag it (a 40 % run among three), the runs' test does not: 1 of 3 target runs is slower
+        assert steady.state is State.MAYBE and "the runs do not" in steady.support["why"], steady
+        runs = steady.support["runs"]
+        assert len(runs["baseline_medians_ns"]) == 3 and runs["p"] > runs["level"] == 0.05
+        slower = next(c for c in ft.per_host[h] if c.function == "slower")
+        assert slower.state is State.DEGRADATION and slower.support["runs"]["p"] == pytest.approx(0.05)
+    st.close()
