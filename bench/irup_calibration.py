@@ -76,7 +76,7 @@ def judge(a: TargetData, b: TargetData, args, importance: str = "classic", seed:
     c = compare_irups(ia, ib, shift=t)
     return (c.verdict, t.p_value, c.class_shift.get("memory", 0.0), c.class_shift.get("cpu", 0.0),
             ia.validity.r2_group_cv, ib.validity.r2_group_cv,
-            "not-meaningful" in (ia.validity.verdict, ib.validity.verdict))
+            "not-meaningful" in (ia.validity.verdict, ib.validity.verdict), t.distance_p)
 
 
 def row(name: str, results: list, t0: float) -> str:
@@ -85,15 +85,16 @@ def row(name: str, results: list, t0: float) -> str:
     p = np.median([r[1] for r in results]) if results else float("nan")
     diff = v["different"] / n if n else float("nan")
     rej = np.mean([r[1] < 0.05 for r in results]) if results else float("nan")
+    rej_d = np.mean([r[7] < 0.05 for r in results]) if results else float("nan")
     nm = sum(1 for r in results if r[6])
     return (f"{name:<34} {n:>5} {v['different']:>9} {v['equivalent']:>10} {v['inconclusive']:>12} {diff:>9.0%} "
-            f"{rej:>6.0%} {nm:>6} {p:>8.3f} {time.perf_counter() - t0:>7.0f}")
+            f"{rej:>6.0%} {rej_d:>7.0%} {nm:>6} {p:>8.3f} {time.perf_counter() - t0:>7.0f}")
 
 
 HEAD = (f"{'set':<34} {'pairs':>5} {'different':>9} {'equivalent':>10} {'inconclusive':>12} {'diff rate':>9} "
-        f"{'p<.05':>6} {'not-m.':>6} {'median p':>8} {'time s':>7}\n"
-        "(p<.05: the permutation test alone; not-m.: pairs where an IRUP is not meaningful: no 'equivalent' "
-        "then, and a 'different' is tentative)")
+        f"{'p<.05':>6} {'dist<.05':>7} {'not-m.':>6} {'median p':>8} {'time s':>7}\n"
+        "(p<.05: the permutation test alone (host x version interaction); dist<.05: the IRUP-distance p alone; "
+        "not-m.: pairs where an IRUP is not meaningful: no 'equivalent' then, and a 'different' is tentative)")
 
 
 def self_pairs(st, args) -> list:
@@ -156,7 +157,7 @@ def local_fleet(path: Path, args) -> None:
             continue
         for rows_name, prep in (("host-median", host_median_rows), ("per-rep", lambda d: d)):
             for formula in ("classic", "permutation"):
-                v, p, dm, dc, ra, rb, _ = judge(prep(da), prep(db), args, importance=formula)
+                v, p, dm, dc, ra, rb, _, _ = judge(prep(da), prep(db), args, importance=formula)
                 selfs = []
                 for d in (da, db):
                     for _ in range(args.local_splits):
@@ -213,7 +214,7 @@ def main() -> None:
                 c = compare_irups(compute_irup(a, importance=formula, n_jobs=args.jobs),
                                   compute_irup(b, importance=formula, n_jobs=args.jobs), shift=t)
                 print(f"MariaDB 10.3.2 vs 5.5.58 innodb_load ({formula}, B=200, 10 seeds): {c.verdict}, "
-                      f"p = {t.p_value:.3f}; {c.reason}", flush=True)
+                      f"p = {t.p_value:.3f} (IRUP distance p = {t.distance_p:.3f}); {c.reason}", flush=True)
     if args.profile_store is not None:
         local_fleet(args.profile_store, args)
     print(f"load average after: {os.getloadavg()[0]:.2f}")

@@ -82,9 +82,9 @@ def comparison_lines(c) -> list[str]:
     lines = [f"{p(c.target_a)} vs {p(c.target_b)}: {c.verdict.upper()}", p(c.reason)]
     if c.shift is not None:
         t = c.shift
-        lines.append(f"profile-shift test: p = {t.p_value:.3g} (B = {t.permutations} within-host permutations, "
-                     f"{t.hosts_shared} shared hosts); distance {t.distance:.3f}, null {1 - t.alpha:.0%} quantile "
-                     f"{t.null_quantile:.3f}")
+        lines.append(f"profile-shift test: p = {t.p_value:.3g} (host × version interaction, B = {t.permutations} "
+                     f"within-host permutations, {t.hosts_shared} shared hosts); IRUP distance {t.distance:.3f} "
+                     f"(p = {t.distance_p:.3g}), null {1 - t.alpha:.0%} quantile {t.null_quantile:.3f}")
     else:
         lines.append("profile-shift test: not run (--permutations 0): the verdict is the uncalibrated walk")
     lines += [f"  rank {s.rank}: {'same' if s.same else 'DIFFERENT'} — {p(s.why)}" for s in c.steps]

@@ -183,30 +183,50 @@ def _walk(a: Irup, b: Irup, tol: dict[str, float], min_importance: float) -> tup
 
 
 def _decide(first: int | None, steps: list[RankStep], top_k: int, shift: ShiftTest | None) -> tuple[str, str]:
-    """Verdict and reason from the walk and (when calibrated) the permutation test."""
+    """Verdict and reason from the walk and (when calibrated) the permutation test.
+
+    Calibrated ``different`` needs the test to reject "same profile" (the change depends on the host beyond the
+    runs' noise) *and* a place where the IRUPs part: the walk diverging in the top ``top_k`` ranks, or a resource
+    class whose share moved beyond its null tolerance (:meth:`ShiftTest.moved_classes`). The second matters on
+    fleets where one axis moves every stressor (a CPU quota): both IRUPs are then flat (every stressor 90-100)
+    and no rank can diverge, while the class shares do move. Either condition only removes rejections of the
+    test, so the false-positive rate stays at or below the test's level. ``equivalent`` needs the test not to
+    reject, the top ranks to agree and the IRUP distance at or below its null median.
+    """
     diverges = first is not None and first <= top_k
     walk = (f"the profiles diverge at rank {first}: {steps[first - 1].why}" if diverges and first else
             f"the top {top_k} ranks agree within tolerance" + (
                 f"; first divergence at rank {first}: {steps[first - 1].why}" if first else ""))
     if shift is None:
         return ("different" if diverges else "equivalent"), walk + " (uncalibrated: seed-spread tolerance)"
-    test = (f"permutation test p = {shift.p_value:.3g} (B = {shift.permutations} within-host permutations over "
-            f"{shift.hosts_shared} shared hosts; distance {shift.distance:.3f} vs null {1 - shift.alpha:.0%} "
-            f"quantile {shift.null_quantile:.3f})")
+    changes = list(shift.host_changes.values())
+    spread = (f", the change ranges {min(changes):+.1%} … {max(changes):+.1%} over hosts" if len(changes) > 1
+              else "")
+    test = (f"permutation test p = {shift.p_value:.3g} (host × version interaction, B = {shift.permutations} "
+            f"within-host permutations over {shift.hosts_shared} shared hosts{spread}; IRUP distance "
+            f"{shift.distance:.3f}, p = {shift.distance_p:.3g}, null {1 - shift.alpha:.0%} quantile "
+            f"{shift.null_quantile:.3f})")
     significant = shift.p_value < shift.alpha
+    moved = shift.moved_classes()
+    classes = ", ".join(f"{k} {100 * d:+.0f} pts (null ±{100 * shift.class_tolerance[k]:.0f})"
+                        for k, d in moved.items())
     if significant and diverges:
-        return "different", f"{walk}; {test}"
+        return "different", f"{walk}; {test}" + (f"; class shares moved: {classes}" if moved else "")
+    if significant and moved:
+        return "different", f"class shares moved beyond the noise: {classes}; {walk}; {test}"
     if not significant and not diverges:
         if shift.distance <= shift.null_median:
-            return "equivalent", (f"{walk}; {test}; the distance is at or below the null median "
+            return "equivalent", (f"{walk}; {test}; the IRUP distance is at or below the null median "
                                   f"{shift.null_median:.3f}")
-        # Not rejecting "same profile" is not showing it: a distance between the null's median and its 1 - alpha
-        # quantile is larger than what most exchanges of the runs produce (measured: nadds1 vs nadds30, which
-        # differ by design, at p = 0.055 on an 8-host local fleet).
-        return "inconclusive", (f"the top ranks agree and the distance is not beyond the noise, but not small "
-                                f"against it either (above the null median {shift.null_median:.3f}): {walk}; {test}")
-    why = ("the distance is beyond the noise but the top ranks agree" if significant else
-           "the top ranks differ but not beyond what exchanging the runs produces")
+        # Not rejecting "same profile" is not showing it: a distance above the null's median is larger than what
+        # most exchanges of the runs produce (measured: nadds1 vs nadds30, which differ by design, at p = 0.055
+        # on an 8-host local fleet).
+        return "inconclusive", (f"the top ranks agree and the change does not depend on the host beyond the "
+                                f"noise, but the IRUP distance is not small against it either (above the null "
+                                f"median {shift.null_median:.3f}): {walk}; {test}")
+    why = ("the change depends on the host beyond the noise, but neither the top ranks nor any class share moved "
+           "beyond theirs: the IRUPs do not say which resource" if significant else
+           "the top ranks differ but the change does not depend on the host beyond the runs' noise")
     return "inconclusive", f"{why}: {walk}; {test}"
 
 

@@ -103,9 +103,11 @@ def _subset(d: TargetData, rows, name):
 
 def test_shift_test_finds_a_planted_shift_and_not_a_level_change():
     _, a, b = planted_profile(n_groups=10, reps=3, bottleneck_a="stream", bottleneck_b="cpu", random_state=1)
-    shifted = shift_test(a, b, permutations=39, seeds=2, params=SMALL, n_jobs=2)
-    assert shifted.p_value == pytest.approx(1 / 40)  # no permutation reaches the observed distance
-    assert shifted.hosts_shared == 10 and shifted.permutations == 39
+    shifted = shift_test(a, b, permutations=79, seeds=2, params=SMALL, n_jobs=2)
+    # the interaction: at most a permutation that swaps every run of a host (which mirrors its change) reaches it
+    assert shifted.p_value <= 2 / 80 and shifted.interaction_f > 100
+    assert shifted.distance_p <= 2 / 80  # (the IRUP distance too)
+    assert shifted.hosts_shared == 10 and shifted.permutations == 79 and len(shifted.host_changes) == 10
     # Same bottleneck, B 1.5x slower everywhere: a level change, not a profile shift.
     _, a2, b2 = planted_profile(n_groups=10, reps=3, bottleneck_a="stream", bottleneck_b="stream", random_state=1)
     same = shift_test(a2, b2, permutations=39, seeds=2, params=SMALL, n_jobs=2)
@@ -115,7 +117,8 @@ def test_shift_test_finds_a_planted_shift_and_not_a_level_change():
     assert c.verdict == "different" and c.calibrated and c.p_value == shifted.p_value
     assert c.class_shift["memory"] < 0 < c.class_shift["cpu"]
     doc = c.to_dict()
-    assert doc["p_value"] == pytest.approx(0.025) and doc["permutations"] == 39
+    assert doc["p_value"] == pytest.approx(shifted.p_value, abs=1e-5) and doc["permutations"] == 79
+    assert doc["shift_test"]["distance_p"] == pytest.approx(shifted.distance_p, abs=1e-5)
     # An IRUP that does not predict unseen hardware: the test's rejection still stands (its size does
     # not depend on the fit), said as tentative, and the hints call the resource a guess; without the
     # test (the uncalibrated walk), or for an equivalence, it proves nothing.
@@ -137,6 +140,17 @@ def test_shift_test_finds_a_planted_shift_and_not_a_level_change():
     c_above = compare_irups(ia2, ib2, shift=above)
     assert c_above.verdict == "inconclusive" and "null median" in c_above.reason
     assert compare_irups(ia2, _not_meaningful(ib2), shift=same).verdict == "inconclusive"
+    # Significant with the top ranks agreeing (flat IRUPs, one axis moving every stressor): 'different' only if a
+    # class share moved beyond its null tolerance, and the reason names it.
+    tol = {k: 0.05 for k in same.class_tolerance}
+    flat = dataclasses.replace(same, p_value=0.01, class_tolerance=tol,
+                               class_delta={**{k: 0.0 for k in tol}, "memory": -0.12, "cpu": 0.09})
+    moved = compare_irups(ia2, ib2, shift=flat)
+    assert moved.verdict == "different" and moved.reason.startswith("class shares moved beyond the noise: memory -12")
+    assert list(flat.moved_classes()) == ["memory", "cpu"]
+    still = dataclasses.replace(flat, class_delta={**flat.class_delta, "memory": -0.04, "cpu": 0.03})
+    assert still.moved_classes() == {}
+    assert compare_irups(ia2, ib2, shift=still).verdict == "inconclusive"
 
 
 def _not_meaningful(irup):

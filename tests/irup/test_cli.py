@@ -56,7 +56,8 @@ def test_compare_json_contract(store_file, capsys):
 def test_compare_text_cites_the_test(store_file, capsys):
     rc = main(["compare", "hpccg", "hpccg", "--seeds", "2", "--permutations", "9", "--store", str(store_file)])
     out = capsys.readouterr().out
-    assert rc == 0 and "profile-shift test: p = 1 (B = 9 within-host permutations, 20 shared hosts)" in out
+    assert rc == 0 and ("profile-shift test: p = 1 (host × version interaction, B = 9 within-host permutations, "
+                        "20 shared hosts)") in out
 
 
 def test_compare_without_common_hosts_is_one_line_error(tmp_path, capsys):
