@@ -125,13 +125,14 @@ def _validity_hints(irups: Sequence[Irup | None], advice: dict[str, Advice]) -> 
 def _class_noise(a: Irup, b: Irup, c: Comparison, cls: str, z: float) -> tuple[float, dict[str, float], str] | None:
     """Tolerance of a class-share shift.
 
-    Calibrated: 0 when the permutation test rejects "same profile" (the shift is established; the
-    ``class_shift_min`` floor still applies), infinite when it does not. Uncalibrated: ``z``
-    standard errors of the per-seed class shares.
+    Calibrated: when the permutation test rejects "same profile" (the change depends on the host), the class
+    share's own null ``1 - alpha`` quantile (the class moved beyond what exchanging the runs moves it; the
+    ``class_shift_min`` floor still applies); infinite when it does not. Uncalibrated: ``z`` standard errors of
+    the per-seed class shares.
     """
     if c.shift is not None:
         null_q = c.shift.class_tolerance.get(cls, 0.0)
-        tol = 0.0 if c.shift.p_value < c.shift.alpha else float("inf")
+        tol = null_q if c.shift.p_value < c.shift.alpha else float("inf")
         return tol, {"null_quantile": round(null_q, 4)}, ""
     noise_a, noise_b = seed_class_shares(a), seed_class_shares(b)
     if noise_a is None or noise_b is None:
