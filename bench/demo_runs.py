@@ -78,6 +78,7 @@ def one_run(i: int, out: Path) -> dict:
             mem=(shares.get("a", {}).get("memory"), shares.get("b", {}).get("memory")),
             cpu=(shares.get("a", {}).get("cpu"), shares.get("b", {}).get("cpu")),
             verdict=cmp_.get("verdict"), p=cmp_.get("p_value"), B=cmp_.get("permutations"),
+            p_dist=(cmp_.get("shift_test") or {}).get("distance_p"),
         )
     cal = _calibration(d / "quiho.db")
     row.update(cal_s=cal.get("elapsed_s"), axes="+".join(cal.get("kept") or []) or "-",
@@ -125,6 +126,10 @@ def print_noise(dirs: list[Path]) -> None:
                 print(f"| {out} | {d.name} | {n[0]:.1%} | {n[1]:.1%} | {n[2]:.1%} |")
 
 
+def _p(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.0%}"
 
@@ -162,7 +167,7 @@ def main() -> int:
               f"{r['wall_s'] / 60:.1f} min | {r['metric']} | {r['valid_a']} ({r['r2_a']:.2f}) | "
               f"{r['valid_b']} ({r['r2_b']:.2f}) | "
               f"{_pct(r['mem'][0])}→{_pct(r['mem'][1])} | {_pct(r['cpu'][0])}→{_pct(r['cpu'][1])} | "
-              f"{r['verdict']}, p = {r['p']:.3f} (B = {r['B']}) |", flush=True)
+              f"{r['verdict']}, p = {r['p']:.3f} (B = {r['B']}; IRUP distance p = {_p(r.get('p_dist'))}) |", flush=True)
     done = [r for r in rows if "verdict" in r]
     ok_valid = sum(r["valid_a"] != "not-meaningful" and r["valid_b"] != "not-meaningful" for r in done)
     shift = sum(r["verdict"] == "different" and (r["mem"][1] or 0) < (r["mem"][0] or 0)
