@@ -147,7 +147,7 @@ def local_fleet(path: Path, args) -> None:
         return
     rng = np.random.default_rng(args.seed)
     print(f"{'batch':<34} {'rows':<10} {'formula':<12} {'verdict':<13} {'p':>6} {'memory':>7} {'cpu':>6} "
-          f"{'R2 a':>5} {'R2 b':>5} {'self-pairs diff/n':>17}")
+          f"{'R2 a':>5} {'R2 b':>5} {'self-pairs diff/n':>17} {'self p<.05/n':>12}")
     for batch in batches:
         try:
             da = load_target(st, "stream@nadds1", batch=batch)
@@ -163,11 +163,12 @@ def local_fleet(path: Path, args) -> None:
                     for _ in range(args.local_splits):
                         a, b = split_halves(prep(d), rng)
                         try:
-                            selfs.append(judge(a, b, args, importance=formula, seed=int(rng.integers(1 << 30)))[0])
+                            selfs.append(judge(a, b, args, importance=formula, seed=int(rng.integers(1 << 30))))
                         except NotEnoughData:
                             pass
                 print(f"{batch:<34} {rows_name:<10} {formula:<12} {v:<13} {p:>6.3f} {dm:>+7.0%} {dc:>+6.0%} "
-                      f"{ra:>5.2f} {rb:>5.2f} {selfs.count('different'):>9}/{len(selfs)}", flush=True)
+                      f"{ra:>5.2f} {rb:>5.2f} {sum(r[0] == 'different' for r in selfs):>9}/{len(selfs)} "
+                      f"{sum(r[1] < 0.05 for r in selfs):>9}/{len(selfs)}", flush=True)
 
 
 def main() -> None:
