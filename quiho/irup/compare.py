@@ -12,9 +12,10 @@ The walk's tolerance for a stressor is ``z × sqrt(se_A² + se_B²)`` of the see
 the number of seeds and knows nothing about run-to-run noise, so on its own it cannot say that
 the profile changed. With a :class:`quiho.irup.shift.ShiftTest` (the permutation test of "same
 profile", :func:`quiho.irup.shift.shift_test`) the verdict needs the test: ``different`` =
-p < alpha *and* a divergence in the top ranks; ``equivalent`` = the top ranks agree *and* the
-distance is at or below the median of the test's null (what exchanging the runs typically gives; a
-distance the test merely cannot reject is not shown to be small); otherwise ``inconclusive``.
+p < alpha *and* the IRUPs locating the shift (a divergence in the top ranks, or a class share moved
+beyond its null quantile); ``equivalent`` = p ≥ alpha, the top ranks agree *and* the IRUP distance is
+at or below the median of the test's null (what exchanging the runs typically gives; a distance the
+test merely cannot reject is not shown to be small); otherwise ``inconclusive`` (:func:`_decide`).
 Without one (IRUPs of different fleets, or no runs at hand) the verdict is the walk's and says it is uncalibrated.
 
 An IRUP that is not meaningful (leave-one-group-out R² ≤ 0) cannot make the verdict

@@ -153,6 +153,22 @@ def _scaled(y: np.ndarray) -> np.ndarray:
 Strata = list[tuple[np.ndarray, np.ndarray]]
 
 
+def _log_scale(ya: np.ndarray, yb: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Both metrics in logs when all are positive (a change is then a ratio), else as they are."""
+    positive = bool((ya > 0).all() and (yb > 0).all())
+    return (np.log(ya), np.log(yb), True) if positive else (ya.astype(float), yb.astype(float), False)
+
+
+def _host_diffs(La: np.ndarray, Lb: np.ndarray, strata: Strata) -> tuple[np.ndarray, np.ndarray]:
+    """Per row and shared host, b's mean minus a's (rows × hosts), and the host weights.
+
+    ``La``/``Lb`` are rows × runs; a host's weight is ``1 / (1/n_a + 1/n_b)``.
+    """
+    D = np.column_stack([Lb[:, ib].mean(axis=1) - La[:, ia].mean(axis=1) for ia, ib in strata])
+    W = np.array([1.0 / (1.0 / len(ia) + 1.0 / len(ib)) for ia, ib in strata])
+    return D, W
+
+
 def _aligned(ya: np.ndarray, yb: np.ndarray, strata: Strata) -> tuple[np.ndarray, np.ndarray]:
     """Both versions' metrics with the version effect removed, so that "same profile" makes them exchangeable.
 
@@ -170,10 +186,9 @@ def _aligned(ya: np.ndarray, yb: np.ndarray, strata: Strata) -> tuple[np.ndarray
     observed statistic is computed on the runs as measured (:func:`_interaction` is blind to a common ``c``); a
     host-specific shift applied to the observed runs would change it.
     """
-    positive = (ya > 0).all() and (yb > 0).all()
-    la, lb = (np.log(ya), np.log(yb)) if positive else (ya.astype(float), yb.astype(float))
-    w = np.array([1.0 / (1.0 / len(ia) + 1.0 / len(ib)) for ia, ib in strata])
-    d = np.array([lb[ib].mean() - la[ia].mean() for ia, ib in strata])
+    la, lb, positive = _log_scale(ya, yb)
+    D, w = _host_diffs(la[None, :], lb[None, :], strata)
+    d = D[0]
     total, wsum = float((w * d).sum()), float(w.sum())
     out_b = lb - total / wsum
     if len(strata) > 1:
@@ -185,13 +200,13 @@ def _aligned(ya: np.ndarray, yb: np.ndarray, strata: Strata) -> tuple[np.ndarray
     return la - centre, out_b - centre
 
 
-def _strata(hosts_a: np.ndarray, hosts_b: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+def _strata(hosts_a: np.ndarray, hosts_b: np.ndarray) -> Strata:
     shared = sorted(set(hosts_a.tolist()) & set(hosts_b.tolist()))
     return [(np.flatnonzero(hosts_a == h), np.flatnonzero(hosts_b == h)) for h in shared]
 
 
 def _permuted_targets(
-    ya: np.ndarray, yb: np.ndarray, strata: list[tuple[np.ndarray, np.ndarray]], B: int, rng: np.random.Generator
+    ya: np.ndarray, yb: np.ndarray, strata: Strata, B: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     """Row 0: observed; rows 1..B: version labels permuted within each shared host."""
     Ya = np.repeat(ya[None, :], B + 1, axis=0)
@@ -205,29 +220,25 @@ def _permuted_targets(
     return Ya, Yb
 
 
-def _interaction(Ya: np.ndarray, Yb: np.ndarray, strata: Strata) -> tuple[np.ndarray, float]:
+def _interaction(Ya: np.ndarray, Yb: np.ndarray, strata: Strata) -> tuple[np.ndarray, float, np.ndarray, bool]:
     """Host × version interaction: the between-host mean square of the version change, per row of ``Ya``/``Yb``.
 
     ``d_h`` = mean log metric of version b minus that of version a on host ``h`` (raw metric when not all
     positive); the statistic is ``Σ_h w_h (d_h - d̄)² / (H - 1)`` with ``w_h = 1 / (1/n_a + 1/n_b)`` and ``d̄`` their
     weighted mean: large when the change between the versions depends on the host, which is what a changed
     resource profile does to the runs. Also returns the observed F (that mean square over the pooled within-host,
-    within-version variance of row 0), a magnitude; the permutation p-value uses the mean square.
+    within-version variance of row 0), a magnitude; the permutation p-value uses the mean square; and row 0's
+    ``d_h`` with whether they are in logs.
     """
-    positive = (Ya > 0).all() and (Yb > 0).all()
-    La, Lb = (np.log(Ya), np.log(Yb)) if positive else (Ya, Yb)
-    d, w, ssw, dfw = [], [], 0.0, 0
-    for ia, ib in strata:
-        ma, mb = La[:, ia].mean(axis=1), Lb[:, ib].mean(axis=1)
-        d.append(mb - ma)
-        w.append(1.0 / (1.0 / len(ia) + 1.0 / len(ib)))
-        ssw += float(((La[0, ia] - ma[0]) ** 2).sum() + ((Lb[0, ib] - mb[0]) ** 2).sum())
-        dfw += len(ia) + len(ib) - 2
-    D, W = np.column_stack(d), np.array(w)
+    La, Lb, positive = _log_scale(Ya, Yb)
+    D, W = _host_diffs(La, Lb, strata)
     dbar = (D * W).sum(axis=1) / W.sum()
     ms = (W * (D - dbar[:, None]) ** 2).sum(axis=1) / max(len(strata) - 1, 1)
+    ssw = sum(float(((La[0, ia] - La[0, ia].mean()) ** 2).sum() + ((Lb[0, ib] - Lb[0, ib].mean()) ** 2).sum())
+              for ia, ib in strata)
+    dfw = sum(len(ia) + len(ib) - 2 for ia, ib in strata)
     f = float(ms[0] / (ssw / dfw)) if dfw and ssw > 0 else float("inf")
-    return ms, f
+    return ms, f, D[0], positive
 
 
 def _replicate_importances(
@@ -376,7 +387,7 @@ def shift_test(
     # observed row as measured
     Ia, Ib = _permuted_targets(*_aligned(ya_raw, yb_raw, strata), strata, permutations, rng)
     Ia[0], Ib[0] = ya_raw, yb_raw
-    ms_int, f_int = _interaction(Ia, Ib, strata)
+    ms_int, f_int, d_obs, in_logs = _interaction(Ia, Ib, strata)
     states = child_seeds(random_state, seeds)
     kw = dict(formula=importance, params=params, seed_states=states, resample=resample, n_jobs=n_jobs)
     ia = _replicate_importances(Xa_df.to_numpy(dtype=float), Ya, hwa.row_groups, **kw)  # type: ignore[arg-type]
@@ -401,10 +412,8 @@ def shift_test(
     notes = []
     if len(strata) < 3:
         notes.append(f"only {len(strata)} shared host(s): few permutations are distinct, the test has little power")
-    hosts = sorted(set(ha.tolist()) & set(hb.tolist()))
-    positive = (ya_raw > 0).all() and (yb_raw > 0).all()
-    changes = {h: float(np.exp(np.log(yb_raw[ib]).mean() - np.log(ya_raw[ia]).mean()) - 1.0) if positive
-               else float(yb_raw[ib].mean() - ya_raw[ia].mean()) for h, (ia, ib) in zip(hosts, strata, strict=True)}
+    hosts = sorted(set(ha.tolist()) & set(hb.tolist()))  # the strata's order
+    changes = dict(zip(hosts, (np.expm1(d_obs) if in_logs else d_obs).tolist(), strict=True))
     return ShiftTest(
         distance=float(dist[0]), class_distance=float(cdist[0]),
         p_value=float((1 + np.sum(ms_int[1:] >= ms_int[0] * (1 - 1e-12))) / (1 + permutations)),
