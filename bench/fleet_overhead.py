@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
+from quiho.fingerprint import fingerprint
 from quiho.fingerprint.battery import load_battery
-from quiho.fleet import fingerprint
-from quiho.fleet.netns import NetnsFleet
 from quiho.store import open_store
+from quiho.testing.netns import NetnsFleet
 
 
 def main() -> int:

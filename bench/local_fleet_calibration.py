@@ -6,7 +6,7 @@
 ``--record`` needs root, cgroup v1 and stress-ng (the same probes ``quiho fleet calibrate`` runs, under the
 local-fleet lock; cgroups and THP are restored afterwards). The JSON holds every probe time per emulated cell,
 the machine facts, the load average before and after, and the calibration wall time; ``--from`` re-runs the
-choice (quiho.fleet.calibrate.choose) on such a file.
+choice (quiho.fleet.local.calibrate.choose) on such a file.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import sys
 import time
 from pathlib import Path
 
-from quiho.fleet._probes import ProbeRunner, machine_facts, require_root
-from quiho.fleet.calibrate import PREFAULT_MIB, UNTHROTTLED_REPS, choose, load_responses, measure_responses
-from quiho.fleet.emulate import local_fleet_lock
+from quiho.fleet.local.calibrate import PREFAULT_MIB, UNTHROTTLED_REPS, choose, load_responses, measure_responses
+from quiho.fleet.local.emulate import local_fleet_lock
+from quiho.fleet.local.probes import ProbeRunner, machine_facts, require_root
 
 
 def main() -> int:

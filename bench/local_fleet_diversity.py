@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from quiho.fingerprint import fingerprint
 from quiho.fingerprint.catalog import load_catalog
-from quiho.fleet import fingerprint
 from quiho.store import open_store
 
 CPU = ["cpu", "vecmath", "hash", "matrix", "fp"]

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from quiho.fleet import load_app_spec
+from quiho.app import load_app_spec
 from quiho.profile import run_profile
 from quiho.store import open_store
 

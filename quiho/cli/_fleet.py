@@ -105,7 +105,7 @@ def _fleet_of(inventory: Path | None, st: Store) -> tuple[Path, int]:
     stderr before anything runs.
     """
     from quiho.fleet import load_inventory
-    from quiho.fleet.calibrate import resolve_inventory
+    from quiho.fleet.local.calibrate import resolve_inventory
 
     path = Path(resolve_inventory(inventory, st, lambda msg: err(f"quiho: {printable(msg)}")))
     return path, len(load_inventory(path).hosts)
@@ -125,7 +125,8 @@ def fingerprint_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Fingerprint every host with a stress-ng battery (one job per host per repetition)."""
-    from quiho.fleet import fingerprint, load_inventory
+    from quiho.fingerprint import fingerprint
+    from quiho.fleet import load_inventory
     from quiho.store import open_store
 
     if inventory is not None:
@@ -170,7 +171,8 @@ def run_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Run one version of an application on every host, with repetitions and a timeout."""
-    from quiho.fleet import load_app_spec, load_inventory, run_app
+    from quiho.app import load_app_spec, run_app
+    from quiho.fleet import load_inventory
     from quiho.store import open_store
 
     spec = load_app_spec(app_spec)
@@ -223,7 +225,7 @@ def fleet_calibrate_cmd(
 
     Done by itself before the first local run; reused while the machine's facts stay the same.
     """
-    from quiho.fleet.calibrate import calibrate
+    from quiho.fleet.local.calibrate import calibrate
     from quiho.fleet.show import calibration_info, calibration_lines
     from quiho.store import open_store
 

@@ -125,7 +125,7 @@ def profile_cmd(
             res = analyse_profile(st, app_a, v1, v2, batch, **analysis)
             save_profile(st, res)
         else:
-            from quiho.fleet.trace import resolve_trace, trace_from_options
+            from quiho.trace.fleet import resolve_trace, trace_from_options
 
             s = resolve_spec(app_a, spec=spec, project=proj)
             s.require_versions(v1, v2)
@@ -157,7 +157,7 @@ def _measure(st: Any, spec: Any, v1: str, v2: str, d: Any, *, resume: str | None
     """Run the profile on the fleet with progress on stderr (``d``: the merged ProfileDefaults)."""
     from quiho.cli._fleet import _progress
     from quiho.fleet import load_inventory
-    from quiho.fleet.calibrate import axes_kept, calibrated_fleet
+    from quiho.fleet.local.calibrate import axes_kept, calibrated_fleet
     from quiho.profile import parse_age, run_profile
 
     age = parse_age(d.max_age)

@@ -1,17 +1,24 @@
-"""Fingerprints: the stressor catalog, batteries and stress-ng results."""
+"""Fingerprints: the stressor catalog, batteries, stress-ng results, and running a battery on a fleet.
+
+Drift over a fingerprint history is :mod:`quiho.fingerprint.drift` (an analysis; not imported here).
+"""
 
 from quiho.fingerprint.battery import Battery, battery_names, load_battery, render_job
 from quiho.fingerprint.catalog import ANALYSIS_CLASSES, Catalog, Stressor, load_catalog
 from quiho.fingerprint.parse import ResultStatus, StressorResult, parse_stressng_yaml, running_stressor
+from quiho.fingerprint.run import FingerprintRun, HostReport, fingerprint
 
 __all__ = [
     "ANALYSIS_CLASSES",
     "Battery",
     "Catalog",
+    "FingerprintRun",
+    "HostReport",
     "ResultStatus",
     "Stressor",
     "StressorResult",
     "battery_names",
+    "fingerprint",
     "load_battery",
     "load_catalog",
     "parse_stressng_yaml",

@@ -29,8 +29,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from quiho.fleet.emulate import cleanup_emulation, local_fleet_lock
 from quiho.fleet.inventory import FleetHost, Inventory
+from quiho.fleet.local.emulate import cleanup_emulation, local_fleet_lock
 from quiho.fleet.lock import measurement_lock
 from quiho.fleet.runner import SHARED_MACHINE_POLL_S, FleetEvent, PlaybookResult, reap_cwd, run_playbook
 from quiho.fleet.shutdown import interruptible

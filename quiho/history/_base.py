@@ -175,7 +175,6 @@ def make_detector(method: str = "auto", **params: Any) -> Detector:
     UsageError
         ``method`` is not in :data:`DETECTORS` or a parameter is unknown.
     """
-    _load()
     try:
         cls = DETECTORS[method]
     except KeyError:
@@ -198,11 +197,3 @@ def detect(history: History | Sequence[float] | np.ndarray, method: str = "auto"
     """
     return make_detector(method, **params).fit(history).predict()
 
-
-def _load() -> None:
-    # detector modules register themselves on import
-    import quiho.history._auto  # noqa: F401
-    import quiho.history._cusum  # noqa: F401
-    import quiho.history._segment  # noqa: F401
-    import quiho.history._talos  # noqa: F401
-    import quiho.history._window  # noqa: F401

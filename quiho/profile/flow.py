@@ -29,11 +29,13 @@ import numpy as np
 import pandas as pd
 
 from quiho._version import __version__
+from quiho.app import AppSpec
 from quiho.errors import NotEnoughData, QuihoError, UsageError
+from quiho.fingerprint import HostReport, fingerprint
 from quiho.fingerprint.catalog import Catalog, load_catalog
-from quiho.fleet import AppSpec, FleetEvent, HostReport, Inventory, fingerprint, load_inventory
-from quiho.fleet.calibrate import axes_kept, calibrated_fleet
-from quiho.fleet.drift import drift_warnings
+from quiho.fingerprint.drift import drift_warnings
+from quiho.fleet import FleetEvent, Inventory, load_inventory
+from quiho.fleet.local.calibrate import axes_kept, calibrated_fleet
 from quiho.fleet.session import measuring, new_batch
 from quiho.irup import (
     Advice,
@@ -608,8 +610,8 @@ def run_profile(
     resume : str, optional
         Batch of an interrupted profile: run only the hosts without a successful run in it (with ``trace``:
         trace every host it has no traced run of), then analyse all.
-    trace : quiho.fleet.trace.TracePlan, optional
-        After the measured runs, trace both versions on every host (:func:`quiho.fleet.trace.run_fleet_traces`).
+    trace : quiho.trace.fleet.TracePlan, optional
+        After the measured runs, trace both versions on every host (:func:`quiho.trace.fleet.run_fleet_traces`).
     on_event, on_step : callable, optional
         Fleet progress events and one line per step (for a CLI's stderr).
     **kwargs
@@ -652,8 +654,8 @@ def run_profile(
                                         hosts=todo, on_event=on_event).hosts
         trace_messages = None
         if trace is not None:
-            from quiho.fleet.trace import run_fleet_traces
             from quiho.store.traces import batch_trace_runs
+            from quiho.trace.fleet import run_fleet_traces
 
             # a resume traces every host the batch has no traced run of: those measured now, and those measured
             # before whose tracing was cut off or failed (no root, no tracer ... fixed since, or said again)

@@ -27,9 +27,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from quiho.app import AppSpec
+from quiho.app.run import command_wall, strip_markers
+from quiho.app.spec import extract_metric
 from quiho.errors import UsageError
-from quiho.fleet import AppSpec, FleetEvent, PlaybookResult, load_inventory
-from quiho.fleet.app import command_wall, extract_metric, strip_markers
+from quiho.fleet import FleetEvent, PlaybookResult, load_inventory
 from quiho.fleet.session import (
     FleetSession,
     app_budget,

@@ -19,8 +19,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from quiho._yaml import read_yaml_mapping
+from quiho.app import AppSpec, load_app_spec
 from quiho.errors import AppSpecError, UsageError
-from quiho.fleet import AppSpec, load_app_spec
 
 __all__ = ["DEFAULTS", "ProjectFile", "ProfileDefaults", "load_project", "resolve_spec", "PROJECT_SCHEMA_VERSION"]
 

@@ -46,7 +46,7 @@ def scheduled_fingerprint(
     (outcome ``skipped``): a scheduled fingerprint must not measure while a
     profile does.
     """
-    from quiho.fleet.fingerprint import fingerprint
+    from quiho.fingerprint.run import fingerprint
     from quiho.fleet.session import measuring
 
     try:

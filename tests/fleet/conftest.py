@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from quiho.fleet.emulate import CGROUP_CPU
+from quiho.fleet.local.emulate import CGROUP_CPU
 
 
 @dataclass

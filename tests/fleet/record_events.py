@@ -22,12 +22,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from quiho.fleet import fingerprint, load_app_spec, run_app
+from quiho.app import load_app_spec, run_app
+from quiho.fingerprint import fingerprint
 from quiho.fleet.runner import PlaybookResult
 from quiho.profile.interleave import run_interleaved
 from quiho.store import open_store
 
-fpmod = importlib.import_module("quiho.fleet.fingerprint")  # the package's 'fingerprint' is the function
+fpmod = importlib.import_module("quiho.fingerprint.run")  # the package's 'fingerprint' is the function
 session_mod = importlib.import_module("quiho.fleet.session")
 
 KINDS = {"runner_on_start", "runner_on_ok", "runner_on_failed", "runner_on_unreachable", "runner_on_skipped",
@@ -178,7 +179,7 @@ def trace_scenarios(out: Path, work: Path, store: Any) -> None:
     """``trace-ok``: zlib level 1 vs 9 under bpftrace on rec-a, rec-user not root, rec-gone unreachable;
     ``trace-missing``: the traced library is missing on the host."""
     from quiho.fleet import load_inventory
-    from quiho.fleet.trace import TracePlan, run_fleet_traces
+    from quiho.trace.fleet import TracePlan, run_fleet_traces
 
     inv_path = work / "trace.yml"
     inv_path.write_text(TRACE_HOSTS)

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from quiho.fleet.app import AppSpec, app_records
-from quiho.fleet.fingerprint import fingerprint_records, unpack_artifacts
+from quiho.app.run import app_records
+from quiho.app.spec import AppSpec
+from quiho.fingerprint.run import fingerprint_records, unpack_artifacts
 from quiho.fleet.runner import EventLog, FleetEvent, PlaybookResult
 from quiho.fleet.session import FleetSession
 from quiho.profile.interleave import interleaved_records

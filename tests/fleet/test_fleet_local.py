@@ -17,9 +17,9 @@ from types import SimpleNamespace
 import pytest
 
 from quiho.cli.main import main
+from quiho.fingerprint import fingerprint
 from quiho.fingerprint.battery import load_battery
-from quiho.fleet import fingerprint
-from quiho.fleet.fingerprint import FingerprintRun
+from quiho.fingerprint.run import FingerprintRun
 from quiho.store import Store, open_store
 
 pytestmark = [pytest.mark.root, pytest.mark.stressng]

@@ -12,10 +12,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from quiho.app import load_app_spec, run_app
+from quiho.fingerprint import fingerprint
 from quiho.fingerprint.battery import load_battery
-from quiho.fleet import fingerprint, load_app_spec, run_app
-from quiho.fleet.netns import NetnsFleet
 from quiho.store import Store, open_store
+from quiho.testing.netns import NetnsFleet
 
 pytestmark = [pytest.mark.root, pytest.mark.netns, pytest.mark.stressng]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from quiho.fleet.emulate import CGROUP_CPU, THP_PATH, THP_SAVE
+from quiho.fleet.local.emulate import CGROUP_CPU, THP_PATH, THP_SAVE
 
 REPO = Path(__file__).resolve().parents[2]
 EMULATED = """all:
@@ -170,7 +170,7 @@ def test_ctrl_c_while_waiting_on_the_measurement_lock_exits_at_once(tmp_path: Pa
 
 @pytest.mark.root
 def test_ctrl_c_while_waiting_on_the_local_fleet_lock_exits_at_once(tmp_path: Path) -> None:
-    from quiho.fleet.emulate import local_fleet_lock
+    from quiho.fleet.local.emulate import local_fleet_lock
 
     inv, db, spec = tmp_path / "one.yml", tmp_path / "q.db", tmp_path / "t.yml"
     inv.write_text(ONE)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from quiho.fleet.drift import detect_drift, drift_lines
+from quiho.fingerprint.drift import detect_drift, drift_lines
 from quiho.fleet.show import FleetHostInfo, show_lines
 
 

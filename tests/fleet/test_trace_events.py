@@ -16,14 +16,13 @@ from typing import Any
 
 import pytest
 
+from quiho.app import AppSpec, TraceSpec
 from quiho.errors import UsageError
-from quiho.fleet import AppSpec
 from quiho.fleet.runner import EventLog, PlaybookResult
 from quiho.fleet.session import FleetSession
-from quiho.fleet.trace import (
+from quiho.trace.fleet import (
     FleetTraceRun,
     TracePlan,
-    TraceSpec,
     resolve_trace,
     run_script,
     split_lifetime,

@@ -1,7 +1,7 @@
 """``quiho profile --trace`` on a fleet where one host cannot trace: real sshd hosts in network namespaces.
 
 Host 1 is reached as root and has bpftrace. Host 2 is reached as a non-root account, has no bpftrace and no
-stap (its sshd runs in a mount namespace where they are covered, :class:`quiho.fleet.netns.HostLimits`) and
+stap (its sshd runs in a mount namespace where they are covered, :class:`quiho.testing.netns.HostLimits`) and
 its own ``/tmp``, as a separate machine would. Both run examples/trace (tags v1 vs v2, built on each host by the
 spec's setup). The profile must stand: both hosts' untraced runs give the metric, host 1's traces give the
 per-function answer, and host 2 gets one line saying that it lacks root *and* a tracer.
@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from quiho.cli.main import main
-from quiho.fleet.netns import HostLimits, NetnsFleet
 from quiho.store import open_store
 from quiho.store.traces import batch_trace_runs
+from quiho.testing.netns import HostLimits, NetnsFleet
 
 pytestmark = [pytest.mark.root, pytest.mark.netns, pytest.mark.bpftrace, pytest.mark.stressng, pytest.mark.slow]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from quiho.fleet import load_app_spec, run_app
+from quiho.app import load_app_spec, run_app
 from quiho.fleet.runner import unsafe_yaml
 from quiho.store import open_store
 

@@ -136,7 +136,7 @@ def test_waiting_lock_gets_it_after_release(tmp_path):
 @pytest.mark.root
 @pytest.mark.stressng
 def test_kill_9_during_fingerprint_leaves_consistent_resumable_store(tmp_path, duo_inventory):
-    from quiho.fleet import fingerprint
+    from quiho.fingerprint import fingerprint
 
     store = tmp_path / "q.db"
     cmd = [sys.executable, "-m", "quiho", "schedule", "run", "--store", str(store), "-i", str(duo_inventory),

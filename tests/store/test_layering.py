@@ -107,3 +107,143 @@ def test_the_rules_catch_what_they_claim(tmp_path: Path) -> None:
     attrs = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
     assert {"sqlite3", "quiho.store._db", "quiho.history._io", "quiho.trace._store"} <= set(names)
     assert {"conn", "execute"} <= attrs
+
+
+# --- 4. No import circles; 5. the fleet imports no analysis package ------------------------------------------------
+
+#: What ``quiho.fleet`` (the execution layer: playbooks on an inventory, and its local kind) may import.
+FLEET_MAY_IMPORT = ("quiho.fleet", "quiho.store", "quiho.errors", "quiho._")
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(QUIHO.parent).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def _resolve(name: str, known: set[str]) -> str | None:
+    """The quiho module an imported dotted name lands in: itself if it is a module, else its longest known prefix."""
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _targets(node: ast.AST, here: str, is_pkg: bool, known: set[str]) -> list[str]:
+    """Modules of quiho that one import statement loads (relative imports resolved; ``from m import sub`` is m.sub)."""
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    elif isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+            anchor = here.split(".") if is_pkg else here.split(".")[:-1]
+            anchor = anchor[: len(anchor) - (node.level - 1)]
+            base = ".".join(anchor + ([base] if base else []))
+        names = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+    else:
+        return []
+    found = {_resolve(n, known) for n in names if n.split(".")[0] == "quiho"}
+    return sorted(m for m in found if m and m != here)
+
+
+def _graph(sources: dict[str, tuple[bool, ast.Module]]) -> dict[str, dict[str, int]]:
+    """module -> {imported quiho module: line}, every import statement counted (top level, lazy, type-checking)."""
+    known = set(sources)
+    graph: dict[str, dict[str, int]] = {}
+    for mod, (is_pkg, tree) in sources.items():
+        edges = graph.setdefault(mod, {})
+        for node in ast.walk(tree):
+            for target in _targets(node, mod, is_pkg, known):
+                edges.setdefault(target, getattr(node, "lineno", 0))
+    return graph
+
+
+def _cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _sources() -> dict[str, tuple[bool, ast.Module]]:
+    return {_module_name(p): (p.name == "__init__.py", tree) for p, tree in _modules()}
+
+
+def _describe(cycle: list[str], graph: dict[str, dict[str, int]]) -> str:
+    inner = [f"{a} -> {b} (line {graph[a][b]})" for a in cycle for b in cycle if b in graph.get(a, {})]
+    return "{" + ", ".join(cycle) + "}: " + "; ".join(inner)
+
+
+def test_no_import_circles() -> None:
+    """No two modules import each other, directly or through others (lazy and type-checking imports count too)."""
+    graph = _graph(_sources())
+    bad = [_describe(c, graph) for c in _cycles(graph)]
+    assert not bad, "import circles:\n" + "\n".join(bad)
+
+
+def _fleet_violations(graph: dict[str, dict[str, int]]) -> list[str]:
+    return [f"{mod}:{line}: imports {target}" for mod, edges in sorted(graph.items())
+            if mod == "quiho.fleet" or mod.startswith("quiho.fleet.")
+            for target, line in sorted(edges.items())
+            if not any(target == ok.rstrip(".") or target.startswith(ok if ok.endswith("_") else ok + ".")
+                       or (ok.endswith("_") and target.startswith(ok)) for ok in FLEET_MAY_IMPORT)]
+
+
+def test_fleet_imports_no_analysis_package() -> None:
+    """The execution layer stands alone: ``quiho.fleet`` imports only the store, errors and shared helpers."""
+    bad = _fleet_violations(_graph(_sources()))
+    assert not bad, "quiho.fleet imports beyond store/errors/shared helpers:\n" + "\n".join(bad)
+
+
+def test_the_graph_rules_catch_planted_violations() -> None:
+    """A planted circle and a planted fleet -> analysis import are both reported."""
+    def mod(src: str, pkg: bool = False) -> tuple[bool, ast.Module]:
+        return pkg, ast.parse(src)
+
+    sources = {
+        "quiho": mod("", pkg=True),
+        "quiho.fleet": mod("from quiho.fleet.runner import run\n", pkg=True),
+        "quiho.fleet.runner": mod("def run():\n    from quiho.irup import engine\n"),
+        "quiho.irup": mod("from . import engine\n", pkg=True),
+        "quiho.irup.engine": mod("from ..fleet import runner\n"),
+        "quiho.store": mod("", pkg=True),
+        "quiho.errors": mod(""),
+        "quiho._text": mod(""),
+        "quiho.fleet.ok": mod("from quiho.store import x\nfrom quiho import _text\nfrom quiho.errors import E\n"),
+    }
+    graph = _graph(sources)
+    assert graph["quiho.irup"] == {"quiho.irup.engine": 1}
+    assert graph["quiho.irup.engine"] == {"quiho.fleet.runner": 1}
+    assert _cycles(graph) == [["quiho.fleet.runner", "quiho.irup.engine"]]
+    assert _fleet_violations(graph) == ["quiho.fleet.runner:2: imports quiho.irup.engine"]
+    # the same sources with the lazy import removed: no circle, no violation
+    sources["quiho.fleet.runner"] = mod("def run():\n    pass\n")
+    graph = _graph(sources)
+    assert _cycles(graph) == [] and _fleet_violations(graph) == []

@@ -5,7 +5,7 @@ transparent-huge-page policy (a memory-subsystem knob) and optionally a co-runne
 depends on the machine: on the Xeon the levels were tuned on, a 6 % quota step cost 6 %; on an AMD EPYC VM with
 20 ms CFS periods it cost 35 % on 4 KiB hosts and nothing on huge-page hosts, and the page size moved the
 CPU-bound application too. So before the first local fingerprint on a machine, short probes measure each axis
-(:mod:`quiho.fleet._probes`), :func:`choose` turns the recorded responses into axis levels and a CFS period, and
+(:mod:`quiho.fleet.local.probes`), :func:`choose` turns the recorded responses into axis levels and a CFS period, and
 the result is stored with the machine's facts and written as an inventory next to the store. It is reused while
 the facts are the same.
 
@@ -53,8 +53,8 @@ from pathlib import Path
 from typing import Any
 
 from quiho.errors import InventoryError
-from quiho.fleet._probes import Cell, ProbeRunner, facts_key, machine_facts, require_root
-from quiho.fleet.emulate import local_fleet_lock
+from quiho.fleet.local.emulate import local_fleet_lock
+from quiho.fleet.local.probes import Cell, ProbeRunner, facts_key, machine_facts, require_root
 from quiho.fleet.session import measuring
 from quiho.store import Store
 from quiho.store import fleet as fleet_store
@@ -79,7 +79,7 @@ MIN_QUOTA = 40
 #: issue-15 VM the per-round log ratio of the memory probe has an SD of 11-20 %, so 4 rounds gave an SE of 6-10 %
 #: for an effect of ~22 %, and "> 3 SE" kept or dropped the axis from one calibration to the next
 #: (+27, +27, +0.5, +45, +24 % in five calibrations); 6 rounds cut its variance by a third, and the probes timed
-#: by their worker (no start-up, see quiho.fleet._probes) have less noise to begin with.
+#: by their worker (no start-up, see quiho.fleet.local.probes) have less noise to begin with.
 UNTHROTTLED_REPS = 6
 PREFAULT_MIB = 512
 #: Runs per host and version in a profile (ProfileDefaults.repetitions): the sample size of a host's median.
@@ -611,7 +611,7 @@ def calibrate(
     force : bool, default False
         Probe again even if a calibration for these facts exists.
     facts : dict, optional
-        Machine facts (default :func:`quiho.fleet._probes.machine_facts`); tests inject changed ones.
+        Machine facts (default :func:`quiho.fleet.local.probes.machine_facts`); tests inject changed ones.
     reps : int, default :data:`UNTHROTTLED_REPS`
         Repetitions per probe in the unthrottled cells (see :func:`measure_responses`).
     on_step : callable, optional
@@ -636,7 +636,7 @@ def calibrate(
             path.write_text(text)
         return _from_row(row, reused=True)
     require_root()
-    from quiho import __version__
+    from quiho._version import __version__
 
     runner = ProbeRunner(f"quiho-cal-{os.getpid()}", PREFAULT_MIB, on_step)
     _say_if_busy(on_step)

@@ -8,7 +8,7 @@ import pytest
 
 from quiho.cli.main import main
 from quiho.datasets.fleet import fingerprint_history, store_fingerprint_history
-from quiho.fleet.drift import detect_drift, max_t_split
+from quiho.fingerprint.drift import detect_drift, max_t_split
 from quiho.store import open_store
 from quiho.store.compact import compact_runs
 
@@ -104,7 +104,7 @@ def test_drift_without_history_is_a_clear_error(tmp_path, capsys):
 
 
 def test_drift_warnings_name_only_the_drifted_hosts_asked_about(drifted, tmp_path):
-    from quiho.fleet.drift import drift_warnings
+    from quiho.fingerprint.drift import drift_warnings
 
     warnings = drift_warnings(drifted, ["h1", "h3"])
     assert len(warnings) == 1 and "host h3" in warnings[0] and "stream" in warnings[0]

@@ -30,51 +30,21 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
 from quiho._text import printable
+from quiho.app.spec import TraceSpec
 from quiho.errors import QuihoError, UsageError
 from quiho.fleet.runner import FleetEvent, PlaybookResult
 from quiho.fleet.session import FleetSession, app_budget, measuring, rc_failure, stderr_tail
 
 if TYPE_CHECKING:
-    from quiho.fleet.app import AppSpec, AppVersion
+    from quiho.app.spec import AppSpec, AppVersion
     from quiho.fleet.inventory import Inventory
     from quiho.store import Store
 
-__all__ = ["TraceSpec", "TracePlan", "TracedRun", "FleetTraceRun", "resolve_trace", "trace_records",
+__all__ = ["TracePlan", "TracedRun", "FleetTraceRun", "resolve_trace", "trace_records",
            "run_fleet_traces", "run_script", "trace_from_options", "split_lifetime"]
 
 
-class TraceSpec(BaseModel):
-    """The ``trace:`` key of an application spec (or ``--trace`` / ``--trace-matching`` ...).
-
-    Attributes
-    ----------
-    functions : tuple of str, optional
-        Function names to trace (exactly one of ``functions`` and ``matching``).
-    matching : str, optional
-        A regular expression: every function of the binary it matches.
-    binary : str, optional
-        Executable or shared library holding the functions (default: each version's command).
-    runs : int, default 3
-        Traced runs per version per host.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    functions: tuple[str, ...] | None = None
-    matching: str | None = None
-    binary: str | None = None
-    runs: int = Field(3, ge=1, le=100)
-
-    @model_validator(mode="after")
-    def _one(self) -> TraceSpec:
-        if (self.functions is None) == (self.matching is None):
-            raise ValueError("trace: give exactly one of 'functions' and 'matching'")
-        if self.functions is not None and not self.functions:
-            raise ValueError("trace: 'functions' is empty")
-        return self
 
 
 @dataclass(frozen=True)

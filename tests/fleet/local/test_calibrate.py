@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 
 from quiho.errors import InventoryError
-from quiho.fleet._probes import PROBES, probe_seconds
-from quiho.fleet.calibrate import MIN_STEP, choose, inventory_text, load_responses, quota_levels
 from quiho.fleet.inventory import load_inventory
+from quiho.fleet.local.calibrate import MIN_STEP, choose, inventory_text, load_responses, quota_levels
+from quiho.fleet.local.probes import PROBES, probe_seconds
 from quiho.fleet.show import calibration_info, calibration_lines
 from quiho.store import fleet as fleet_store
 from quiho.store import open_store
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "calibration"
+DATA = Path(__file__).resolve().parents[2] / "data" / "calibration"
 AMD_ISSUE = DATA / "amd-epyc-issue15.json"
 #: Recorded here (bench/local_fleet_calibration.py --record) at load average ~3 on 2 vCPUs: two recordings ten
 #: minutes apart chose different fleets (8 hosts: quota x page size; 4 hosts: quota only), which is the point of
@@ -231,8 +231,8 @@ def test_fleet_show_command_text_and_json(tmp_path: Path, capsys: pytest.Capture
 
 
 def test_default_inventory_comes_from_the_stored_calibration_and_says_why_it_cannot(tmp_path: Path) -> None:
-    from quiho.fleet._probes import facts_key, machine_facts
-    from quiho.fleet.calibrate import resolve_inventory
+    from quiho.fleet.local.calibrate import resolve_inventory
+    from quiho.fleet.local.probes import facts_key, machine_facts
 
     store = open_store(tmp_path / "q.db")
     assert resolve_inventory("inventories/local.yml", store) == "inventories/local.yml"  # -i: as is
@@ -259,7 +259,7 @@ def test_default_inventory_comes_from_the_stored_calibration_and_says_why_it_can
 def test_emulate_script_refuses_a_bad_cfs_period_before_touching_anything() -> None:
     import subprocess
 
-    script = Path(__file__).resolve().parents[2] / "playbooks" / "files" / "quiho-emulate.sh"
+    script = Path(__file__).resolve().parents[3] / "playbooks" / "files" / "quiho-emulate.sh"
     cg = "/sys/fs/cgroup/cpu/qh-none-period"
     for period, why in (("5o", "bad CFS period"), ("999", "outside 1000..1000000"), ("2000000", "outside")):
         r = subprocess.run(["sh", str(script), "start", cg, "50", "none", "10", "keep", period],

@@ -5,10 +5,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from quiho.fleet.emulate import restore_thp
 from quiho.fleet.inventory import load_inventory
+from quiho.fleet.local.emulate import restore_thp
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_restore_thp_puts_back_the_saved_policy_once(tmp_path: Path) -> None:

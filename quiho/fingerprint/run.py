@@ -23,8 +23,8 @@ from quiho._version import __version__
 from quiho.errors import FingerprintParseError, UsageError
 from quiho.fingerprint.battery import load_battery, render_job
 from quiho.fingerprint.parse import last_started, parse_stressng_yaml, running_stressor
-from quiho.fleet.calibrate import resolve_inventory
 from quiho.fleet.inventory import Inventory, load_inventory
+from quiho.fleet.local.calibrate import resolve_inventory
 from quiho.fleet.runner import FleetEvent, PlaybookResult
 from quiho.fleet.session import TIMEOUT_RCS, FleetSession, measuring, new_batch, remember_inventory
 from quiho.store import Store, utcnow

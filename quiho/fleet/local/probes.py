@@ -25,8 +25,8 @@ from typing import Any
 import yaml
 
 from quiho.errors import InventoryError
-from quiho.fleet.emulate import CGROUP_CPU, THP_PATH, cleanup_cgroups, restore_thp
 from quiho.fleet.inventory import repo_root
+from quiho.fleet.local.emulate import CGROUP_CPU, THP_PATH, cleanup_cgroups, restore_thp
 
 __all__ = ["PROBES", "PREFAULT_MIB_OF", "CORUNNER_SETTLE_S", "Cell", "probe_seconds", "machine_facts",
            "facts_key", "ProbeRunner", "require_root"]

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from quiho.app.run import command_wall, strip_markers
+from quiho.app.spec import Metric, extract_metric, load_app_spec
 from quiho.errors import AppSpecError, CatalogError, InventoryError
 from quiho.fingerprint.battery import battery_names, load_battery, render_job
 from quiho.fingerprint.catalog import stressors_dir
-from quiho.fleet.app import Metric, command_wall, extract_metric, load_app_spec, strip_markers
 from quiho.fleet.inventory import load_inventory
 
 NEVER = {"mmapfork", "cpu-online", "watchdog", "oom-pipe", "smi", "swap", "plugin"}

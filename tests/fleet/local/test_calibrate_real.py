@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from quiho.fleet._probes import machine_facts
-from quiho.fleet.calibrate import calibrate, resolve_inventory
-from quiho.fleet.emulate import CGROUP_CPU, THP_PATH, THP_SAVE
 from quiho.fleet.inventory import load_inventory
+from quiho.fleet.local.calibrate import calibrate, resolve_inventory
+from quiho.fleet.local.emulate import CGROUP_CPU, THP_PATH, THP_SAVE
+from quiho.fleet.local.probes import machine_facts
 from quiho.store import open_store
 
 pytestmark = [pytest.mark.root, pytest.mark.stressng, pytest.mark.slow]
@@ -62,7 +62,8 @@ def test_without_root_the_calibration_says_so() -> None:
     # a real unprivileged process (setpriv to nobody) with a store of its own in a directory it may write
     with tempfile.TemporaryDirectory(prefix="quiho-noroot-") as d:
         os.chmod(d, 0o777)
-        code = ("import sys\nfrom quiho.errors import InventoryError\nfrom quiho.fleet.calibrate import calibrate\n"
+        code = ("import sys\nfrom quiho.errors import InventoryError\n"
+                "from quiho.fleet.local.calibrate import calibrate\n"
                 "from quiho.store import open_store\n"
                 f"st = open_store({str(Path(d) / 'n.db')!r})\n"
                 "try:\n    calibrate(st)\nexcept InventoryError as e:\n    print(e); sys.exit(7)\n")

@@ -1,0 +1,1 @@
+"""Test support shipped with the library: real fleets for tests and benches (sshd hosts in network namespaces)."""
