@@ -42,6 +42,21 @@ def _quiho(args: list[str], run_dir: Path, **kw: object) -> subprocess.Popen[str
                             text=True, env=env, cwd=REPO, **kw)  # type: ignore[call-overload]
 
 
+def _has_open(pid: int, path: Path) -> bool:
+    """Whether process ``pid`` has ``path`` open (a deterministic sign of where it is, unlike a sleep)."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == str(path):
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def _wait_for(pred: Callable[[], bool], proc: subprocess.Popen[str], what: str, limit: float = 300) -> None:
     deadline = time.monotonic() + limit
     while not pred():
@@ -152,15 +167,16 @@ def _ignore_sigint() -> None:  # as a background job of a non-interactive shell 
 
 
 def test_ctrl_c_while_waiting_on_the_measurement_lock_exits_at_once(tmp_path: Path) -> None:
-    from quiho.fleet.lock import measurement_lock
+    from quiho.fleet.lock import lock_path, measurement_lock
 
     inv, db = tmp_path / "one.yml", tmp_path / "q.db"
     inv.write_text(ONE)
     with measurement_lock(db, what="test holder"):
         proc = _quiho(["fingerprint", "-i", str(inv), "--battery", "quick", "--store", str(db)], tmp_path / "runs",
                       preexec_fn=_ignore_sigint)
-        _wait_for(db.exists, proc, "the store being opened")
-        time.sleep(1.0)  # now waiting on the lock
+        # the child opens the lock file inside its interruptible block, right before it polls: waiting from then on
+        _wait_for(lambda: _has_open(proc.pid, lock_path(db)), proc, "the wait on the measurement lock")
+        time.sleep(0.5)
         assert proc.poll() is None
         proc.send_signal(signal.SIGINT)
         rc = proc.wait(timeout=15)  # the holder still holds the lock: only the interrupt can end the wait
