@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from quiho._facts import HOST_KEYS, parse_facts
 from quiho._version import __version__
 from quiho.errors import FingerprintParseError, UsageError
 from quiho.fingerprint.battery import load_battery, render_job
@@ -32,7 +33,7 @@ from quiho.store import fleet as fleet_store
 from quiho.store.fleet import UNSTABLE_COV, summarise_run
 
 __all__ = ["FingerprintRun", "HostRecords", "HostReport", "fingerprint", "fingerprint_records", "outer_timeout",
-           "parse_facts", "summarise_run", "unpack_artifacts", "UNSTABLE_COV"]
+           "summarise_run", "unpack_artifacts", "UNSTABLE_COV"]
 
 MAX_PASSES = 3
 
@@ -345,24 +346,6 @@ def _extract_data(tf: tarfile.TarFile, dest: Path) -> None:
     tf.extractall(dest, members=members)
 
 
-def parse_facts(stdout: str) -> dict[str, Any]:
-    """The machine metadata printed by the playbooks' ``quiho facts`` task (``key=value`` lines)."""
-    raw = dict(line.split("=", 1) for line in stdout.splitlines() if "=" in line)
-    facts: dict[str, Any] = {
-        "stress_ng_version": raw.get("stress_ng") or None,
-        "cpu_model": raw.get("cpu_model") or None,
-        "kernel": raw.get("kernel") or None,
-        "arch": raw.get("arch") or None,
-        "os": raw.get("os") or None,
-        "l3_cache": raw.get("l3") or None,
-    }
-    for key, src, scale in (("vcpus", "vcpus", 1), ("cores", "cores", 1), ("memtotal_mb", "mem_kb", 1024)):
-        try:
-            facts[key] = int(raw.get(src, "")) // scale
-        except ValueError:
-            facts[key] = None
-    return facts
-
 
 def _stat_busy(path0: Path, path1: Path) -> tuple[float, float] | None:
     try:
@@ -399,7 +382,7 @@ def _host_results(res: PlaybookResult, host: str) -> tuple[dict[str, Any], dict[
         task = data.get("task")
         r = data.get("res") or {}
         if ev.get("event") == "runner_on_ok" and task == "quiho facts":
-            facts.update(parse_facts(str(r.get("stdout", ""))))
+            facts.update(parse_facts(str(r.get("stdout", ""))).to_dict(HOST_KEYS))
         elif ev.get("event") in ("runner_item_on_ok", "runner_item_on_failed") and task == "quiho measure":
             item = r.get("item") or {}
             if "rep" in item:

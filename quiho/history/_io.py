@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from quiho._facts import local_facts
 from quiho.errors import HistoryError, ImportDataError, UnknownTargetError
 from quiho.history._model import History
 from quiho.store import Store
@@ -224,22 +225,8 @@ def _series_id(store: Store, name: str) -> int:
 
 
 def machine_facts() -> dict[str, object]:
-    """Host name, OS, CPU model and count, and the 1-minute load average, for the record of a measurement."""
-    import os
-    import platform
-
-    model = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), model)
-    except OSError:
-        pass
-    try:
-        load: float | None = os.getloadavg()[0]
-    except OSError:
-        load = None
-    return {"host": platform.node(), "os": platform.platform(), "cpu": model, "cpus": os.cpu_count(),
-            "load1": load}
+    """The facts of the machine this runs on (:class:`quiho._facts.MachineFacts`, load included), for a record."""
+    return local_facts().to_dict()
 
 
 def load_state(store: Store, name: str) -> list[RevisionState]:

@@ -79,7 +79,7 @@ def test_failing_build_is_skipped_and_recorded(tmp_path, capsys, make_repo):
     with open_store(db) as st:
         facts = json.loads(st.conn.execute("SELECT machine_json FROM history_revisions WHERE revision = ?",
                                            (shas[4],)).fetchone()[0])
-    assert facts["host"] and facts["cpus"] >= 1 and "load1" in facts
+    assert facts["host"] and facts["vcpus"] >= 1 and "load1" in facts
     # plot shows it (and the GP over all 12 positions)
     assert main(["history", "plot", "p", "--store", db, "-o", str(tmp_path / "p.png")]) == 0
     assert (tmp_path / "p.png").stat().st_size > 1000

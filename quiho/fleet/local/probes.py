@@ -11,8 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
-import re
 import shutil
 import subprocess
 import tempfile
@@ -24,9 +22,10 @@ from typing import Any
 
 import yaml
 
+from quiho._facts import calibration_facts, local_facts
 from quiho.errors import InventoryError
 from quiho.fleet.inventory import repo_root
-from quiho.fleet.local.emulate import CGROUP_CPU, THP_PATH, cleanup_cgroups, restore_thp
+from quiho.fleet.local.emulate import CGROUP_CPU, cleanup_cgroups, restore_thp
 
 __all__ = ["PROBES", "PREFAULT_MIB_OF", "CORUNNER_SETTLE_S", "Cell", "probe_seconds", "machine_facts",
            "facts_key", "ProbeRunner", "require_root"]
@@ -51,7 +50,6 @@ PREFAULT_MIB_OF = {"memory": 128, "cpu": 1}
 #: "L3") spends ~0.8 s faulting in its arrays before it streams (stress-ng 0.15, this VM), so the first probe of
 #: a cell measured next to a co-runner that was not yet loading memory.
 CORUNNER_SETTLE_S = 1.0
-_PAGE_REPORTING = Path("/sys/module/page_reporting")
 
 
 @dataclass(frozen=True)
@@ -72,33 +70,7 @@ class Cell:
 
 def machine_facts() -> dict[str, Any]:
     """The facts that decide how the emulation axes act on this machine (what the calibration key hashes)."""
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem_kb = 0
-    try:
-        m = re.search(r"^MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text(), re.M)
-        mem_kb = int(m.group(1)) if m else 0
-    except OSError:
-        pass
-    try:
-        thp = sorted(w.strip("[]") for w in THP_PATH.read_text().split())
-    except OSError:
-        thp = []
-    return {
-        "cpu_model": cpu,
-        "online_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 0,
-        "mem_total_kb": mem_kb,
-        "kernel": platform.release(),
-        "thp_modes": thp,
-        "cgroup_v1_cpu": (CGROUP_CPU / "cpu.cfs_period_us").exists(),
-        "free_page_reporting": _PAGE_REPORTING.is_dir(),
-    }
+    return calibration_facts(local_facts())
 
 
 def facts_key(facts: dict[str, Any]) -> str:

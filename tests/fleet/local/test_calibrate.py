@@ -175,7 +175,7 @@ def test_generated_inventory_parses_with_its_period_and_levels(tmp_path: Path) -
     c = choose(_synthetic(thp_mem=math.log(1.18), thp_cpu=0.0, co_mem=0.0, co_cpu=0.0,
                           bend={100000: 0.0, 20000: 0.3}))
     p = tmp_path / "local-fleet-abcd1234.yml"
-    p.write_text(inventory_text(c, {"cpu_model": "Test CPU", "online_cpus": 2, "kernel": "6.1"}, "abcd" * 16))
+    p.write_text(inventory_text(c, {"cpu_model": "Test CPU", "vcpus": 2, "kernel": "6.1"}, "abcd" * 16))
     inv = load_inventory(p)
     assert inv.names == [n for n, _ in c.hosts] and inv.shares_machine
     assert {h.cfs_period_us for h in inv.hosts} == {100000} and {h.prefault_mib for h in inv.hosts} == {512}
