@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 # C0 controls (tab and newline included: a name must stay on its line), DEL, C1 controls (ESC-free CSI is
@@ -37,3 +38,14 @@ def printable(text: object) -> str:
 def _escape(ch: str) -> str:
     code = ord(ch)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def json_number(x: float | None, digits: int) -> float | None:
+    """``x`` rounded to ``digits`` decimals for a JSON document, ``None`` where it is missing or not finite.
+
+    JSON has no NaN or infinity, and a reader should see "no value" rather than a parser error.
+    """
+    if x is None:
+        return None
+    x = float(x)
+    return round(x, digits) if math.isfinite(x) else None

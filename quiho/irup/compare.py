@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import kendalltau, spearmanr
 
+from quiho._text import json_number
 from quiho.errors import NotEnoughData
 from quiho.fingerprint.catalog import ANALYSIS_CLASSES
 from quiho.irup.data import TargetData
@@ -110,17 +111,14 @@ class Comparison:
             "p_value": None if self.shift is None else round(self.shift.p_value, 5),
             "permutations": None if self.shift is None else self.shift.permutations,
             "shift_test": None if self.shift is None else self.shift.to_dict(),
-            "spearman": _r(self.spearman), "spearman_p": _r(self.spearman_p),
-            "kendall": _r(self.kendall), "kendall_p": _r(self.kendall_p),
+            "spearman": json_number(self.spearman, 4), "spearman_p": json_number(self.spearman_p, 4),
+            "kendall": json_number(self.kendall, 4), "kendall_p": json_number(self.kendall_p, 4),
             "class_shares": self.class_shares, "class_shift": self.class_shift,
             "validity": {"a": self.validity_a, "b": self.validity_b}, "tolerance_z": self.tolerance_z,
             "tolerance": {k: round(v, 2) for k, v in self.tolerance.items()},
             "walk": [s.__dict__ for s in self.steps],
         }
 
-
-def _r(x: float) -> float | None:
-    return None if not np.isfinite(x) else round(float(x), 4)
 
 
 def class_shares(irup: Irup) -> dict[str, float]:

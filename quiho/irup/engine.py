@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 
+from quiho._text import json_number
 from quiho._version import __version__
 from quiho.errors import NotEnoughData, NotEnoughMachines, UsageError
 from quiho.fingerprint.catalog import Catalog, load_catalog
@@ -281,7 +282,7 @@ def compute_irup(
         params={
             "model": "GradientBoostingRegressor" if params.engine == "sklearn" else "batched gradient boosting",
             **params.__dict__, "group_threshold": round(hw.threshold, 4),
-            "repetition_distance": _round(hw.repetition_distance), "seed_states": seed_states,
+            "repetition_distance": json_number(hw.repetition_distance, 5), "seed_states": seed_states,
         },
         versions=_versions(), notes=tuple(notes), per_seed=per_seed,
     )
@@ -450,9 +451,6 @@ def metric_stability(data: TargetData, *, spread: float = 0.10, outlier: float =
         out.append(f"{outliers} repetition(s) ≥ {outlier:.0%} away from their host's median")
     return out
 
-
-def _round(x: float) -> float | None:
-    return None if not np.isfinite(x) else round(float(x), 5)
 
 
 def irup_for_target(

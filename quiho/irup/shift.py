@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from quiho._text import json_number
 from quiho.errors import NoCommonHosts, UsageError
 from quiho.fingerprint.catalog import ANALYSIS_CLASSES, Catalog, load_catalog
 from quiho.irup.batched import fit_batched, predict_batched
@@ -131,7 +132,7 @@ class ShiftTest:
         return {
             "method": "within-host permutation of version labels; statistic: host x version interaction",
             "p_value": round(self.p_value, 5), "permutations": self.permutations,
-            "interaction_f": round(self.interaction_f, 4) if np.isfinite(self.interaction_f) else None,
+            "interaction_f": json_number(self.interaction_f, 4),
             "host_changes": {k: round(v, 4) for k, v in self.host_changes.items()},
             "distance": round(self.distance, 4), "distance_p": round(self.distance_p, 5),
             "class_distance": round(self.class_distance, 4), "null_quantile": round(self.null_quantile, 4),

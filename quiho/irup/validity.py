@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from quiho._text import json_number
 from quiho.irup.importance import ModelParams
 
 __all__ = ["Validity", "logo_predictions", "r2_between_groups", "verdict", "MEANINGFUL_R2", "MIN_GROUPS_MEANINGFUL",
@@ -43,15 +44,12 @@ class Validity:
     def to_dict(self) -> dict[str, object]:
         """JSON-ready mapping."""
         return {
-            "verdict": self.verdict, "r2_group_cv": _num(self.r2_group_cv),
+            "verdict": self.verdict, "r2_group_cv": json_number(self.r2_group_cv, 4),
             "hardware_groups": self.hardware_groups, "hosts": self.hosts, "rows": self.rows,
             "top1_frequency": round(self.top1_frequency, 3),
             "top1_top3_frequency": round(self.top1_top3_frequency, 3), "reason": self.reason,
         }
 
-
-def _num(x: float) -> float | None:
-    return None if not np.isfinite(x) else round(float(x), 4)
 
 
 def logo_fold(X: np.ndarray, y: np.ndarray, groups: np.ndarray, g: int, params: ModelParams, seed: int) -> np.ndarray:
