@@ -35,6 +35,9 @@ def fingerprint_history(
 ) -> pd.DataFrame:
     """Daily fingerprints of a fleet, optionally with one host's stressors dropping at one run.
 
+    Many parameters because it is a seeded generator in the style of scikit-learn's ``make_*``: every knob of
+    the planted truth is a keyword with a default, so a test names only the one it varies.
+
     Returns a long table ``run, started_at, host, repetition, stressor, value``.
     Hosts ``h0``..``h{n-1}`` have independent log-normal speeds per stressor;
     every value gets multiplicative noise (std of log = ``noise``); from run

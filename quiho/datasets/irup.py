@@ -38,6 +38,9 @@ def planted_bottleneck(
 ) -> TargetData:
     """A fleet whose application depends only on ``bottleneck``.
 
+    Many parameters because it is a seeded generator in the style of scikit-learn's ``make_*``: every knob of
+    the planted truth is a keyword with a default, so a test names only the one it varies.
+
     Parameters
     ----------
     n_groups : int, default 8

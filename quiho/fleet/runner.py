@@ -31,6 +31,7 @@ __all__ = [
     "PlaybookResult",
     "FleetEvent",
     "EventLog",
+    "Invocation",
     "run_playbook",
     "unsafe_yaml",
     "playbooks_dir",
@@ -306,23 +307,47 @@ def _envvars(cp_dir: Path, host_key_checking: bool, python_interpreter: str) -> 
     }
 
 
+@dataclass(frozen=True)
+class Invocation:
+    """How one ``ansible-playbook`` invocation runs (everything but what it runs and where).
+
+    Attributes
+    ----------
+    limit : tuple of str, optional
+        Only these hosts.
+    forks : int, default 1
+        Parallel hosts. Keep 1 when hosts share hardware (netns, local fleet): parallel forks distort what each
+        host measures.
+    timeout_s : float, default 3600
+        Outer deadline; past it the run is cancelled and its process tree killed.
+    host_key_checking : bool, default True
+        SSH host-key checking. False only through an explicitly named opt-in of the caller.
+    python_interpreter : str, default "auto_silent"
+        Ansible's ``interpreter_python`` (a host's ``ansible_python_interpreter`` still wins).
+    poll_s : float, optional
+        Ansible's internal poll interval (:data:`SHARED_MACHINE_POLL_S` for hosts on this machine); default
+        Ansible's own.
+    keep_dir : Path, optional
+        Where to copy the artifacts (job events) for later inspection.
+    """
+
+    limit: tuple[str, ...] | None = None
+    forks: int = 1
+    timeout_s: float = 3600.0
+    host_key_checking: bool = True
+    python_interpreter: str = "auto_silent"
+    poll_s: float | None = None
+    keep_dir: Path | None = None
+
+
 def run_playbook(
     playbook: str,
     inventory: str | os.PathLike[str],
     extravars: dict[str, Any],
-    *,
-    limit: list[str] | None = None,
-    forks: int = 1,
-    timeout_s: float = 3600.0,
-    host_key_checking: bool = True,
+    how: Invocation = Invocation(),
     on_event: Callable[[FleetEvent], None] | None = None,
-    keep_dir: Path | None = None,
-    python_interpreter: str = "auto_silent",
-    poll_s: float | None = None,
 ) -> PlaybookResult:
     """Run ``playbooks/<playbook>`` on ``inventory`` and return per-host outcomes and all events.
-
-    Over 80 lines only by its parameters and their documentation (the code is 52 lines).
 
     Callers normally go through :class:`quiho.fleet.session.FleetSession`, which adds host
     grouping, the machine lock and cleanup around this.
@@ -335,24 +360,10 @@ def run_playbook(
         Inventory file or directory.
     extravars : dict
         Extra variables; every string is passed ``!unsafe`` (:func:`unsafe_yaml`), never templated.
-    limit : list of str, optional
-        Only these hosts.
-    forks : int, default 1
-        Parallel hosts. Keep 1 when hosts share hardware (netns, local fleet): parallel forks on
-        2 vCPUs cut the cpu stressor from ~1850 to 1050-1350 ops/s.
-    timeout_s : float
-        Outer deadline; past it the run is cancelled and its process tree killed.
-    host_key_checking : bool, default True
-        SSH host-key checking. False only through an explicitly named opt-in of the caller.
+    how : Invocation
+        Hosts, forks, deadline, host-key checking, interpreter, poll interval, artifacts.
     on_event : callable, optional
         Receives :class:`FleetEvent` s for progress displays.
-    keep_dir : Path, optional
-        Where to copy the artifacts (job events) for later inspection.
-    python_interpreter : str, default "auto_silent"
-        Ansible's ``interpreter_python`` (a host's ``ansible_python_interpreter`` still wins).
-    poll_s : float, optional
-        Ansible's internal poll interval (:data:`SHARED_MACHINE_POLL_S` for hosts on this machine); default
-        Ansible's own.
 
     Returns
     -------
@@ -373,12 +384,12 @@ def run_playbook(
     cp_dir = Path(tempfile.mkdtemp(prefix=f"{control_prefix()}-", dir="/tmp"))
     (work / "env").mkdir()
     (work / "env" / "extravars").write_text(unsafe_yaml(extravars) + "\n")
-    envvars = _envvars(cp_dir, host_key_checking, python_interpreter)
-    cfg = poll_config(work / "ansible.cfg", poll_s) if poll_s is not None else None
+    envvars = _envvars(cp_dir, how.host_key_checking, how.python_interpreter)
+    cfg = poll_config(work / "ansible.cfg", how.poll_s) if how.poll_s is not None else None
     if cfg is not None:
         envvars["ANSIBLE_CONFIG"] = str(cfg)
     log = EventLog(on_event)
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + how.timeout_s
     t0 = time.monotonic()
     cancelled = False
 
@@ -394,8 +405,8 @@ def run_playbook(
             project_dir=str(playbooks_dir()),
             playbook=playbook,
             inventory=str(Path(inventory).resolve()),
-            limit=",".join(limit) if limit else None,
-            forks=forks,
+            limit=",".join(how.limit) if how.limit else None,
+            forks=how.forks,
             quiet=True,
             envvars=envvars,
             event_handler=log,
@@ -410,9 +421,9 @@ def run_playbook(
         if killed:
             time.sleep(0.05)
         reap_children(killed)
-        if keep_dir is not None:
-            shutil.copytree(work / "artifacts", keep_dir, dirs_exist_ok=True)
+        if how.keep_dir is not None:
+            shutil.copytree(work / "artifacts", how.keep_dir, dirs_exist_ok=True)
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(cp_dir, ignore_errors=True)
-    return log.result(status, rc, cancelled=cancelled, timeout_s=timeout_s, elapsed_s=time.monotonic() - t0,
+    return log.result(status, rc, cancelled=cancelled, timeout_s=how.timeout_s, elapsed_s=time.monotonic() - t0,
                       reaped=len(killed))

@@ -32,7 +32,14 @@ from typing import Any
 from quiho.fleet.inventory import FleetHost, Inventory
 from quiho.fleet.local.emulate import cleanup_emulation, local_fleet_lock
 from quiho.fleet.lock import measurement_lock
-from quiho.fleet.runner import SHARED_MACHINE_POLL_S, FleetEvent, PlaybookResult, reap_cwd, run_playbook
+from quiho.fleet.runner import (
+    SHARED_MACHINE_POLL_S,
+    FleetEvent,
+    Invocation,
+    PlaybookResult,
+    reap_cwd,
+    run_playbook,
+)
 from quiho.fleet.shutdown import interruptible
 from quiho.store import Store
 from quiho.store import fleet as fleet_store
@@ -189,14 +196,15 @@ class FleetSession:
         res: PlaybookResult | None = None
         try:
             with local_fleet_lock() if any(local) else nullcontext():
-                res = run_playbook(
-                    self.playbook, self.inventory.path, {**self.base_vars(), **extravars}, limit=group,
-                    forks=1 if self.inventory.shares_machine else self.forks, timeout_s=timeout_s,
-                    host_key_checking=self.host_key_checking, on_event=self.on_event,
+                how = Invocation(
+                    limit=tuple(group), forks=1 if self.inventory.shares_machine else self.forks, timeout_s=timeout_s,
+                    host_key_checking=self.host_key_checking,
                     python_interpreter=sys.executable if all(local) else "auto_silent",
                     # the controller shares the CPUs with what these hosts measure: no spinning strategy loop
                     poll_s=SHARED_MACHINE_POLL_S if all(local) or self.inventory.shares_machine else None,
                 )
+                res = run_playbook(self.playbook, self.inventory.path, {**self.base_vars(), **extravars}, how,
+                                   self.on_event)
         finally:
             if any(h.emulated for h in hosts):
                 cleanup_emulation(f"{self.cgroup_prefix}-{self.batch}-")

@@ -24,7 +24,7 @@ from typing import Any
 
 from quiho.app import load_app_spec, run_app
 from quiho.fingerprint import fingerprint
-from quiho.fleet.runner import PlaybookResult
+from quiho.fleet.runner import Invocation, PlaybookResult
 from quiho.profile.interleave import run_interleaved
 from quiho.store import open_store
 
@@ -60,10 +60,11 @@ class Capture:
         self._fr = fpmod.fingerprint_records
 
     def __enter__(self) -> Capture:
-        def rp(playbook: str, inventory: Any, extravars: dict[str, Any], **kw: Any) -> PlaybookResult:
-            res = self._rp(playbook, inventory, extravars, **kw)
+        def rp(playbook: str, inventory: Any, extravars: dict[str, Any], how: Invocation = Invocation(),
+               on_event: Any = None) -> PlaybookResult:
+            res = self._rp(playbook, inventory, extravars, how, on_event)
             self.invocations.append({
-                "playbook": playbook, "limit": kw.get("limit"), "timeout_s": kw.get("timeout_s"),
+                "playbook": playbook, "limit": list(how.limit) if how.limit else None, "timeout_s": how.timeout_s,
                 "status": res.status, "rc": res.rc, "timed_out": res.timed_out,
                 "extravars": {k: v for k, v in extravars.items() if k != "quiho_plan"},
                 "events": [e for e in map(_prune, res.events) if e is not None],
