@@ -76,7 +76,8 @@ def _section(command: Any, ctx: Any) -> str:
         out += [_escape(p.strip().replace("\b", "")) for p in command.help.split("\n\n") if p.strip()]
         out.append("")
     out += ["```text", command.get_usage(ctx).strip(), "```", ""]
-    arguments, options = [], []
+    arguments: list[str] = []
+    options: list[str] = []
     for param in command.get_params(ctx):
         if getattr(param, "hidden", False):
             continue
