@@ -199,7 +199,7 @@ CREATE TABLE fleet_fingerprint_summary (
 );
 """
 
-# v2: the local fleet's calibration (quiho.fleet.calibrate): one row per probing, keyed by the machine facts.
+# v2: the local fleet's calibration (quiho.fleet.local.calibrate): one row per probing, keyed by the machine facts.
 FLEET_V2 = """
 CREATE TABLE fleet_calibrations (
     id             INTEGER PRIMARY KEY,
