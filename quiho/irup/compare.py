@@ -187,8 +187,8 @@ def _decide(first: int | None, steps: list[RankStep], top_k: int, shift: ShiftTe
     Calibrated ``different`` needs the test to reject "same profile" (the change depends on the host beyond the
     runs' noise) *and* a place where the IRUPs part: the walk diverging in the top ``top_k`` ranks, or a resource
     class whose share moved beyond its null tolerance (:meth:`ShiftTest.moved_classes`). The second matters on
-    fleets where one axis moves every stressor (a CPU quota): both IRUPs are then flat (every stressor 90-100)
-    and no rank can diverge, while the class shares do move. Either condition only removes rejections of the
+    fleets where one axis moves every stressor (a CPU quota): both IRUPs are then flat and no rank can diverge,
+    while the class shares do move. Either condition only removes rejections of the
     test, so the false-positive rate stays at or below the test's level. ``equivalent`` needs the test not to
     reject, the top ranks to agree and the IRUP distance at or below its null median.
     """
@@ -218,8 +218,7 @@ def _decide(first: int | None, steps: list[RankStep], top_k: int, shift: ShiftTe
             return "equivalent", (f"{walk}; {test}; the IRUP distance is at or below the null median "
                                   f"{shift.null_median:.3f}")
         # Not rejecting "same profile" is not showing it: a distance above the null's median is larger than what
-        # most exchanges of the runs produce (measured: nadds1 vs nadds30, which differ by design, at p = 0.055
-        # on an 8-host local fleet).
+        # most exchanges of the runs produce.
         return "inconclusive", (f"the top ranks agree and the change does not depend on the host beyond the "
                                 f"noise, but the IRUP distance is not small against it either (above the null "
                                 f"median {shift.null_median:.3f}): {walk}; {test}")

@@ -14,8 +14,7 @@ other version's (once ``c`` is removed), and the test builds its null from the r
    shared host, after removing ``c`` from b's runs with an estimate that leaves the host out
    (:func:`_aligned`). This asks the runs directly, not through the models' importances, whose
    split among collinear stressors (stream and memrate sort the hosts alike) is arbitrary and
-   buries a real shift in seed-to-seed churn: on the local fleet, where a CPU quota moves every
-   stressor, both IRUPs come out flat (every stressor 90-100).
+   buries a real shift in seed-to-seed churn (docs/design.md, "Profile-shift test").
 2. **IRUP distance** (evidence, and the tolerances). Each version's metric is divided by its
    median; the same within-host permutations; both IRUPs recomputed (same formula, seeds and
    resampling as the observed pair, on the batched engine) for each of ``B`` permutations;
@@ -181,11 +180,10 @@ def _aligned(ya: np.ndarray, yb: np.ndarray, strata: Strata) -> tuple[np.ndarray
 
     Why not simpler: each version's overall median differs by which hosts and runs it includes, and runs
     exchanged between the versions then carry that difference as if it were noise (permutation of residuals
-    under the reduced model, Anderson & ter Braak 2003). And an estimate that includes the host's own runs is
-    correlated with that host's own change: on split-half self-pairs of the paper data (540 pairs, 1-2 runs per
-    version per host) the all-host estimate rejected 6.9 % at 5 %, the leave-one-host-out one 3.0 %. The
-    observed statistic is computed on the runs as measured (:func:`_interaction` is blind to a common ``c``); a
-    host-specific shift applied to the observed runs would change it.
+    under the reduced model, Anderson & ter Braak 2003); an estimate that includes the host's own runs is
+    correlated with that host's own change, which inflates the test's size (measured sizes: docs/design.md,
+    "Profile-shift test"). The observed statistic is computed on the runs as measured (:func:`_interaction` is
+    blind to a common ``c``); a host-specific shift applied to the observed runs would change it.
     """
     la, lb, positive = _log_scale(ya, yb)
     D, w = _host_diffs(la[None, :], lb[None, :], strata)

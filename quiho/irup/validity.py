@@ -74,9 +74,8 @@ def r2_between_groups(y: np.ndarray, pred: np.ndarray, groups: np.ndarray) -> fl
     (exactly one in a profile, whose rows carry the host's median fingerprint), so a model can predict a group's
     level and nothing of the spread of its runs around it. A per-row R² counts that spread, run-to-run noise and
     the odd outlying run, against the IRUP; the question the validity check asks, whether fingerprints predict the
-    metric on hardware the model has not seen, is about the levels. Measured on a fresh local-fleet profile
-    (stream@nadds1, 8 hosts): one run of one host at 2.8x its siblings (that host's CoV 59 %) put the per-row R²
-    at -0.46. The median makes a group's level robust to such a run. NaN with fewer than 2 predicted groups.
+    metric on hardware the model has not seen, is about the levels. The median makes a group's level robust to
+    one outlying run. NaN with fewer than 2 predicted groups.
     """
     ok = np.isfinite(pred)
     gs = np.unique(groups[ok])

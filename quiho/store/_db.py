@@ -26,8 +26,8 @@ from quiho.errors import SchemaVersionError, StoreError
 __all__ = ["Store", "open_store", "default_store_path", "register_component", "utcnow"]
 
 DEFAULT_STORE = Path(".quiho") / "quiho.db"
-#: Largest store checked with ``quick_check`` before its first write: 8-12 ms per MB (bench/store_check.py), so
-#: about 2-3 s here; a larger file would make every writing command wait longer.
+#: Largest store checked with ``quick_check`` before its first write: at 8-12 ms per MB (bench/store_check.py)
+#: about 2-3 s; a larger file would make every writing command wait longer.
 QUICK_CHECK_MAX_BYTES = 256 * 1024 * 1024
 
 Migration = str | Callable[[sqlite3.Connection], None]
