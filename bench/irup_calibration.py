@@ -34,7 +34,7 @@ import numpy as np
 
 from quiho.datasets import planted_profile
 from quiho.errors import NotEnoughData
-from quiho.irup import TargetData, compare_irups, compute_irup, load_target, shift_test
+from quiho.irup import ShiftSettings, TargetData, compare_irups, compute_irup, load_target, shift_test
 from quiho.store import open_store
 from quiho.store.popper import import_quiho_popper
 
@@ -70,7 +70,8 @@ def host_median_rows(data: TargetData) -> TargetData:
 
 def judge(a: TargetData, b: TargetData, args, importance: str = "classic", seed: int = 0):
     """The product's comparison of two data sets: (verdict, p, class shift of memory, of cpu, R² a, R² b)."""
-    t = shift_test(a, b, importance=importance, permutations=args.permutations, random_state=seed, n_jobs=args.jobs)
+    t = shift_test(a, b, ShiftSettings(importance=importance, permutations=args.permutations, random_state=seed,
+                                       n_jobs=args.jobs))
     ia = compute_irup(a, importance=importance, seeds=args.seeds, random_state=seed, n_jobs=args.jobs)
     ib = compute_irup(b, importance=importance, seeds=args.seeds, random_state=seed, n_jobs=args.jobs)
     c = compare_irups(ia, ib, shift=t)
@@ -211,7 +212,7 @@ def main() -> None:
             a = load_target(st, "mysqlslap-mariadb-10.3.2/innodb_load")
             b = load_target(st, "mysqlslap-mariadb-5.5.58/innodb_load")
             for formula in ("classic", "permutation"):
-                t = shift_test(a, b, importance=formula, permutations=200, n_jobs=args.jobs)
+                t = shift_test(a, b, ShiftSettings(importance=formula, permutations=200, n_jobs=args.jobs))
                 c = compare_irups(compute_irup(a, importance=formula, n_jobs=args.jobs),
                                   compute_irup(b, importance=formula, n_jobs=args.jobs), shift=t)
                 print(f"MariaDB 10.3.2 vs 5.5.58 innodb_load ({formula}, B=200, 10 seeds): {c.verdict}, "

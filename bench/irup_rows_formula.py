@@ -33,7 +33,7 @@ import numpy as np
 from irup_calibration import split_halves  # same folder: run as `python bench/irup_rows_formula.py`
 
 from quiho.errors import QuihoError
-from quiho.irup import TargetData, compare_runs, compute_irup, load_target
+from quiho.irup import ShiftSettings, TargetData, compare_runs, compute_irup, load_target
 from quiho.irup.compare import class_shares
 from quiho.profile.flow import _host_median_rows
 from quiho.store import open_store
@@ -53,7 +53,8 @@ def judge(a: TargetData, b: TargetData, formula: str, args: argparse.Namespace, 
     """The product's comparison of ``a`` and ``b``: IRUPs, validity, class shares, p, verdict."""
     ia = compute_irup(a, importance=formula, seeds=args.seeds, random_state=seed, n_jobs=args.jobs)
     ib = compute_irup(b, importance=formula, seeds=args.seeds, random_state=seed, n_jobs=args.jobs)
-    c, note = compare_runs(ia, ib, a, b, permutations=args.permutations, random_state=seed, n_jobs=args.jobs)
+    settings = ShiftSettings(permutations=args.permutations, random_state=seed, n_jobs=args.jobs)
+    c, note = compare_runs(ia, ib, a, b, settings)
     sa, sb = class_shares(ia), class_shares(ib)
     return {"verdict": c.verdict, "p": c.p_value if c.p_value is not None else float("nan"),
             "r2": (ia.validity.r2_group_cv, ib.validity.r2_group_cv),

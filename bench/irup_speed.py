@@ -33,7 +33,7 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from quiho.datasets import planted_profile
-from quiho.irup import ModelParams, compute_irup, load_target, shift_test
+from quiho.irup import ModelParams, ShiftSettings, compute_irup, load_target, shift_test
 from quiho.irup import engine as _engine
 from quiho.irup.engine import _training_rows, child_seeds
 from quiho.irup.importance import seed_weights
@@ -138,7 +138,7 @@ def main() -> None:
     for name, (da, db) in (("planted 8 hosts x 5 runs x 7 stressors", (a, b)),
                            ("MariaDB innodb_load 8 hosts x 5 runs x 41", mariadb)):
         t0, c0 = time.perf_counter(), time.process_time()
-        t = shift_test(da, db, permutations=200)
+        t = shift_test(da, db, ShiftSettings(permutations=200))
         print(f"  {name:<42} {time.perf_counter() - t0:>6.1f} s wall {time.process_time() - c0:>6.1f} s cpu  "
               f"p = {t.p_value:.3f}  load {os.getloadavg()[0]:.2f}", flush=True)
     print(f"load average after: {os.getloadavg()[0]:.2f} (other work on the machine inflates the times)")

@@ -160,15 +160,16 @@ def compare_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Compare the IRUPs of two targets: permutation test of a profile shift, rank walk, class shares, verdict."""
-    from quiho.irup import ModelParams, compare_irups, compute_irup, load_target, save_irup, shift_test
+    from quiho.irup import ModelParams, ShiftSettings, compare_irups, compute_irup, load_target, save_irup, shift_test
     from quiho.store import open_store
 
     params = ModelParams.preset(model)
     rs_b = random_state if random_state_b is None else random_state_b
     with open_store(store, create=False) as st:
         da, db = load_target(st, target_a), load_target(st, target_b)
-        test = shift_test(da, db, importance=importance, permutations=permutations, alpha=alpha,
-                          random_state=random_state, n_jobs=jobs) if permutations else None
+        settings = ShiftSettings(importance=importance, permutations=permutations, alpha=alpha,
+                                 random_state=random_state, n_jobs=jobs)
+        test = shift_test(da, db, settings) if permutations else None
         a = compute_irup(da, importance=importance, seeds=seeds, random_state=random_state, resample=resample,
                          n_jobs=jobs, params=params)
         b = compute_irup(db, importance=importance, seeds=seeds, random_state=rs_b, resample=resample,

@@ -21,7 +21,7 @@ from quiho.irup.engine import (
 )
 from quiho.irup.groups import HardwareGroups, hardware_groups
 from quiho.irup.importance import FORMULAS, ModelParams, classic_importance
-from quiho.irup.shift import ShiftTest, shift_test
+from quiho.irup.shift import ShiftSettings, ShiftTest, shift_test
 from quiho.irup.validity import Validity
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "TargetData", "list_targets", "load_fingerprints", "load_target", "parse_target", "DroppedStressor",
     "FeatureImportance", "Irup",
     "compute_irup", "irup_for_target", "save_irup", "HardwareGroups", "hardware_groups", "FORMULAS", "ModelParams",
-    "classic_importance", "Validity", "SeedImportances", "ShiftTest", "shift_test", "stressor_tolerance",
+    "classic_importance", "Validity", "SeedImportances", "ShiftSettings", "ShiftTest", "shift_test",
+    "stressor_tolerance",
     "compare_runs",
 ]

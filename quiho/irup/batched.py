@@ -39,6 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import get_num_threads, njit, prange, set_num_threads, set_parallel_chunksize
 
+from quiho.irup.importance import ModelParams
+
 __all__ = ["BatchedFit", "fit_batched", "predict_batched"]
 
 #: scikit-learn's FEATURE_THRESHOLD: values closer than this are one value.
@@ -66,8 +68,9 @@ def _fit_one(  # noqa: PLR0912, PLR0915 - one compiled loop nest; splitting it c
 ):  # pragma: no cover - compiled
     """Grow model ``m``'s ensemble in place (trees, importances, predictions).
 
-    One function on purpose (~190 lines): it is the compiled inner loop nest (trees → levels →
-    nodes → stressors → presorted rows); splitting it into calls numba cannot inline costs speed.
+    Long because it is the compiled inner loop nest (trees → levels → nodes → stressors → presorted rows);
+    splitting it into calls numba cannot inline costs speed. Many parameters because a numba kernel takes
+    arrays and scalars, not objects.
 
     Each level keeps, per stressor, the in-bag rows of every open node as one contiguous
     segment in that stressor's sorted order (a stable partition of the parent's segment, as
@@ -289,6 +292,7 @@ def _fit_one(  # noqa: PLR0912, PLR0915 - one compiled loop nest; splitting it c
 @njit(cache=True, parallel=True)
 def _fit_all(X, order, y, w, n_estimators, max_depth, lr, min_split, state,
              feat, thr, val, classic, raw, pred, init):  # pragma: no cover - compiled
+    """Grow every model's ensemble, one model per thread (many parameters because it is a numba kernel)."""
     for m in prange(w.shape[0]):
         _fit_one(X, order, y, w, m, n_estimators, max_depth, lr, min_split, state,
                  feat, thr, val, classic, raw, pred, init)
@@ -347,11 +351,7 @@ def fit_batched(
     X: np.ndarray,
     y: np.ndarray,
     weights: np.ndarray,
-    *,
-    n_estimators: int,
-    max_depth: int,
-    learning_rate: float,
-    min_samples_split: int = 2,
+    params: ModelParams,
     seeds: np.ndarray,
     n_jobs: int = -1,
 ) -> BatchedFit:
@@ -365,8 +365,9 @@ def fit_batched(
         Target, shared by all models or one per model.
     weights : ndarray, shape (M, n)
         Non-negative row weights per model; a row of weight 0 is not used by that model.
-    n_estimators, max_depth, learning_rate, min_samples_split :
-        As ``GradientBoostingRegressor``.
+    params : ModelParams
+        ``n_estimators``, ``max_depth``, ``learning_rate``, ``min_samples_split`` as ``GradientBoostingRegressor``
+        (its ``engine`` is not read: this is the batched engine).
     seeds : ndarray of int, shape (M,)
         Per-model seed of the tie-breaking stressor order.
     n_jobs : int, default -1
@@ -376,6 +377,8 @@ def fit_batched(
     -------
     BatchedFit
     """
+    n_estimators, max_depth = params.n_estimators, params.max_depth
+    learning_rate, min_samples_split = params.learning_rate, params.min_samples_split
     Xs = as_float32_values(X)
     n, p = Xs.shape
     W = np.ascontiguousarray(weights, dtype=np.float64)

@@ -27,7 +27,7 @@ nulls), but its ranks do not say which resource moved.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,7 @@ from quiho.errors import NotEnoughData
 from quiho.fingerprint.catalog import ANALYSIS_CLASSES
 from quiho.irup.data import TargetData
 from quiho.irup.engine import Irup
-from quiho.irup.shift import DEFAULT_PERMUTATIONS, ShiftTest, shift_test
+from quiho.irup.shift import ShiftSettings, ShiftTest, shift_test
 
 COMPARISON_SCHEMA_VERSION = 2
 
@@ -295,20 +295,20 @@ def compare_irups(
 
 
 def compare_runs(
-    a: Irup, b: Irup, data_a: TargetData, data_b: TargetData, *, permutations: int = DEFAULT_PERMUTATIONS,
-    alpha: float = 0.05, top_k: int = 3, random_state: int = 0, n_jobs: int = -1,
+    a: Irup, b: Irup, data_a: TargetData, data_b: TargetData, settings: ShiftSettings = ShiftSettings(),
+    top_k: int = 3,
 ) -> tuple[Comparison, str | None]:
     """:func:`compare_irups` calibrated by :func:`quiho.irup.shift_test` on the rows behind ``a`` and ``b``.
 
     Needs only stored runs (``data_a``/``data_b`` are the IRUPs' training rows), so a profile can be
-    re-judged later. Returns the comparison and, when the test could not run (no shared host, too few
-    rows), a note saying why (the comparison is then the uncalibrated walk); ``permutations=0`` skips it.
+    re-judged later. The test uses ``a``'s importance formula, whatever ``settings`` say. Returns the comparison
+    and, when the test could not run (no shared host, too few rows), a note saying why (the comparison is then
+    the uncalibrated walk); ``settings.permutations == 0`` skips it.
     """
     shift, note = None, None
-    if permutations > 0:
+    if settings.permutations > 0:
         try:
-            shift = shift_test(data_a, data_b, importance=a.importance, permutations=permutations, alpha=alpha,
-                               random_state=random_state, n_jobs=n_jobs)
+            shift = shift_test(data_a, data_b, replace(settings, importance=a.importance))
         except NotEnoughData as exc:
             note = f"profile-shift test not run ({exc}); the IRUP verdict is the uncalibrated walk"
     return compare_irups(a, b, shift=shift, top_k=top_k), note

@@ -33,7 +33,8 @@ from quiho.store import Store
 from quiho.store.irup import insert_irup
 
 __all__ = [
-    "FeatureImportance", "DroppedStressor", "SeedImportances", "Irup", "fit_models", "child_seeds", "compute_irup",
+    "FeatureImportance", "DroppedStressor", "SeedImportances", "Irup", "FitPlan", "fit_models", "child_seeds",
+    "compute_irup",
     "irup_for_target", "save_irup", "NOISY_COV", "MIN_ROWS", "MIN_GROUPS",
 ]
 
@@ -256,8 +257,8 @@ def compute_irup(
     # The out-of-group check does not depend on the formula or on the seeds: reuse it
     # within this process (e.g. three formulas, or compare after irup, on one target).
     key = _logo_key(Xa, ya, groups, params, logo_seed)
-    imp, logo = fit_models(Xa, ya, groups, formula=importance, params=params, seed_states=seed_states,
-                           resample=resample, logo_seed=logo_seed if key not in _LOGO_CACHE else None, n_jobs=n_jobs)
+    plan = FitPlan(importance, params, tuple(seed_states), resample, logo_seed if key not in _LOGO_CACHE else None)
+    imp, logo = fit_models(Xa, ya, groups, plan, n_jobs)
     if logo is not None:
         _LOGO_CACHE[key] = r2_between_groups(ya, logo_predictions(logo, groups, len(ya)), groups)
     valid = np.isfinite(imp).all(axis=1)
@@ -338,17 +339,46 @@ def _features(
     return feats, per_seed, float((ranks[:, order[0]] == 1).mean())
 
 
+@dataclass(frozen=True)
+class FitPlan:
+    """What :func:`fit_models` fits.
+
+    Attributes
+    ----------
+    formula : str
+        Importance formula (:data:`FORMULAS`).
+    params : ModelParams
+        Hyper-parameters and engine.
+    seed_states : tuple of int
+        One child seed per model seed (:func:`child_seeds`).
+    resample : {"none", "groups"}
+        Rows each seed fits.
+    logo_seed : int, optional
+        Seed of the leave-one-group-out fits; None: no out-of-group predictions.
+    n_repeats : int, default 5
+        Shuffles per stressor of the ``permutation`` formula.
+    """
+
+    formula: str
+    params: ModelParams
+    seed_states: tuple[int, ...]
+    resample: str
+    logo_seed: int | None = None
+    n_repeats: int = 5
+
+
 def fit_models(
-    X: np.ndarray, y: np.ndarray, groups: np.ndarray, *, formula: str, params: ModelParams, seed_states: list[int],
-    resample: str, logo_seed: int | None, n_jobs: int = -1, n_repeats: int = 5,
+    X: np.ndarray, y: np.ndarray, groups: np.ndarray, plan: FitPlan, n_jobs: int = -1,
 ) -> tuple[np.ndarray, dict[int, np.ndarray] | None]:
-    """Importances of every seed (seeds × stressors) and, when ``logo_seed`` is given, out-of-group predictions.
+    """Importances of every seed (seeds × stressors) and, with ``plan.logo_seed``, out-of-group predictions.
 
     The ``batched`` engine fits all seeds and leave-one-group-out folds in one call
     (:func:`quiho.irup.batched.fit_batched`); the ``sklearn`` engine fits one
     ``GradientBoostingRegressor`` per seed and fold in joblib workers. Both draw the same
     bootstrap of hardware groups per seed (:func:`quiho.irup.importance.seed_weights`).
     """
+    formula, params, seed_states, resample = plan.formula, plan.params, list(plan.seed_states), plan.resample
+    logo_seed, n_repeats = plan.logo_seed, plan.n_repeats
     ug = sorted(set(groups.tolist()))
     if params.engine == "sklearn":
         tasks = [delayed(fit_seed)(X, y, groups, formula=formula, params=params, seed=s, resample=resample)
@@ -365,9 +395,7 @@ def fit_models(
     if logo_seed is not None:
         W += [(groups != g).astype(float) for g in ug]
         mseeds += [logo_seed + i for i in range(len(ug))]
-    fit = fit_batched(X, y, np.vstack(W), n_estimators=params.n_estimators, max_depth=params.max_depth,
-                      learning_rate=params.learning_rate, min_samples_split=params.min_samples_split,
-                      seeds=np.array(mseeds), n_jobs=n_jobs)
+    fit = fit_batched(X, y, np.vstack(W), params, np.array(mseeds), n_jobs)
     S = len(seed_states)
     logo = {g: fit.pred[S + i][groups == g] for i, g in enumerate(ug)} if logo_seed is not None else None
     if formula != "permutation":

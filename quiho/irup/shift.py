@@ -50,7 +50,7 @@ from quiho.irup.data import TargetData
 from quiho.irup.engine import _training_rows, child_seeds
 from quiho.irup.importance import FORMULAS, ModelParams, permutation_blocks, permutation_scores, seed_weights
 
-__all__ = ["ShiftTest", "shift_test", "DEFAULT_PERMUTATIONS", "DEFAULT_NULL_SEEDS", "TEST_PARAMS"]
+__all__ = ["ShiftSettings", "ShiftTest", "shift_test", "DEFAULT_PERMUTATIONS", "DEFAULT_NULL_SEEDS", "TEST_PARAMS"]
 
 #: Permutations of the null distribution (p resolution 1/201).
 DEFAULT_PERMUTATIONS = 200
@@ -253,9 +253,7 @@ def _replicate_importances(
         chunk = jobs[c0:c0 + _CHUNK]
         fit = fit_batched(
             X, np.vstack([Y[r] for r, _ in chunk]), np.vstack([drawn[s][2] for _, s in chunk]),
-            n_estimators=params.n_estimators, max_depth=params.max_depth, learning_rate=params.learning_rate,
-            min_samples_split=params.min_samples_split, seeds=np.array([drawn[s][1] + r for r, s in chunk]),
-            n_jobs=n_jobs,
+            params, np.array([drawn[s][1] + r for r, s in chunk]), n_jobs,
         )
         if formula != "permutation":
             for m, (r, s) in enumerate(chunk):
@@ -294,33 +292,13 @@ def _class_matrix(cols: list[str], catalog: Catalog) -> tuple[list[str], np.ndar
     return classes, C
 
 
-def shift_test(
-    data_a: TargetData,
-    data_b: TargetData,
-    *,
-    importance: str = "classic",
-    resample: str | None = None,
-    seeds: int = DEFAULT_NULL_SEEDS,
-    permutations: int = DEFAULT_PERMUTATIONS,
-    alpha: float = 0.05,
-    params: ModelParams | None = None,
-    random_state: int = 0,
-    n_jobs: int = -1,
-    catalog: Catalog | None = None,
-) -> ShiftTest:
-    """Permutation test of "the two versions have the same resource profile".
+@dataclass(frozen=True)
+class ShiftSettings:
+    """How :func:`shift_test` runs: the IRUPs it refits and the permutations it draws.
 
-    (About 70 lines of code; the rest is this docstring.) The IRUP distance's null is exact: observed and
-    permuted values are computed the same way. The interaction's is a permutation of the runs with the version
-    effect removed (residuals under "same profile"), exact only as that estimate tends to the truth; its
-    false-positive rate is measured in ``bench/irup_calibration.py`` (split-half self-pairs of the paper data,
-    of local-fleet profiles, and pure-noise pairs).
-
-    Parameters
+    Attributes
     ----------
-    data_a, data_b : TargetData
-        Training rows of the two versions (:func:`quiho.irup.load_target`), on hosts they share.
-    importance : str
+    importance : str, default "classic"
         As :func:`quiho.irup.compute_irup` (``permutation`` uses one shuffle per stressor).
     resample : {"none", "groups"}, optional
         Resampling of the test's IRUPs; default ``none`` (all rows: the least procedure noise, the
@@ -338,6 +316,38 @@ def shift_test(
         Seed of the permutations and the model seeds.
     n_jobs : int, default -1
         Threads.
+    """
+
+    importance: str = "classic"
+    resample: str | None = None
+    seeds: int = DEFAULT_NULL_SEEDS
+    permutations: int = DEFAULT_PERMUTATIONS
+    alpha: float = 0.05
+    params: ModelParams | None = None
+    random_state: int = 0
+    n_jobs: int = -1
+
+
+def shift_test(
+    data_a: TargetData,
+    data_b: TargetData,
+    settings: ShiftSettings = ShiftSettings(),
+    catalog: Catalog | None = None,
+) -> ShiftTest:
+    """Permutation test of "the two versions have the same resource profile".
+
+    (About 70 lines of code; the rest is this docstring.) The IRUP distance's null is exact: observed and
+    permuted values are computed the same way. The interaction's is a permutation of the runs with the version
+    effect removed (residuals under "same profile"), exact only as that estimate tends to the truth; its
+    false-positive rate is measured in ``bench/irup_calibration.py`` (split-half self-pairs of the paper data,
+    of local-fleet profiles, and pure-noise pairs).
+
+    Parameters
+    ----------
+    data_a, data_b : TargetData
+        Training rows of the two versions (:func:`quiho.irup.load_target`), on hosts they share.
+    settings : ShiftSettings
+        Formula, resampling, seeds, permutations, level, model, random state and threads.
     catalog : Catalog, optional
         For the stressor classes.
 
@@ -358,16 +368,18 @@ def shift_test(
     --------
     >>> from quiho.datasets import planted_profile
     >>> _, a, b = planted_profile(n_groups=8, reps=3, random_state=0)
-    >>> t = shift_test(a, b, permutations=19, seeds=2, params=ModelParams(n_estimators=100), n_jobs=1)
+    >>> t = shift_test(a, b, ShiftSettings(permutations=19, seeds=2, params=ModelParams(n_estimators=100), n_jobs=1))
     >>> t.p_value <= 0.05
     True
     """
+    importance, seeds, permutations, alpha = settings.importance, settings.seeds, settings.permutations, settings.alpha
+    random_state, n_jobs = settings.random_state, settings.n_jobs
     if importance not in FORMULAS:
         raise UsageError(f"unknown importance formula {importance!r}; choose one of {', '.join(FORMULAS)}")
     if permutations < 1 or seeds < 1 or not 0 < alpha < 1:
         raise UsageError("the shift test needs permutations ≥ 1, seeds ≥ 1 and 0 < alpha < 1")
-    params = params or TEST_PARAMS
-    resample = resample or ("groups" if importance == "permutation" else "none")
+    params = settings.params or TEST_PARAMS
+    resample = settings.resample or ("groups" if importance == "permutation" else "none")
     catalog = catalog or load_catalog()
     ha, hb = data_a.meta["host"].astype(str).to_numpy(), data_b.meta["host"].astype(str).to_numpy()
     strata = _strata(ha, hb)

@@ -42,6 +42,7 @@ from quiho.irup import (
     Comparison,
     Irup,
     ModelParams,
+    ShiftSettings,
     TargetData,
     advise_fleet_size,
     compare_runs,
@@ -300,7 +301,8 @@ def analyse_data(
     notes.extend(f"IRUP of {names[key]} unavailable: {why}" for key, why in errors.items())
     comparison = None
     if ia is not None and ib is not None and data_a is not None and data_b is not None:
-        comparison, shift_note = compare_runs(ia, ib, data_a, data_b, random_state=random_state, n_jobs=n_jobs)
+        settings = ShiftSettings(random_state=random_state, n_jobs=n_jobs)
+        comparison, shift_note = compare_runs(ia, ib, data_a, data_b, settings)
         notes.extend([shift_note] if shift_note else [])
         comparison = _single_axis_guard(comparison, fleet_axes)
     advice = _advice(irups, datas, model_params, random_state, n_jobs, notes) if advise else {}

@@ -11,7 +11,15 @@ from sklearn.ensemble import GradientBoostingRegressor
 
 from quiho.datasets import planted_profile
 from quiho.errors import NoCommonHosts
-from quiho.irup import ModelParams, TargetData, classic_importance, compare_irups, compute_irup, shift_test
+from quiho.irup import (
+    ModelParams,
+    ShiftSettings,
+    TargetData,
+    classic_importance,
+    compare_irups,
+    compute_irup,
+    shift_test,
+)
 from quiho.irup.batched import fit_batched
 from quiho.profile.hints import root_cause_hints
 
@@ -33,7 +41,7 @@ def test_same_model_as_scikit_learn_up_to_near_ties():
     X, y = _tie_free()
     W = np.ones((2, len(y)))
     W[1, :15], W[1, 15:30] = 0, 3
-    fit = fit_batched(X, y, W, n_estimators=200, max_depth=4, learning_rate=0.05, seeds=np.array([1, 2]), n_jobs=1)
+    fit = fit_batched(X, y, W, ModelParams(n_estimators=200, max_depth=4, learning_rate=0.05), np.array([1, 2]), 1)
     for m in range(2):
         inb = W[m] > 0
         sk = GradientBoostingRegressor(n_estimators=200, max_depth=4, learning_rate=0.05, random_state=0)
@@ -52,9 +60,9 @@ def test_every_model_is_independent_of_its_batch():
     X, y = _tie_free(seed=1)
     W = np.ones((3, len(y)))
     W[2, ::2] = 0
-    kw = dict(n_estimators=50, max_depth=4, learning_rate=0.1, n_jobs=2)
-    both = fit_batched(X, y, W, seeds=np.array([5, 6, 7]), **kw)
-    alone = fit_batched(X, y, W[2:], seeds=np.array([7]), **kw)
+    params = ModelParams(n_estimators=50, max_depth=4, learning_rate=0.1)
+    both = fit_batched(X, y, W, params, np.array([5, 6, 7]), n_jobs=2)
+    alone = fit_batched(X, y, W[2:], params, np.array([7]), n_jobs=2)
     np.testing.assert_array_equal(both.classic[2], alone.classic[0])
     np.testing.assert_array_equal(both.pred[2], alone.pred[0])
 
@@ -103,14 +111,14 @@ def _subset(d: TargetData, rows, name):
 
 def test_shift_test_finds_a_planted_shift_and_not_a_level_change():
     _, a, b = planted_profile(n_groups=10, reps=3, bottleneck_a="stream", bottleneck_b="cpu", random_state=1)
-    shifted = shift_test(a, b, permutations=79, seeds=2, params=SMALL, n_jobs=2)
+    shifted = shift_test(a, b, ShiftSettings(permutations=79, seeds=2, params=SMALL, n_jobs=2))
     # the interaction: at most a permutation that swaps every run of a host (which mirrors its change) reaches it
     assert shifted.p_value <= 2 / 80 and shifted.interaction_f > 100
     assert shifted.distance_p <= 2 / 80  # (the IRUP distance too)
     assert shifted.hosts_shared == 10 and shifted.permutations == 79 and len(shifted.host_changes) == 10
     # Same bottleneck, B 1.5x slower everywhere: a level change, not a profile shift.
     _, a2, b2 = planted_profile(n_groups=10, reps=3, bottleneck_a="stream", bottleneck_b="stream", random_state=1)
-    same = shift_test(a2, b2, permutations=39, seeds=2, params=SMALL, n_jobs=2)
+    same = shift_test(a2, b2, ShiftSettings(permutations=39, seeds=2, params=SMALL, n_jobs=2))
     assert same.p_value > 0.2
     ia, ib = compute_irup(a, seeds=3, params=SMALL), compute_irup(b, seeds=3, params=SMALL)
     c = compare_irups(ia, ib, shift=shifted)
@@ -159,13 +167,13 @@ def _not_meaningful(irup):
 
 def test_shift_test_is_the_same_for_the_same_seed_and_needs_shared_hosts():
     _, a, b = planted_profile(n_groups=6, reps=3, random_state=2)
-    t1 = shift_test(a, b, permutations=9, seeds=1, params=SMALL, random_state=4, n_jobs=1)
-    t2 = shift_test(a, b, permutations=9, seeds=1, params=SMALL, random_state=4, n_jobs=2)
+    t1 = shift_test(a, b, ShiftSettings(permutations=9, seeds=1, params=SMALL, random_state=4, n_jobs=1))
+    t2 = shift_test(a, b, ShiftSettings(permutations=9, seeds=1, params=SMALL, random_state=4, n_jobs=2))
     assert t1 == t2
     moved = TargetData(b.target, b.X, b.y, b.meta.assign(host=b.meta["host"] + "-elsewhere"), b.unit,
                        b.higher_is_better)
     with pytest.raises(NoCommonHosts, match="no common host"):
-        shift_test(a, moved, permutations=9, params=SMALL)
+        shift_test(a, moved, ShiftSettings(permutations=9, params=SMALL))
 
 
 def test_uncalibrated_comparison_says_so():
