@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -38,15 +38,13 @@ ModelOpt = Annotated[
 ]
 
 
-def _irup(store: Path | None, target: str, importance: str, seeds: int, random_state: int, resample: str,
-          batch: str | None, jobs: int, model: str = "quiho"):
+def _irup(store: Path | None, target: str, batch: str | None, model: str, **fit: Any):
+    """The IRUP of ``target`` (``fit``: importance, seeds, random_state, resample, n_jobs)."""
     from quiho.irup import ModelParams, irup_for_target
     from quiho.store import open_store
 
-    params = ModelParams.preset(model)
     with open_store(store, create=False) as st:
-        return irup_for_target(st, target, batch=batch, importance=importance, seeds=seeds,
-                               random_state=random_state, resample=resample, n_jobs=jobs, params=params)
+        return irup_for_target(st, target, batch=batch, params=ModelParams.preset(model), **fit)
 
 
 def _print_irup(irup, top: int) -> None:
@@ -125,7 +123,8 @@ def irup_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Infer the resource utilization profile of TARGET from the fleet's fingerprints."""
-    irup = _irup(store, target, importance, seeds, random_state, resample, batch, jobs, model)
+    irup = _irup(store, target, batch, model, importance=importance, seeds=seeds, random_state=random_state,
+                 resample=resample, n_jobs=jobs)
     if plot is not None:
         from quiho.report.plots import irup_bars, save
 

@@ -72,24 +72,13 @@ def load_fingerprints(store: Store, run_ids: list[int]) -> pd.DataFrame:
     return fingerprint_values(store, run_ids)
 
 
-def load_target(store: Store, target: str, *, batch: str | None = None) -> TargetData:
-    """Assemble the training rows of ``target``.
-
-    Parameters
-    ----------
-    store : Store
-        Open store.
-    target : str
-        ``APP[@VERSION][/TEST]``; see :func:`parse_target`.
-    batch : str, optional
-        Only use rows of this batch (fingerprint run label).
+def _target_runs(store: Store, target: str, batch: str | None) -> pd.DataFrame:
+    """The application runs ``target`` names (its test chosen when the name leaves one open).
 
     Raises
     ------
     UnknownTargetError
-        No successful application runs match ``target`` (the message lists close names).
-    NotEnoughData
-        No row has both a complete fingerprint and a metric value.
+        No runs match, or the name fits several tests.
     """
     app, version, test = parse_target(target)
     apps = app_values(store, app, version, test, batch)
@@ -115,6 +104,29 @@ def load_target(store: Store, target: str, *, batch: str | None = None) -> Targe
         close = [t for t in known if t.startswith(app)][:8] or known[:8]
         where = f" in batch {batch}" if batch else ""
         raise UnknownTargetError(f"no data for target {target!r}{where}; known targets include: {', '.join(close)}")
+    return apps
+
+
+def load_target(store: Store, target: str, *, batch: str | None = None) -> TargetData:
+    """Assemble the training rows of ``target``.
+
+    Parameters
+    ----------
+    store : Store
+        Open store.
+    target : str
+        ``APP[@VERSION][/TEST]``; see :func:`parse_target`.
+    batch : str, optional
+        Only use rows of this batch (fingerprint run label).
+
+    Raises
+    ------
+    UnknownTargetError
+        No successful application runs match ``target`` (the message lists close names).
+    NotEnoughData
+        No row has both a complete fingerprint and a metric value.
+    """
+    apps = _target_runs(store, target, batch)
     apps = apps[apps["run_id"].notna()].copy()
     apps["run_id"] = apps["run_id"].astype(int)
     fp = load_fingerprints(store, sorted(apps["run_id"].unique().tolist()))
