@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from quiho.fingerprint import fingerprint
+from quiho.fingerprint import FingerprintPlan, fingerprint
 from quiho.fingerprint.catalog import load_catalog
 from quiho.store import open_store
 
@@ -56,10 +56,9 @@ def main() -> int:
     store = open_store(a.store)
     t0 = time.monotonic()
     if a.run is None:
-        run = fingerprint(a.inventory, store=store, battery="diversity", seconds=a.seconds,
-                          repetitions=a.repetitions,
-                          on_event=lambda e: e.kind in ("done", "failed", "unreachable")
-                          and print(f"  {e.host}: {e.kind} {e.message or ''}", file=sys.stderr))
+        run = fingerprint(a.inventory, store=store, on_event=lambda e: e.kind in ("done", "failed", "unreachable")
+                          and print(f"  {e.host}: {e.kind} {e.message or ''}", file=sys.stderr),
+                          plan=FingerprintPlan(battery="diversity", seconds=a.seconds, repetitions=a.repetitions))
         batch, run_id = run.batch, run.run_id
         print(f"fingerprint {batch}: {run.status}, {time.monotonic() - t0:.0f} s wall", file=sys.stderr)
     else:

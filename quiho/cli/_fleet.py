@@ -125,8 +125,8 @@ def fingerprint_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Fingerprint every host with a stress-ng battery (one job per host per repetition)."""
-    from quiho.fingerprint import fingerprint
-    from quiho.fleet import load_inventory
+    from quiho.fingerprint import FingerprintPlan, fingerprint
+    from quiho.fleet import FleetAccess, load_inventory
     from quiho.store import open_store
 
     if inventory is not None:
@@ -142,11 +142,9 @@ def fingerprint_cmd(
 
             path, n_hosts = inventory, len(json.loads(fleet_store.fingerprint_run(st, resume)["params_json"])["hosts"])
         with _progress(n_hosts, "fingerprint") as on_event:
-            run = fingerprint(
-                path, store=st, battery=battery, seconds=seconds, repetitions=repetitions,
-                warmup_seconds=warmup, resume=resume, forks=forks, host_key_checking=not insecure,
-                on_event=on_event,
-            )
+            plan = FingerprintPlan(battery=battery, seconds=seconds, repetitions=repetitions, warmup_seconds=warmup)
+            run = fingerprint(path, store=st, resume=resume, on_event=on_event, plan=plan,
+                              access=FleetAccess(forks=forks, host_key_checking=not insecure))
     if json_out:
         emit_json(run.to_dict())
     else:

@@ -113,6 +113,7 @@ def run(
 ) -> None:
     """What the timer runs: a fingerprint under the measurement lock."""
     from quiho.errors import UsageError
+    from quiho.fingerprint import FingerprintPlan
     from quiho.schedule import scheduled_fingerprint
 
     if if_busy not in ("skip", "wait"):
@@ -120,7 +121,7 @@ def run(
     from quiho.fleet.shutdown import reap_all_children
 
     try:
-        out = scheduled_fingerprint(_store_path(store), inventory=inventory, battery=battery,
+        out = scheduled_fingerprint(_store_path(store), inventory=inventory, plan=FingerprintPlan(battery=battery),
                                     wait=if_busy == "wait", log=log)
     finally:
         reap_all_children()  # orphans the run left to this process (see quiho.fleet.shutdown)

@@ -6,12 +6,13 @@ Drift over a fingerprint history is :mod:`quiho.fingerprint.drift` (an analysis;
 from quiho.fingerprint.battery import Battery, battery_names, load_battery, render_job
 from quiho.fingerprint.catalog import ANALYSIS_CLASSES, Catalog, Stressor, load_catalog
 from quiho.fingerprint.parse import ResultStatus, StressorResult, parse_stressng_yaml, running_stressor
-from quiho.fingerprint.run import FingerprintRun, HostReport, fingerprint
+from quiho.fingerprint.run import FingerprintPlan, FingerprintRun, HostReport, fingerprint
 
 __all__ = [
     "ANALYSIS_CLASSES",
     "Battery",
     "Catalog",
+    "FingerprintPlan",
     "FingerprintRun",
     "HostReport",
     "ResultStatus",

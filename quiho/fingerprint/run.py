@@ -27,13 +27,13 @@ from quiho.fingerprint.parse import last_started, parse_stressng_yaml, running_s
 from quiho.fleet.inventory import Inventory, load_inventory
 from quiho.fleet.local.calibrate import resolve_inventory
 from quiho.fleet.runner import FleetEvent, PlaybookResult
-from quiho.fleet.session import TIMEOUT_RCS, FleetSession, measuring, new_batch, remember_inventory
+from quiho.fleet.session import TIMEOUT_RCS, FleetAccess, FleetSession, measuring, new_batch, remember_inventory
 from quiho.store import Store, utcnow
 from quiho.store import fleet as fleet_store
 from quiho.store.fleet import UNSTABLE_COV, summarise_run
 
-__all__ = ["FingerprintRun", "HostRecords", "HostReport", "fingerprint", "fingerprint_records", "outer_timeout",
-           "summarise_run", "unpack_artifacts", "UNSTABLE_COV"]
+__all__ = ["FingerprintPlan", "FingerprintRun", "HostRecords", "HostReport", "fingerprint", "fingerprint_records",
+           "outer_timeout", "summarise_run", "unpack_artifacts", "UNSTABLE_COV"]
 
 MAX_PASSES = 3
 
@@ -128,27 +128,44 @@ def _check_hosts(only: Sequence[str] | None, names: Sequence[str], where: str) -
         raise UsageError(f"{where} has no host(s) {', '.join(unknown)}")
 
 
+@dataclass(frozen=True)
+class FingerprintPlan:
+    """What a fingerprint run measures: the battery and the overrides of its settings.
+
+    Attributes
+    ----------
+    battery : str, default "default"
+        Battery name in ``stressors/batteries.yaml`` (``quick``, ``default``, ``paper``).
+    battery_file : Path, optional
+        Battery YAML other than ``stressors/batteries.yaml``.
+    seconds, repetitions, warmup_seconds : int, optional
+        Override the battery's per-stressor seconds, repetitions and warm-up seconds (0 = no warm-up).
+    outer_timeout_s : int, optional
+        Kill one host's job after this many seconds (default :func:`outer_timeout`).
+    run_timeout_s : float, optional
+        Cancel a whole playbook invocation after this many seconds (default: sum of job limits + 120 s/host).
+    """
+
+    battery: str = "default"
+    battery_file: Path | None = None
+    seconds: int | None = None
+    repetitions: int | None = None
+    warmup_seconds: int | None = None
+    outer_timeout_s: int | None = None
+    run_timeout_s: float | None = None
+
+
 def fingerprint(
     inventory: str | os.PathLike[str] | None = None,
     *,
     store: Store,
-    battery: str = "default",
-    seconds: int | None = None,
-    repetitions: int | None = None,
-    warmup_seconds: int | None = None,
+    plan: FingerprintPlan = FingerprintPlan(),
+    access: FleetAccess = FleetAccess(),
     resume: str | None = None,
-    forks: int = 1,
-    outer_timeout_s: int | None = None,
-    run_timeout_s: float | None = None,
-    host_key_checking: bool = True,
-    cgroup_prefix: str = "quiho",
-    battery_file: Path | None = None,
     hosts: Sequence[str] | None = None,
     on_event: Callable[[FleetEvent], None] | None = None,
 ) -> FingerprintRun:
     """Fingerprint every host of ``inventory`` (default: the local fleet) and store the results.
-
-    Over 80 lines only by its parameters and their documentation (the code is 26 lines).
 
     Holds the store's measurement lock for the whole run (waiting for another holder).
     Interrupted (Ctrl-C, SIGTERM), the run is marked ``partial`` after the cleanup and the
@@ -160,24 +177,12 @@ def fingerprint(
         Ansible inventory; default ``inventories/local.yml``. On resume, default the run's own.
     store : Store
         Open quiho store.
-    battery : str, default "default"
-        Battery name in ``stressors/batteries.yaml`` (``quick``, ``default``, ``paper``).
-    seconds, repetitions, warmup_seconds : int, optional
-        Override the battery's per-stressor seconds, repetitions and warm-up seconds (0 = no warm-up).
+    plan : FingerprintPlan
+        Battery and overrides of its settings and time limits.
+    access : FleetAccess
+        Parallel hosts, SSH host-key checking, cgroup prefix of emulated hosts.
     resume : str, optional
         Batch label or id of an earlier run: rerun only its missing hosts/repetitions/stressors.
-    forks : int, default 1
-        Hosts measured in parallel; 1 whenever hosts share hardware.
-    outer_timeout_s : int, optional
-        Kill one host's job after this many seconds (default :func:`outer_timeout`).
-    run_timeout_s : float, optional
-        Cancel a whole playbook invocation after this many seconds (default: sum of job limits + 120 s/host).
-    host_key_checking : bool, default True
-        SSH host-key checking; turn off only through an explicit opt-in.
-    cgroup_prefix : str, default "quiho"
-        Prefix of the cgroups made for emulated hosts.
-    battery_file : Path, optional
-        Battery YAML other than ``stressors/batteries.yaml``.
     hosts : sequence of str, optional
         Measure only these of the run's hosts now (the others stay missing until a ``resume`` measures them):
         ``quiho profile`` fingerprints a shared-machine fleet one host at a time, each right before its runs.
@@ -195,16 +200,17 @@ def fingerprint(
         Bad input; nothing is run.
     """
     t_start = datetime.now(UTC)
-    overrides = {"seconds": seconds, "repetitions": repetitions, "warmup_seconds": warmup_seconds,
-                 "outer_timeout_s": outer_timeout_s}
+    overrides = {"seconds": plan.seconds, "repetitions": plan.repetitions, "warmup_seconds": plan.warmup_seconds,
+                 "outer_timeout_s": plan.outer_timeout_s}
     with measuring(store, "quiho fingerprint"):
-        inv, run_id, batch, params = _start(store, inventory, resume, battery, battery_file, overrides, forks, hosts)
-        if outer_timeout_s is not None:
-            params["outer_timeout_s"] = outer_timeout_s
-        session = FleetSession(inv, "fingerprint.yml", batch, cgroup_prefix=cgroup_prefix,
-                               host_key_checking=host_key_checking, forks=forks, on_event=on_event)
+        inv, run_id, batch, params = _start(store, inventory, resume, plan.battery, plan.battery_file, overrides,
+                                            access.forks, hosts)
+        if plan.outer_timeout_s is not None:
+            params["outer_timeout_s"] = plan.outer_timeout_s
+        session = FleetSession(inv, "fingerprint.yml", batch, cgroup_prefix=access.cgroup_prefix,
+                               host_key_checking=access.host_key_checking, forks=access.forks, on_event=on_event)
         try:
-            passes, statuses, errors = _measure(store, session, run_id, params, run_timeout_s, hosts)
+            passes, statuses, errors = _measure(store, session, run_id, params, plan.run_timeout_s, hosts)
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 fleet_store.set_run_status(store, run_id, "partial",

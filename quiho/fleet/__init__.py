@@ -7,10 +7,11 @@ analysis package (``tests/store/test_layering.py``). What runs on a fleet lives 
 
 from quiho.fleet.inventory import FleetHost, Inventory, load_inventory, local_inventory_path
 from quiho.fleet.runner import FleetEvent, PlaybookResult, run_playbook
-from quiho.fleet.session import FleetSession, measuring
+from quiho.fleet.session import FleetAccess, FleetSession, measuring
 from quiho.fleet.show import FleetHostInfo, fleet_show
 
 __all__ = [
+    "FleetAccess",
     "FleetEvent",
     "FleetHost",
     "FleetHostInfo",

@@ -44,8 +44,8 @@ from quiho.fleet.shutdown import interruptible
 from quiho.store import Store
 from quiho.store import fleet as fleet_store
 
-__all__ = ["FleetSession", "STDERR_TAIL", "REMOTE_BASE", "TIMEOUT_RCS", "app_budget", "measuring", "new_batch",
-           "rc_failure", "remember_inventory", "remote_root", "stderr_tail"]
+__all__ = ["FleetAccess", "FleetSession", "STDERR_TAIL", "REMOTE_BASE", "TIMEOUT_RCS", "app_budget", "measuring",
+           "new_batch", "rc_failure", "remember_inventory", "remote_root", "stderr_tail"]
 
 #: Characters of stderr kept with a failed repetition.
 STDERR_TAIL = 2000
@@ -129,6 +129,25 @@ def measuring(store: Store, what: str, *, wait: bool = True) -> Iterator[list[in
             yield fleet_store.mark_interrupted_runs(store)
         finally:
             _MEASURING.discard(key)
+
+
+@dataclass(frozen=True)
+class FleetAccess:
+    """How quiho reaches and shares a fleet's hosts (the same for every kind of run).
+
+    Attributes
+    ----------
+    forks : int, default 1
+        Hosts in parallel within one invocation (hosts that share this machine always run alone).
+    host_key_checking : bool, default True
+        SSH host-key checking; off only through an explicit opt-in.
+    cgroup_prefix : str, default "quiho"
+        Emulated hosts' cgroups are named ``<prefix>-<batch>-...``.
+    """
+
+    forks: int = 1
+    host_key_checking: bool = True
+    cgroup_prefix: str = "quiho"
 
 
 @dataclass(frozen=True)

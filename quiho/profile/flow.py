@@ -31,7 +31,7 @@ import pandas as pd
 from quiho._version import __version__
 from quiho.app import AppSpec
 from quiho.errors import NotEnoughData, QuihoError, UsageError
-from quiho.fingerprint import HostReport, fingerprint
+from quiho.fingerprint import FingerprintPlan, HostReport, fingerprint
 from quiho.fingerprint.catalog import Catalog, load_catalog
 from quiho.fingerprint.drift import drift_warnings
 from quiho.fleet import FleetEvent, Inventory, load_inventory
@@ -513,8 +513,8 @@ def _fingerprints_for(
         return found.run_id, False, notes
     step(f"fingerprinting {len(inv.names)} host(s) with the {battery} battery (no fingerprint younger than "
          f"{max_age_s:g} s)")
-    fp = fingerprint(inv.path, store=store, battery=battery, seconds=seconds, repetitions=repetitions,
-                     on_event=on_event)
+    fp = fingerprint(inv.path, store=store, on_event=on_event,
+                     plan=FingerprintPlan(battery=battery, seconds=seconds, repetitions=repetitions))
     if fp.status == "failed":
         notes.append(f"fingerprint run {fp.batch} failed: {'; '.join(fp.errors) or 'no stressor succeeded'}")
         return None, False, notes
@@ -549,8 +549,8 @@ def _fingerprint_and_run(
     notes: list[str] = []
     statuses: dict[str, tuple[str, str | None]] = {}
     for host in hosts:
-        fp = fingerprint(inv.path, store=store, battery=battery, seconds=seconds, repetitions=reps,
-                         resume=fp_batch, hosts=[host], on_event=on_event)
+        fp = fingerprint(inv.path, store=store, resume=fp_batch, hosts=[host], on_event=on_event,
+                         plan=FingerprintPlan(battery=battery, seconds=seconds, repetitions=reps))
         fp_batch, run_id = fp.batch, fp.run_id
         notes.extend(n for h in fp.hosts if h.name == host and (n := _host_note(h)))
         notes.extend(fp.errors)  # this call measured only this host

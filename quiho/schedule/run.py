@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from quiho.fingerprint.run import FingerprintPlan
 from quiho.fleet.lock import Busy
+from quiho.fleet.runner import FleetEvent
 from quiho.store import open_store, utcnow
 
 __all__ = ["ScheduledOutcome", "scheduled_fingerprint"]
@@ -35,10 +38,10 @@ def scheduled_fingerprint(
     store_path: Path,
     *,
     inventory: Path | None = None,
-    battery: str = "default",
+    plan: FingerprintPlan = FingerprintPlan(),
     wait: bool = False,
     log: Path | None = None,
-    **fingerprint_kwargs: object,
+    on_event: Callable[[FleetEvent], None] | None = None,
 ) -> ScheduledOutcome:
     """Fingerprint the fleet under the measurement lock.
 
@@ -54,7 +57,7 @@ def scheduled_fingerprint(
             marked = tuple(marked_ids)
             if marked:
                 _log(log, f"marked interrupted run(s) {list(marked)} partial")
-            run = fingerprint(inventory, store=st, battery=battery, **fingerprint_kwargs)  # type: ignore[arg-type]
+            run = fingerprint(inventory, store=st, plan=plan, on_event=on_event)
     except Busy as exc:
         _log(log, f"skipped: {exc}")
         return ScheduledOutcome("skipped", None, None, f"skipped: {exc}")

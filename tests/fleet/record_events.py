@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from quiho.app import load_app_spec, run_app
-from quiho.fingerprint import fingerprint
+from quiho.fingerprint import FingerprintPlan, fingerprint
 from quiho.fleet.runner import Invocation, PlaybookResult
 from quiho.profile.interleave import run_interleaved
 from quiho.store import open_store
@@ -122,12 +122,13 @@ def main(out: Path, only: set[str] | None = None) -> None:
         _apps(out, work, one, gone, store, only)
         return
     with Capture() as c:
-        fingerprint(one, store=store, battery="two", battery_file=bat, warmup_seconds=0)
+        fingerprint(one, store=store, plan=FingerprintPlan(battery="two", battery_file=bat, warmup_seconds=0))
     c.save(out / "fingerprint-ok.json", "fingerprint, 1 local host, stressors cpu and null, 1 s, 1 repetition")
     stop, stopped = threading.Event(), []
     threading.Thread(target=_freeze_null_stressor, args=(stop, stopped), daemon=True).start()
     with Capture() as c:
-        fingerprint(one, store=store, battery="hang", battery_file=bat, warmup_seconds=0, outer_timeout_s=6)
+        fingerprint(one, store=store,
+                    plan=FingerprintPlan(battery="hang", battery_file=bat, warmup_seconds=0, outer_timeout_s=6))
     stop.set()
     for pid in stopped:  # normally already killed by the session's cleanup
         try:
@@ -139,7 +140,8 @@ def main(out: Path, only: set[str] | None = None) -> None:
     c.save(out / "fingerprint-hang.json", "fingerprint whose null stressor was SIGSTOPped: job killed at the "
            "outer timeout of 6 s (rc 124)")
     with Capture() as c:
-        fingerprint(one, store=store, battery="long", battery_file=bat, warmup_seconds=0, run_timeout_s=6)
+        fingerprint(one, store=store,
+                    plan=FingerprintPlan(battery="long", battery_file=bat, warmup_seconds=0, run_timeout_s=6))
     c.save(out / "fingerprint-cancelled.json", "fingerprint cancelled by the run's outer deadline of 6 s")
     _apps(out, work, one, gone, store, {"app-ok", "app-fail", "app-slow", "interleaved"})
     store.close()

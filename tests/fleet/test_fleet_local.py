@@ -17,9 +17,10 @@ from types import SimpleNamespace
 import pytest
 
 from quiho.cli.main import main
-from quiho.fingerprint import fingerprint
+from quiho.fingerprint import FingerprintPlan, fingerprint
 from quiho.fingerprint.battery import load_battery
 from quiho.fingerprint.run import FingerprintRun
+from quiho.fleet import FleetAccess
 from quiho.store import Store, open_store
 
 pytestmark = [pytest.mark.root, pytest.mark.stressng]
@@ -64,7 +65,9 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, Path
     inv.write_text(LOCAL_PAIR)
     store = open_store(d / "q.db")
     thp_before = _thp_policy()
-    run = fingerprint(inv, store=store, battery="quick", repetitions=2, warmup_seconds=1, cgroup_prefix="qtest")
+    run = fingerprint(inv, store=store,
+                      plan=FingerprintPlan(battery="quick", repetitions=2, warmup_seconds=1),
+                      access=FleetAccess(cgroup_prefix="qtest"))
     assert _thp_policy() == thp_before  # the emulated host's THP policy is put back
     assert not Path("/run/quiho-thp.orig").exists()
     mp.undo()
@@ -144,7 +147,8 @@ def test_hanging_stressor_is_killed_by_outer_timeout_and_recorded_failed(
     store = open_store(tmp_path / "q.db")
     t0 = time.monotonic()
     try:
-        run = fingerprint(inv, store=store, battery="hang", battery_file=bat, warmup_seconds=0, outer_timeout_s=8)
+        run = fingerprint(inv, store=store,
+                          plan=FingerprintPlan(battery="hang", battery_file=bat, warmup_seconds=0, outer_timeout_s=8))
     finally:
         w.stop()
         for pid in stopped:
@@ -238,8 +242,8 @@ def test_run_timeout_kills_the_whole_tree(tmp_path: Path, ptools: SimpleNamespac
     inv.write_text("all:\n  vars: {ansible_connection: local}\n  hosts:\n    qtest-slow: {}\n")
     store = open_store(tmp_path / "q.db")
     t0 = time.monotonic()
-    run = fingerprint(inv, store=store, battery="quick", seconds=5, repetitions=1, warmup_seconds=0,
-                      run_timeout_s=15)
+    plan = FingerprintPlan(battery="quick", seconds=5, repetitions=1, warmup_seconds=0, run_timeout_s=15)
+    run = fingerprint(inv, store=store, plan=plan)
     took = time.monotonic() - t0
     assert run.hosts[0].status == "timeout" and run.status == "failed"
     assert run.hosts[0].missing == len(load_battery("quick").stressors)
@@ -273,7 +277,7 @@ def test_yaml_corrupted_mid_run_names_host_and_file_keeps_the_rest_and_resumes(
 
     w = ptools.start_watcher(second_rep_of_b, truncate)
     try:
-        run = fingerprint(inv, store=store, battery="quick", repetitions=2, warmup_seconds=0)
+        run = fingerprint(inv, store=store, plan=FingerprintPlan(battery="quick", repetitions=2, warmup_seconds=0))
     finally:
         w.stop()
     assert cut, "the watcher never saw qtest-b's second repetition"
@@ -306,10 +310,11 @@ def test_hosts_subset_measures_only_those_hosts_and_resume_adds_the_rest(
     inv.write_text(TWO_PLAIN)
     store = open_store(tmp_path / "q.db")
     with pytest.raises(UsageError, match="has no host"):
-        fingerprint(inv, store=store, battery="quick", repetitions=1, hosts=["qtest-nope"])
+        fingerprint(inv, store=store, hosts=["qtest-nope"], plan=FingerprintPlan(battery="quick", repetitions=1))
     assert store.conn.execute("SELECT COUNT(*) FROM fingerprint_runs").fetchone()[0] == 0  # nothing opened
 
-    first = fingerprint(inv, store=store, battery="quick", repetitions=1, warmup_seconds=0, hosts=["qtest-b"])
+    first = fingerprint(inv, store=store, hosts=["qtest-b"],
+                        plan=FingerprintPlan(battery="quick", repetitions=1, warmup_seconds=0))
     n = len(load_battery("quick").stressors)
     assert first.status == "partial" and _rows_per_host(store, first.run_id) == {"qtest-b": n}
     with pytest.raises(UsageError, match="has no host"):

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from quiho.app import load_app_spec, run_app
-from quiho.fingerprint import fingerprint
+from quiho.fingerprint import FingerprintPlan, fingerprint
 from quiho.fingerprint.battery import load_battery
 from quiho.store import Store, open_store
 from quiho.testing.netns import NetnsFleet
@@ -60,7 +60,8 @@ def _rows(store: Store, run_id: int, host: str) -> list[tuple]:
 def test_fingerprint_three_ssh_hosts(
     fleet: NetnsFleet, store: Store, ptools: SimpleNamespace, run_dir: Path
 ) -> None:
-    run = fingerprint(fleet.inventory, store=store, battery="quick", repetitions=1, warmup_seconds=0)
+    run = fingerprint(fleet.inventory, store=store,
+                      plan=FingerprintPlan(battery="quick", repetitions=1, warmup_seconds=0))
     assert run.status == "complete", run
     assert sorted(h.name for h in run.hosts) == sorted(h.name for h in fleet.hosts)
     assert all(h.status == "ok" and h.ok + h.failed == QUICK and h.missing == 0 for h in run.hosts)
@@ -83,7 +84,7 @@ def test_host_key_checking_is_on(fleet: NetnsFleet, store: Store, tmp_path: Path
     wrong.write_text("\n".join(lines) + "\n")
     inv = tmp_path / "inv.yml"
     inv.write_text(fleet.inventory.read_text().replace(str(fleet.known_hosts), str(wrong)))
-    run = fingerprint(inv, store=store, battery="quick", repetitions=1, warmup_seconds=0)
+    run = fingerprint(inv, store=store, plan=FingerprintPlan(battery="quick", repetitions=1, warmup_seconds=0))
     assert run.status == "failed"
     assert all(h.status == "unreachable" and h.ok == 0 for h in run.hosts), run
     assert any("host key" in (h.reason or "").lower() or "verification failed" in (h.reason or "").lower()
@@ -96,7 +97,8 @@ def test_killed_host_leaves_run_partial_and_resume_completes_it(
     victim = fleet.hosts[1]
     w = ptools.start_watcher(_in_host_dir(victim.name), lambda _ps: fleet.kill_all(victim))
     try:
-        run = fingerprint(fleet.inventory, store=store, battery="quick", repetitions=2, warmup_seconds=0)
+        run = fingerprint(fleet.inventory, store=store,
+                          plan=FingerprintPlan(battery="quick", repetitions=2, warmup_seconds=0))
     finally:
         w.stop()
     assert w.fired_at is not None
@@ -132,7 +134,8 @@ def test_link_down_ends_in_bounded_time_without_orphans(
     w = ptools.start_watcher(_in_host_dir(victim.name), lambda _ps: fleet.link(victim, up=False))
     t0 = time.monotonic()
     try:
-        run = fingerprint(fleet.inventory, store=store, battery="quick", repetitions=1, warmup_seconds=0)
+        run = fingerprint(fleet.inventory, store=store,
+                          plan=FingerprintPlan(battery="quick", repetitions=1, warmup_seconds=0))
     finally:
         w.stop()
         fleet.link(victim, up=True)

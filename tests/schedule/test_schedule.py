@@ -101,12 +101,14 @@ def test_bad_cadence_and_name(tmp_path):
 
 
 def test_busy_lock_skips_with_a_message(tmp_path, solo_inventory):
+    from quiho.fingerprint import FingerprintPlan
     from quiho.schedule import scheduled_fingerprint
 
     store = tmp_path / "q.db"
     log = tmp_path / "sched.log"
     with measurement_lock(store, what="quiho profile (test)"):
-        out = scheduled_fingerprint(store, inventory=solo_inventory, battery="quick", wait=False, log=log)
+        out = scheduled_fingerprint(store, inventory=solo_inventory, plan=FingerprintPlan(battery="quick"), wait=False,
+                                    log=log)
     assert out.status == "skipped" and "quiho profile (test)" in out.message and str(os.getpid()) in out.message
     assert "skipped" in log.read_text()
     with open_store(store) as st:
@@ -136,7 +138,7 @@ def test_waiting_lock_gets_it_after_release(tmp_path):
 @pytest.mark.root
 @pytest.mark.stressng
 def test_kill_9_during_fingerprint_leaves_consistent_resumable_store(tmp_path, duo_inventory):
-    from quiho.fingerprint import fingerprint
+    from quiho.fingerprint import FingerprintPlan, fingerprint
 
     store = tmp_path / "q.db"
     cmd = [sys.executable, "-m", "quiho", "schedule", "run", "--store", str(store), "-i", str(duo_inventory),
@@ -170,7 +172,7 @@ def test_kill_9_during_fingerprint_leaves_consistent_resumable_store(tmp_path, d
         row = st.conn.execute("SELECT batch, status, params_json FROM fingerprint_runs WHERE id=?", (rid,)).fetchone()
         assert row["status"] == "partial" and "interrupted" in json.loads(row["params_json"])
         have = st.conn.execute("SELECT COUNT(*) FROM measurements WHERE run_id=?", (rid,)).fetchone()[0]
-        run = fingerprint(duo_inventory, store=st, battery="quick", resume=row["batch"])
+        run = fingerprint(duo_inventory, store=st, resume=row["batch"], plan=FingerprintPlan(battery="quick"))
         assert run.status == "complete" and run.run_id == rid
         # Only what was missing ran again: the first host's rows are the ones written before the kill.
         after = st.conn.execute("SELECT COUNT(*) FROM measurements WHERE run_id=?", (rid,)).fetchone()[0]
