@@ -40,7 +40,9 @@ from quiho.history._kernels import BrownianKernel
 from quiho.history._model import ChangePoint, Detection, History
 from quiho.history._plot import plot_history
 from quiho.history._sampling import (
+    BisectPlan,
     BisectResult,
+    SamplingPlan,
     SamplingResult,
     gp_bisect,
     plain_bisection_builds,
@@ -63,6 +65,8 @@ __all__ = [
     "HistoryGP",
     "KERNELS",
     "mape",
+    "SamplingPlan",
+    "BisectPlan",
     "SamplingResult",
     "BisectResult",
     "sample_revisions",

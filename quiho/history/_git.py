@@ -22,7 +22,7 @@ from quiho.history._io import (
     record_failure,
     record_measurement,
 )
-from quiho.history._sampling import gp_bisect, sample_revisions
+from quiho.history._sampling import BisectPlan, SamplingPlan, gp_bisect, sample_revisions
 from quiho.store import Store
 
 __all__ = ["list_revisions", "WorktreeBench", "GitSampleReport", "GitBisectReport", "sample_git_history",
@@ -246,10 +246,9 @@ def sample_git_history(store: Store, repo: str | Path, build: Sequence[str], ben
     sid, revs, known, failed = _prepare(store, repo, series, rev_range, f"git:{Path(repo).resolve()}")
     log(f"{series}: {len(revs)} revisions, {len(known)} measured and {len(failed)} failed before this run")
     flagged: list[str] = []
-    res = sample_revisions(_recording_measure(store, sid, revs, runner, log, flagged), len(revs), budget,
-                           strategy=strategy,
-                           kernel=kernel, stop_sigma=stop_sigma, known=known, failed=failed,
-                           random_state=random_state)
+    plan = SamplingPlan(budget, strategy=strategy, kernel=kernel, stop_sigma=stop_sigma, random_state=random_state)
+    res = sample_revisions(_recording_measure(store, sid, revs, runner, log, flagged), len(revs), plan,
+                           known=known, failed=failed)
     return GitSampleReport(
         series, len(revs),
         tuple((revs[p], p, v) for p, v in sorted(res.measured.items())),
@@ -291,8 +290,8 @@ def bisect_git_history(store: Store, repo: str | Path, build: Sequence[str], ben
     runner = WorktreeBench(repo, build, bench, repetitions=repetitions, metric=metric, timeout=timeout)
     sid, revs, known, failed = _prepare(store, repo, series, rev_range, f"git:{Path(repo).resolve()}")
     log(f"{series}: bisecting {len(revs)} revisions, reusing {len(known)} measured")
-    r = gp_bisect(_recording_measure(store, sid, revs, runner, log), len(revs), known=known, failed=failed,
-                  alpha=alpha, kernel=kernel, max_builds=max_builds)
+    r = gp_bisect(_recording_measure(store, sid, revs, runner, log), len(revs),
+                  BisectPlan(alpha=alpha, kernel=kernel, max_builds=max_builds), known=known, failed=failed)
     return GitBisectReport(series, len(revs), revs[r.first_bad] if r.first_bad is not None else None,
                            revs[r.last_good] if r.last_good is not None else None, r.first_bad, r.before, r.after,
                            r.magnitude, r.p_value, r.new_builds, r.reused, r.plain_bisection_builds,
