@@ -16,6 +16,7 @@ from quiho.history._base import DETECTORS, Detector, as_history, detect, make_de
 from quiho.history._ci import NewestCheck, SeriesVerdict, check_newest, verdict_lines, verdict_markdown, verdict_of
 from quiho.history._formats import FORMATS, ResultFile, ResultImport, detect_format, import_results, read_results
 from quiho.history._git import (
+    GitBench,
     GitBisectReport,
     GitSampleReport,
     WorktreeBench,
@@ -84,6 +85,7 @@ __all__ = [
     "RevisionState",
     "plot_history",
     "list_revisions",
+    "GitBench",
     "WorktreeBench",
     "sample_git_history",
     "bisect_git_history",
