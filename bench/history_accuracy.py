@@ -39,7 +39,16 @@ import numpy as np
 import ruptures as rpt
 
 from quiho.datasets.history import HistoryCase, ar_noise_history, history_suite, step_history
-from quiho.history import DETECTORS, KERNELS, detect, gp_bisect, mape, plain_bisection_builds, sample_revisions
+from quiho.history import (
+    DETECTORS,
+    KERNELS,
+    SamplingPlan,
+    detect,
+    gp_bisect,
+    mape,
+    plain_bisection_builds,
+    sample_revisions,
+)
 from quiho.history._metrics import covering, covering_annotators, f1_annotators, f1_margin
 
 MARGIN = 5
@@ -186,8 +195,8 @@ def part2(seeds: int, kernels: list[str]) -> None:
                 errs, loos = [], []
                 for seed in range(seeds):
                     case = gp_history(seed, n)
-                    r = sample_revisions(lambda p, y=case.values: np.array([y[p]]), n, int(f * n), strategy=strategy,
-                                         kernel=kernel, random_state=seed)
+                    plan = SamplingPlan(int(f * n), strategy=strategy, kernel=kernel, random_state=seed)
+                    r = sample_revisions(lambda p, y=case.values: np.array([y[p]]), n, plan)
                     errs.append(mape(case.values, r.mean))
                     loos.append(r.loo_mape)
                 cells.append(f"{np.mean(errs):.2f} ({np.max(errs):.2f}) [{np.nanmean(loos):.2f}]")
@@ -217,7 +226,7 @@ def part3(seeds: int) -> None:
                     return seen[p]
 
                 if frac:
-                    sample_revisions(measure, n, max(3, int(frac * n)), random_state=seed)
+                    sample_revisions(measure, n, SamplingPlan(max(3, int(frac * n)), random_state=seed))
                 b = gp_bisect(measure, n, known=dict(seen))
                 new.append(b.new_builds)
                 total.append(len(seen))

@@ -303,14 +303,14 @@ def sample_(
     json_out: JsonOpt = False,
 ) -> None:
     """Measure the revisions of a git repository that the GP is least sure about."""
-    from quiho.history import sample_git_history
+    from quiho.history import GitBench, SamplingPlan, sample_git_history
     from quiho.store import open_store
 
+    target = GitBench(repo, tuple(shlex.split(build)), tuple(shlex.split(bench)), rev_range=rev_range,
+                      repetitions=repetitions, metric=metric, timeout=timeout)
+    plan = SamplingPlan(budget, strategy=strategy, kernel=kernel, stop_sigma=stop_sigma, random_state=random_state)
     with open_store(store) as st:
-        r = sample_git_history(st, repo, shlex.split(build), shlex.split(bench), series=series, budget=budget,
-                               stop_sigma=stop_sigma, repetitions=repetitions, rev_range=rev_range,
-                               strategy=strategy, kernel=kernel, metric=metric, timeout=timeout,
-                               random_state=random_state, log=err)
+        r = sample_git_history(st, target, plan, series=series, log=err)
     doc = {
         "series": r.series, "n_revisions": r.n_revisions, "new_builds": r.new_builds,
         "stop_reason": r.stop_reason, "max_sigma": r.max_sigma,
@@ -348,13 +348,13 @@ def bisect_(
     json_out: JsonOpt = False,
 ) -> None:
     """Find the commit that introduced the largest change, with the GP choosing what to build."""
-    from quiho.history import bisect_git_history
+    from quiho.history import BisectPlan, GitBench, bisect_git_history
     from quiho.store import open_store
 
+    target = GitBench(repo, tuple(shlex.split(build)), tuple(shlex.split(bench)), rev_range=rev_range,
+                      repetitions=repetitions, metric=metric, timeout=timeout)
     with open_store(store) as st:
-        r = bisect_git_history(st, repo, shlex.split(build), shlex.split(bench), series=series,
-                               repetitions=repetitions, rev_range=rev_range, alpha=alpha, kernel=kernel,
-                               metric=metric, timeout=timeout, log=err)
+        r = bisect_git_history(st, target, BisectPlan(alpha=alpha, kernel=kernel), series=series, log=err)
     doc = asdict(r)
     for k in ("before", "after", "magnitude", "p_value"):
         if not np.isfinite(doc[k]):

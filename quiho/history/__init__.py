@@ -16,6 +16,7 @@ from quiho.history._base import DETECTORS, Detector, as_history, detect, make_de
 from quiho.history._ci import NewestCheck, SeriesVerdict, check_newest, verdict_lines, verdict_markdown, verdict_of
 from quiho.history._formats import FORMATS, ResultFile, ResultImport, detect_format, import_results, read_results
 from quiho.history._git import (
+    GitBench,
     GitBisectReport,
     GitSampleReport,
     WorktreeBench,
@@ -40,7 +41,9 @@ from quiho.history._kernels import BrownianKernel
 from quiho.history._model import ChangePoint, Detection, History
 from quiho.history._plot import plot_history
 from quiho.history._sampling import (
+    BisectPlan,
     BisectResult,
+    SamplingPlan,
     SamplingResult,
     gp_bisect,
     plain_bisection_builds,
@@ -63,6 +66,8 @@ __all__ = [
     "HistoryGP",
     "KERNELS",
     "mape",
+    "SamplingPlan",
+    "BisectPlan",
     "SamplingResult",
     "BisectResult",
     "sample_revisions",
@@ -80,6 +85,7 @@ __all__ = [
     "RevisionState",
     "plot_history",
     "list_revisions",
+    "GitBench",
     "WorktreeBench",
     "sample_git_history",
     "bisect_git_history",

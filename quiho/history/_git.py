@@ -22,11 +22,11 @@ from quiho.history._io import (
     record_failure,
     record_measurement,
 )
-from quiho.history._sampling import gp_bisect, sample_revisions
+from quiho.history._sampling import BisectPlan, SamplingPlan, gp_bisect, sample_revisions
 from quiho.store import Store
 
-__all__ = ["list_revisions", "WorktreeBench", "GitSampleReport", "GitBisectReport", "sample_git_history",
-           "bisect_git_history", "METRICS"]
+__all__ = ["list_revisions", "GitBench", "WorktreeBench", "GitSampleReport", "GitBisectReport",
+           "sample_git_history", "bisect_git_history", "METRICS"]
 
 METRICS = ("wall", "cpu", "stdout")
 
@@ -151,6 +151,45 @@ class WorktreeBench:
 
 
 @dataclass(frozen=True)
+class GitBench:
+    """What to measure in a git repository: which revisions, how to build and benchmark each, which metric.
+
+    Checked when measuring starts (by :class:`WorktreeBench`).
+
+    Parameters
+    ----------
+    repo : Path
+    build, bench : tuple of str
+        argv run in each revision's worktree (no shell); ``build`` may be empty.
+    rev_range : str, default "HEAD"
+        git revision range, oldest first, following first parents.
+    repetitions : int, default 3
+    metric : {"wall", "cpu", "stdout"}, default "wall"
+    timeout : float, default 600
+        Seconds per build or bench run.
+    """
+
+    repo: Path
+    build: tuple[str, ...]
+    bench: tuple[str, ...]
+    rev_range: str = "HEAD"
+    repetitions: int = 3
+    metric: str = "wall"
+    timeout: float = 600.0
+
+    def __post_init__(self) -> None:
+        # argv given as lists still make a hashable, immutable object
+        object.__setattr__(self, "repo", Path(self.repo))
+        object.__setattr__(self, "build", tuple(self.build))
+        object.__setattr__(self, "bench", tuple(self.bench))
+
+    def runner(self) -> WorktreeBench:
+        """The :class:`WorktreeBench` that builds and measures one revision."""
+        return WorktreeBench(self.repo, self.build, self.bench, repetitions=self.repetitions, metric=self.metric,
+                             timeout=self.timeout)
+
+
+@dataclass(frozen=True)
 class GitSampleReport:
     """Result of :func:`sample_git_history`.
 
@@ -208,10 +247,10 @@ def _recording_measure(store: Store, sid: int, revs: Sequence[str], bench: Calla
     return measure
 
 
-def _prepare(store: Store, repo: str | Path, series: str, rev_range: str, source: str
+def _prepare(store: Store, target: GitBench, series: str
              ) -> tuple[int, list[str], dict[int, np.ndarray], dict[int, str]]:
-    revs = list_revisions(repo, rev_range)
-    sid = ensure_series(store, series, source, "s")
+    revs = list_revisions(target.repo, target.rev_range)
+    sid = ensure_series(store, series, f"git:{target.repo.resolve()}", "s")
     add_revisions(store, sid, revs)
     pos = {r: i for i, r in enumerate(revs)}
     known: dict[int, np.ndarray] = {}
@@ -226,30 +265,25 @@ def _prepare(store: Store, repo: str | Path, series: str, rev_range: str, source
     return sid, revs, known, failed
 
 
-def sample_git_history(store: Store, repo: str | Path, build: Sequence[str], bench: Sequence[str], *, series: str,
-                       budget: int, stop_sigma: float | None = None, repetitions: int = 3, rev_range: str = "HEAD",
-                       strategy: str = "active", kernel: str = "brownian", metric: str = "wall",
-                       timeout: float = 600.0, random_state: int | None = 0,
+def sample_git_history(store: Store, target: GitBench, plan: SamplingPlan, *, series: str,
                        log: Callable[[str], None] = lambda _m: None) -> GitSampleReport:
-    """Measure revisions of ``repo`` chosen by :func:`~quiho.history.sample_revisions`, saving each at once.
+    """Measure revisions of ``target.repo`` chosen by :func:`~quiho.history.sample_revisions`, saving each at once.
 
     Resumable: revisions already measured or failed for ``series`` are reused
-    and count towards ``budget``; a revision whose build or benchmark fails is
+    and count towards ``plan.budget``; a revision whose build or benchmark fails is
     recorded ``failed`` with the reason and skipped.
 
     Raises
     ------
     GitError
-        ``repo`` is not a git repository or ``rev_range`` selects nothing.
+        ``target.repo`` is not a git repository or ``target.rev_range`` selects nothing.
     """
-    runner = WorktreeBench(repo, build, bench, repetitions=repetitions, metric=metric, timeout=timeout)
-    sid, revs, known, failed = _prepare(store, repo, series, rev_range, f"git:{Path(repo).resolve()}")
+    runner = target.runner()
+    sid, revs, known, failed = _prepare(store, target, series)
     log(f"{series}: {len(revs)} revisions, {len(known)} measured and {len(failed)} failed before this run")
     flagged: list[str] = []
-    res = sample_revisions(_recording_measure(store, sid, revs, runner, log, flagged), len(revs), budget,
-                           strategy=strategy,
-                           kernel=kernel, stop_sigma=stop_sigma, known=known, failed=failed,
-                           random_state=random_state)
+    res = sample_revisions(_recording_measure(store, sid, revs, runner, log, flagged), len(revs), plan,
+                           known=known, failed=failed)
     return GitSampleReport(
         series, len(revs),
         tuple((revs[p], p, v) for p, v in sorted(res.measured.items())),
@@ -279,20 +313,17 @@ class GitBisectReport:
     reason: str
 
 
-def bisect_git_history(store: Store, repo: str | Path, build: Sequence[str], bench: Sequence[str], *, series: str,
-                       repetitions: int = 3, rev_range: str = "HEAD", alpha: float = 0.01, kernel: str = "brownian",
-                       metric: str = "wall", timeout: float = 600.0, max_builds: int = 64,
+def bisect_git_history(store: Store, target: GitBench, plan: BisectPlan = BisectPlan(), *, series: str,
                        log: Callable[[str], None] = lambda _m: None) -> GitBisectReport:
     """Find the commit that introduced the largest change, reusing what ``series`` already measured.
 
     See :func:`~quiho.history.gp_bisect`; every build is saved to the store
     like :func:`sample_git_history` does.
     """
-    runner = WorktreeBench(repo, build, bench, repetitions=repetitions, metric=metric, timeout=timeout)
-    sid, revs, known, failed = _prepare(store, repo, series, rev_range, f"git:{Path(repo).resolve()}")
+    runner = target.runner()
+    sid, revs, known, failed = _prepare(store, target, series)
     log(f"{series}: bisecting {len(revs)} revisions, reusing {len(known)} measured")
-    r = gp_bisect(_recording_measure(store, sid, revs, runner, log), len(revs), known=known, failed=failed,
-                  alpha=alpha, kernel=kernel, max_builds=max_builds)
+    r = gp_bisect(_recording_measure(store, sid, revs, runner, log), len(revs), plan, known=known, failed=failed)
     return GitBisectReport(series, len(revs), revs[r.first_bad] if r.first_bad is not None else None,
                            revs[r.last_good] if r.last_good is not None else None, r.first_bad, r.before, r.after,
                            r.magnitude, r.p_value, r.new_builds, r.reused, r.plain_bisection_builds,

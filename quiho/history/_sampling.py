@@ -13,13 +13,59 @@ from quiho.errors import BuildFailed, UsageError
 from quiho.history._base import welch_p
 from quiho.history._gp import HistoryGP
 
-__all__ = ["SamplingResult", "BisectResult", "sample_revisions", "gp_bisect", "plain_bisection_builds",
-           "STRATEGIES"]
+__all__ = ["SamplingPlan", "BisectPlan", "SamplingResult", "BisectResult", "sample_revisions", "gp_bisect",
+           "plain_bisection_builds", "STRATEGIES"]
 
 #: ``measure(position) -> repetitions``; raises :class:`~quiho.errors.BuildFailed` to skip a revision.
 Measure = Callable[[int], np.ndarray]
 
 STRATEGIES = ("active", "random")
+
+
+@dataclass(frozen=True)
+class SamplingPlan:
+    """How :func:`sample_revisions` chooses what to measure; checked when sampling starts.
+
+    Parameters
+    ----------
+    budget : int
+        Most revisions to try in total, earlier (resumed) ones included; at least 2.
+    strategy : {"active", "random"}, default "active"
+    kernel : str, default "brownian"
+        GP kernel, one of :data:`~quiho.history.KERNELS`.
+    stop_sigma : float or None, default None
+        Stop once the largest posterior sigma of an unmeasured revision is at most this (metric units).
+    random_state : int or None, default 0
+    """
+
+    budget: int
+    strategy: str = "active"
+    kernel: str = "brownian"
+    stop_sigma: float | None = None
+    random_state: int | None = 0
+
+
+@dataclass(frozen=True)
+class BisectPlan:
+    """How :func:`gp_bisect` searches and judges a change.
+
+    Parameters
+    ----------
+    alpha : float, default 0.01
+        Largest Welch p-value of a meaningful change.
+    kernel : str, default "brownian"
+    max_builds : int, default 64
+        Most new builds; the answer is then a range.
+    pool : int, default 3
+        Measured revisions on each side of the change whose repetitions the verdict compares.
+    random_state : int or None, default 0
+    """
+
+    alpha: float = 0.01
+    kernel: str = "brownian"
+    max_builds: int = 64
+    pool: int = 3
+    random_state: int | None = 0
 
 
 @dataclass(frozen=True)
@@ -94,15 +140,15 @@ def _fit_predict(n: int, samples: Mapping[int, np.ndarray], kernel: str, random_
     return _Refitter(n, kernel, random_state)(samples, at)
 
 
-def sample_revisions(measure: Measure, n: int, budget: int, *, strategy: str = "active", kernel: str = "brownian",
-                     stop_sigma: float | None = None, known: Mapping[int, Sequence[float] | np.ndarray] | None = None,
-                     failed: Mapping[int, str] | None = None, random_state: int | None = 0) -> SamplingResult:
+def sample_revisions(measure: Measure, n: int, plan: SamplingPlan, *,
+                     known: Mapping[int, Sequence[float] | np.ndarray] | None = None,
+                     failed: Mapping[int, str] | None = None) -> SamplingResult:
     """Measure revisions ``0..n-1`` one at a time until the GP knows the whole history.
 
     ``active`` measures the first, last and middle revision, then always the
     unmeasured revision with the largest posterior sigma, refitting the GP
-    after each; it stops when that sigma is at most ``stop_sigma`` (units of
-    the metric) or ``budget`` revisions have been tried. ``random`` measures
+    after each; it stops when that sigma is at most ``plan.stop_sigma`` (units of
+    the metric) or ``plan.budget`` revisions have been tried. ``random`` measures
     the endpoints and then uniformly random revisions (the baseline).
     ``known``/``failed`` are earlier results (resuming): they count towards
     the budget and are not rebuilt. A :class:`~quiho.errors.BuildFailed` from
@@ -112,6 +158,7 @@ def sample_revisions(measure: Measure, n: int, budget: int, *, strategy: str = "
     ----------
     .. [1] S. Mühlbauer, S. Apel, N. Siegmund, ASE 2019 (active sampling by maximum posterior variance).
     """
+    budget, strategy, stop_sigma = plan.budget, plan.strategy, plan.stop_sigma
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     if budget < 2:
@@ -120,13 +167,13 @@ def sample_revisions(measure: Measure, n: int, budget: int, *, strategy: str = "
         raise UsageError("no revisions to sample")
     measured: dict[int, np.ndarray] = {int(k): np.asarray(v, dtype=float).ravel() for k, v in (known or {}).items()}
     bad = dict(failed or {})
-    rng = np.random.default_rng(random_state)
+    rng = np.random.default_rng(plan.random_state)
     order: list[int] = []
     new = 0
     pending = [p for p in dict.fromkeys((0, n - 1, (n - 1) // 2)) if p not in measured and p not in bad]
     random_order = [int(p) for p in rng.permutation(n)]
     stop_reason = "exhausted"
-    refit = _Refitter(n, kernel, random_state)
+    refit = _Refitter(n, plan.kernel, plan.random_state)
     mean, sigma = refit(measured)
     while True:
         if len(measured) + len(bad) >= min(budget, n):
@@ -194,9 +241,32 @@ class BisectResult:
     reason: str = ""
 
 
-def gp_bisect(measure: Measure, n: int, *, known: Mapping[int, Sequence[float] | np.ndarray] | None = None,
-              failed: Mapping[int, str] | None = None, alpha: float = 0.01, kernel: str = "brownian",
-              max_builds: int = 64, pool: int = 3, random_state: int | None = 0) -> BisectResult:
+class _Builds:
+    """The revisions measured so far, and the builds of this bisection (failures recorded and skipped)."""
+
+    def __init__(self, measure: Measure, known: Mapping[int, Sequence[float] | np.ndarray] | None,
+                 failed: Mapping[int, str] | None) -> None:
+        self.measure = measure
+        self.samples: dict[int, np.ndarray] = {int(k): np.asarray(v, dtype=float) for k, v in (known or {}).items()}
+        self.bad = dict(failed or {})
+        self.reused = len(self.samples)
+        self.new = 0
+        self.skipped: list[int] = []
+
+    def build(self, p: int) -> bool:
+        self.new += 1
+        try:
+            self.samples[p] = np.asarray(self.measure(p), dtype=float)
+            return True
+        except BuildFailed as exc:
+            self.bad[p] = str(exc)
+            self.skipped.append(p)
+            return False
+
+
+def gp_bisect(measure: Measure, n: int, plan: BisectPlan = BisectPlan(), *,
+              known: Mapping[int, Sequence[float] | np.ndarray] | None = None,
+              failed: Mapping[int, str] | None = None) -> BisectResult:
     """Locate the largest level change with as few new builds as possible.
 
     Starts from every revision already measured (``known``: position ->
@@ -210,7 +280,7 @@ def gp_bisect(measure: Measure, n: int, *, known: Mapping[int, Sequence[float] |
     bracket holds no buildable revision. Reusing earlier measurements is where
     the saving over plain bisection comes from; with nothing known it costs
     the same as bisection. The verdict compares the repetitions of up to
-    ``pool`` measured revisions on each side of the change (Welch test), so
+    ``plan.pool`` measured revisions on each side of the change (Welch test), so
     its p-value does not rest on two revisions' repetitions alone.
 
     References
@@ -219,43 +289,26 @@ def gp_bisect(measure: Measure, n: int, *, known: Mapping[int, Sequence[float] |
     """
     if n < 2:
         raise UsageError("bisection needs at least two revisions")
-    samples: dict[int, np.ndarray] = {int(k): np.asarray(v, dtype=float) for k, v in (known or {}).items()}
-    bad = dict(failed or {})
-    reused = len(samples)
-    new = 0
-    skipped: list[int] = []
-
-    def build(p: int) -> bool:
-        nonlocal new
-        new += 1
-        try:
-            samples[p] = np.asarray(measure(p), dtype=float)
-            return True
-        except BuildFailed as exc:
-            bad[p] = str(exc)
-            skipped.append(p)
-            return False
-
+    builds = _Builds(measure, known, failed)
     for p in (0, n - 1):
-        if p not in samples and p not in bad:
-            build(p)
+        if p not in builds.samples and p not in builds.bad:
+            builds.build(p)
     capped = False
     while True:
-        if len(samples) < 2:
-            return BisectResult(None, None, float("nan"), float("nan"), float("nan"), float("nan"), new, reused,
-                                plain_bisection_builds(n), tuple(skipped), False,
+        if len(builds.samples) < 2:
+            return BisectResult(None, None, float("nan"), float("nan"), float("nan"), float("nan"), builds.new,
+                                builds.reused, plain_bisection_builds(n), tuple(builds.skipped), False,
                                 "not meaningful: fewer than two revisions could be measured")
-        lo, hi = _bracket(n, samples, kernel, random_state)
-        inside = [p for p in range(lo + 1, hi) if p not in bad]
+        lo, hi = _bracket(n, builds.samples, plan.kernel, plan.random_state)
+        inside = [p for p in range(lo + 1, hi) if p not in builds.bad]
         if not inside:
             break
-        if new >= max_builds:
+        if builds.new >= plan.max_builds:
             capped = True
             break
         mid = (lo + hi) / 2
-        build(min(inside, key=lambda p: (abs(p - mid), p)))
-    return _bisect_verdict(samples, lo, hi, n, new=new, reused=reused, skipped=tuple(skipped), pool=pool,
-                           alpha=alpha, note_cap=max_builds if capped else None)
+        builds.build(min(inside, key=lambda p: (abs(p - mid), p)))
+    return _bisect_verdict(builds, (lo, hi), n, plan, capped)
 
 
 def _bracket(n: int, samples: Mapping[int, np.ndarray], kernel: str, random_state: int | None) -> tuple[int, int]:
@@ -275,9 +328,12 @@ def _bracket(n: int, samples: Mapping[int, np.ndarray], kernel: str, random_stat
     return pos[j], pos[j + 1]
 
 
-def _bisect_verdict(samples: Mapping[int, np.ndarray], lo: int, hi: int, n: int, *, new: int, reused: int,
-                    skipped: tuple[int, ...], pool: int, alpha: float, note_cap: int | None) -> BisectResult:
-    """Levels and Welch test of up to ``pool`` measured revisions on each side of the final bracket."""
+def _bisect_verdict(builds: _Builds, bracket: tuple[int, int], n: int, plan: BisectPlan, capped: bool
+                    ) -> BisectResult:
+    """Levels and Welch test of up to ``plan.pool`` measured revisions on each side of the final bracket."""
+    samples, (lo, hi), pool, alpha = builds.samples, bracket, plan.pool, plan.alpha
+    new, reused, skipped = builds.new, builds.reused, tuple(builds.skipped)
+    note_cap = plan.max_builds if capped else None
     pos = sorted(samples)
     a = np.concatenate([samples[p] for p in [q for q in pos if q <= lo][-pool:]])
     b = np.concatenate([samples[p] for p in [q for q in pos if q >= hi][:pool]])

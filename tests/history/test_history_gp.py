@@ -7,8 +7,10 @@ from quiho.datasets.history import step_history
 from quiho.errors import BuildFailed, ModelError, UsageError
 from quiho.history import (
     KERNELS,
+    BisectPlan,
     BrownianKernel,
     HistoryGP,
+    SamplingPlan,
     gp_bisect,
     mape,
     plain_bisection_builds,
@@ -99,7 +101,7 @@ def _measure(signal, noise=0.0, seed=0, fail=()):
 def test_active_sampling_bisects_gaps_and_respects_budget():
     sig = step_history(65, (40,), (10.0, 14.0), noise=0).signal
     m, calls = _measure(sig)
-    r = sample_revisions(m, 65, 9)
+    r = sample_revisions(m, 65, SamplingPlan(9))
     # with a Brownian kernel the largest sigma is the middle of the widest gap: a dyadic grid appears
     assert calls[:3] == [0, 64, 32]
     assert sorted(calls[3:5]) == [16, 48] and sorted(calls[5:9]) == [8, 24, 40, 56]
@@ -109,14 +111,14 @@ def test_active_sampling_bisects_gaps_and_respects_budget():
 def test_stop_sigma_stops_early():
     sig = np.full(50, 5.0) + np.linspace(0, 0.01, 50)
     m, calls = _measure(sig, noise=0.001)
-    r = sample_revisions(m, 50, 50, stop_sigma=0.05)
+    r = sample_revisions(m, 50, SamplingPlan(50, stop_sigma=0.05))
     assert r.stop_reason == "stop-sigma" and r.new_builds < 50 and r.max_sigma <= 0.05
 
 
 def test_failed_build_is_skipped_recorded_and_sampling_continues():
     sig = step_history(33, (20,), (10.0, 14.0), noise=0).signal
     m, calls = _measure(sig, fail={16})
-    r = sample_revisions(m, 33, 6)
+    r = sample_revisions(m, 33, SamplingPlan(6))
     assert 16 in r.failed and "build failed at 16" in r.failed[16]
     assert len(r.measured) == 5 and 16 not in r.measured and r.new_builds == 6
 
@@ -124,22 +126,22 @@ def test_failed_build_is_skipped_recorded_and_sampling_continues():
 def test_resume_counts_known_and_never_rebuilds():
     sig = step_history(33, (20,), (10.0, 14.0), noise=0).signal
     m, _ = _measure(sig)
-    first = sample_revisions(m, 33, 5)
+    first = sample_revisions(m, 33, SamplingPlan(5))
     m2, calls = _measure(sig)
-    again = sample_revisions(m2, 33, 5, known={p: [v] for p, v in first.measured.items()})
+    again = sample_revisions(m2, 33, SamplingPlan(5), known={p: [v] for p, v in first.measured.items()})
     assert calls == [] and again.new_builds == 0
-    more = sample_revisions(m2, 33, 8, known={p: [v] for p, v in first.measured.items()})
+    more = sample_revisions(m2, 33, SamplingPlan(8), known={p: [v] for p, v in first.measured.items()})
     assert more.new_builds == 3 and not set(calls) & set(first.measured)
 
 
 def test_random_baseline_is_seeded():
     sig = np.linspace(1, 2, 40)
-    a = sample_revisions(_measure(sig)[0], 40, 10, strategy="random", random_state=3)
-    b = sample_revisions(_measure(sig)[0], 40, 10, strategy="random", random_state=3)
-    c = sample_revisions(_measure(sig)[0], 40, 10, strategy="random", random_state=4)
+    a = sample_revisions(_measure(sig)[0], 40, SamplingPlan(10, strategy="random", random_state=3))
+    b = sample_revisions(_measure(sig)[0], 40, SamplingPlan(10, strategy="random", random_state=3))
+    c = sample_revisions(_measure(sig)[0], 40, SamplingPlan(10, strategy="random", random_state=4))
     assert a.order == b.order != c.order
     with pytest.raises(UsageError):
-        sample_revisions(_measure(sig)[0], 40, 10, strategy="greedy")
+        sample_revisions(_measure(sig)[0], 40, SamplingPlan(10, strategy="greedy"))
 
 
 def test_active_beats_random_on_average():
@@ -147,7 +149,7 @@ def test_active_beats_random_on_average():
     for seed in range(4):
         case = step_history(200, (50, 120), (100, 130, 110), noise=1.0, random_state=seed)
         for strat in errs:
-            r = sample_revisions(_measure(case.values)[0], 200, 20, strategy=strat, random_state=seed)
+            r = sample_revisions(_measure(case.values)[0], 200, SamplingPlan(20, strategy=strat, random_state=seed))
             errs[strat].append(mape(case.signal, r.mean))
     assert np.mean(errs["active"]) < np.mean(errs["random"])
 
@@ -166,7 +168,7 @@ def test_gp_bisect_reuses_samples_for_fewer_builds():
     n, step = 120, 77
     sig = np.where(np.arange(n) < step, 1.0, 2.5)
     m, _ = _measure(sig, noise=0.05, seed=1)
-    s = sample_revisions(m, n, 12)
+    s = sample_revisions(m, n, SamplingPlan(12))
     known = {p: np.full(3, v) + np.random.default_rng(p).normal(0, 0.05, 3) for p, v in s.measured.items()}
     r = gp_bisect(m, n, known=known)
     assert r.first_bad == step
@@ -208,7 +210,7 @@ def test_loo_mape_matches_refitting_without_each_point():
     # equal up to the re-normalisation of y that refitting without a point implies
     assert gp.loo_mape() == pytest.approx(mape(y, np.array(preds)), rel=0.02)
     assert gp.loo_mape() > mape(y, gp.predict(x)[0])  # in-sample is optimistic
-    r = sample_revisions(lambda p: np.array([y[p]]), 25, 10)
+    r = sample_revisions(lambda p: np.array([y[p]]), 25, SamplingPlan(10))
     assert np.isfinite(r.loo_mape)
 
 
@@ -217,6 +219,6 @@ def test_gp_bisect_noise_free_single_values_and_build_cap():
     r = gp_bisect(lambda p: np.array([sig[p]]), 50)
     # single values: the verdict pools 3 revisions a side, so it still has a p-value
     assert r.first_bad == 31 and r.meaningful and r.new_builds <= plain_bisection_builds(50)
-    capped = gp_bisect(lambda p: np.full(3, sig[p]) + np.array([0, 1e-3, -1e-3]), 50, max_builds=4)
+    capped = gp_bisect(lambda p: np.full(3, sig[p]) + np.array([0, 1e-3, -1e-3]), 50, BisectPlan(max_builds=4))
     assert capped.new_builds == 4 and "max_builds=4" in capped.reason
     assert capped.last_good < 31 <= capped.first_bad
