@@ -24,7 +24,7 @@ from quiho.fleet.session import (
 )
 from quiho.store import Store
 from quiho.store import fleet as fleet_store
-from quiho.store.fleet import AppRunRow
+from quiho.store.fleet import AppRunBatch, AppRunRow
 
 __all__ = ["AppRepResult", "AppRun", "app_records", "command_wall", "run_app", "strip_markers"]
 
@@ -182,13 +182,13 @@ def run_app(
             statuses.update(session.host_statuses(res, group))
             results.extend(app_records(res, spec, version))
         extra = {"command": list(v.command), "timeout_s": spec.timeout, "metric": spec.metric.kind}
+        head = AppRunBatch("fleet", session.batch, fp.run_id if fp else None, spec.name, spec.metric.test,
+                           spec.metric.unit, spec.metric.higher_is_better, t0.isoformat())
         fleet_store.insert_app_runs(
-            store, source="fleet", batch=session.batch, fingerprint_run_id=fp.run_id if fp else None,
-            application=spec.name, test=spec.metric.test, unit=spec.metric.unit,
-            higher_is_better=spec.metric.higher_is_better, started_at=t0.isoformat(),
-            rows=[AppRunRow(r.host, version, r.repetition, r.status, r.value, r.reason, r.stderr_tail, extra)
-                  for r in results],
-            host_statuses=statuses,
+            store, head,
+            [AppRunRow(r.host, version, r.repetition, r.status, r.value, r.reason, r.stderr_tail, extra)
+             for r in results],
+            statuses,
         )
     n_ok = sum(r.status == "ok" for r in results)
     status = "complete" if n_ok == len(inv.names) * len(reps) else ("partial" if n_ok else "failed")

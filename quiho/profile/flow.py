@@ -475,12 +475,12 @@ def _with_fleet_traces(store: Store, res: ProfileResult, runs: pd.DataFrame, uni
 
 def save_profile(store: Store, result: ProfileResult) -> int:
     """Record a profile (verdict, status, partial reasons, full result) in the store; returns its id."""
-    return fleet_store.save_profile_row(
-        store, batch=result.batch, application=result.application, version_a=result.version_a,
+    return fleet_store.save_profile_row(store, fleet_store.ProfileRow(
+        batch=result.batch, application=result.application, version_a=result.version_a,
         version_b=result.version_b, status=result.status, verdict=result.verdict, irup_verdict=result.irup_verdict,
         partial=list(result.partial), fingerprint_run_id=result.fingerprint_run_id, document=result.to_dict(),
         schema_version=REPORT_SCHEMA_VERSION, quiho_version=__version__,
-    )
+    ))
 
 
 def load_profile(store: Store, batch: str) -> dict[str, Any]:

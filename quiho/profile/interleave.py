@@ -42,7 +42,7 @@ from quiho.fleet.session import (
 )
 from quiho.store import Store
 from quiho.store import fleet as fleet_store
-from quiho.store.fleet import AppRunRow
+from quiho.store.fleet import AppRunBatch, AppRunRow
 
 __all__ = ["InterleavedRun", "RunRecord", "interleaved_records", "run_interleaved", "store_label", "INTERLEAVE_SH",
            "SETUP_SH"]
@@ -257,12 +257,12 @@ def run_interleaved(
             records.extend(recs)
             extra = {"interleaved_with": [version_a, version_b], "timeout_s": spec.timeout,
                      "warmup_runs_per_version": warmup}
+            head = AppRunBatch("profile", batch, fingerprint_run_id, spec.name, spec.metric.test, spec.metric.unit,
+                               spec.metric.higher_is_better, t0.isoformat())
             fleet_store.insert_app_runs(
-                store, source="profile", batch=batch, fingerprint_run_id=fingerprint_run_id, application=spec.name,
-                test=spec.metric.test, unit=spec.metric.unit, higher_is_better=spec.metric.higher_is_better,
-                started_at=t0.isoformat(),
-                rows=[AppRunRow(r.host, r.version, r.repetition, r.status, r.value, r.reason, r.stderr_tail,
-                                {"order": r.order, "wall_s": r.wall_s, **extra}) for r in recs if not r.warmup],
+                store, head,
+                [AppRunRow(r.host, r.version, r.repetition, r.status, r.value, r.reason, r.stderr_tail,
+                           {"order": r.order, "wall_s": r.wall_s, **extra}) for r in recs if not r.warmup],
             )
     n_ok = sum(r.status == "ok" and not r.warmup for r in records)
     status = "complete" if n_ok == len(names) * 2 * reps else ("partial" if n_ok else "failed")

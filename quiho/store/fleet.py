@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "AppRunRow", "FingerprintRunRef", "UNSTABLE_COV", "applicable_fingerprint_run", "batch_of",
+    "AppRunBatch", "AppRunRow", "ProfileRow", "FingerprintRunRef", "UNSTABLE_COV", "applicable_fingerprint_run",
+    "batch_of",
     "create_fingerprint_run",
     "fingerprint_run", "host_id", "host_counts", "hosts_with_runs", "insert_app_runs", "latest_fleet_run",
     "mark_interrupted_runs", "missing_measurements", "remember_hosts", "set_host_status", "set_run_status",
@@ -121,17 +122,23 @@ class AppRunRow:
     extra: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class AppRunBatch:
+    """What the ``app_runs`` rows of one insert share: where they come from and what they measure."""
+
+    source: str
+    batch: str
+    fingerprint_run_id: int | None
+    application: str
+    test: str
+    unit: str
+    higher_is_better: bool
+    started_at: str
+
+
 def insert_app_runs(
     store: Store,
-    *,
-    source: str,
-    batch: str,
-    fingerprint_run_id: int | None,
-    application: str,
-    test: str,
-    unit: str,
-    higher_is_better: bool,
-    started_at: str,
+    head: AppRunBatch,
     rows: Sequence[AppRunRow],
     host_statuses: dict[str, tuple[str, str | None]] | None = None,
 ) -> None:
@@ -139,6 +146,8 @@ def insert_app_runs(
 
     A row that is already there (same batch, host, version, test, repetition) is kept as it was.
     """
+    source, batch, fingerprint_run_id, application = head.source, head.batch, head.fingerprint_run_id, head.application
+    test, unit, higher_is_better, started_at = head.test, head.unit, head.higher_is_better, head.started_at
     with store.transaction() as conn:
         for r in rows:
             conn.execute(
@@ -393,12 +402,27 @@ def fingerprint_run_age(store: Store, run_id: int) -> tuple[str, float | None] |
     return str(row["batch"]), age
 
 
-def save_profile_row(
-    store: Store, *, batch: str, application: str, version_a: str, version_b: str, status: str, verdict: str,
-    irup_verdict: str, partial: list[str], fingerprint_run_id: int | None, document: dict[str, Any],
-    schema_version: int, quiho_version: str,
-) -> int:
+@dataclass(frozen=True)
+class ProfileRow:
+    """One ``profiles`` row: a profile's identity, its verdicts and its whole JSON document."""
+
+    batch: str
+    application: str
+    version_a: str
+    version_b: str
+    status: str
+    verdict: str
+    irup_verdict: str
+    partial: list[str]
+    fingerprint_run_id: int | None
+    document: dict[str, Any]
+    schema_version: int
+    quiho_version: str
+
+
+def save_profile_row(store: Store, row: ProfileRow) -> int:
     """Insert (or replace, same batch) one ``profiles`` row; return its id."""
+    r = row
     with store.transaction() as c:
         cur = c.execute(
             "INSERT INTO profiles(batch, application, version_a, version_b, status, verdict, irup_verdict, "
@@ -406,8 +430,8 @@ def save_profile_row(
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(batch) DO UPDATE SET status=excluded.status, "
             "verdict=excluded.verdict, irup_verdict=excluded.irup_verdict, partial_json=excluded.partial_json, "
             "result_json=excluded.result_json, created_at=excluded.created_at",
-            (batch, application, version_a, version_b, status, verdict, irup_verdict, dumps(partial),
-             fingerprint_run_id, dumps(document), schema_version, utcnow(), quiho_version),
+            (r.batch, r.application, r.version_a, r.version_b, r.status, r.verdict, r.irup_verdict, dumps(r.partial),
+             r.fingerprint_run_id, dumps(r.document), r.schema_version, utcnow(), r.quiho_version),
         )
     return int(cur.lastrowid or 0)
 
