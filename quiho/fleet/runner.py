@@ -46,11 +46,10 @@ SSH_ARGS = (
 )
 
 
-#: Ansible's internal poll interval (s) for hosts that share this machine. Ansible's default, 0.001 s, makes
-#: ansible-playbook's strategy loop spin while a task runs: measured here 9-12 % of a CPU for the whole of every
-#: measurement, on the same 2 vCPUs as the stressor or application measured; at 0.05 s it used 0.6 %, and a
-#: one-host fingerprint took 31-32 s either way. Ansible reads this setting from a config file only (no
-#: environment variable), so such invocations get a config file of their own (:func:`poll_config`).
+#: Ansible's internal poll interval (s) for hosts that share this machine: at Ansible's default, 0.001 s,
+#: ansible-playbook's strategy loop spins on the CPUs the hosts measure with. Ansible reads this setting from a
+#: config file only (no environment variable), so such invocations get a config file of their own
+#: (:func:`poll_config`).
 SHARED_MACHINE_POLL_S = 0.05
 
 

@@ -8,8 +8,8 @@ termination signals into :class:`Interrupted` (a ``KeyboardInterrupt``), so ever
 retried after a signal only when the handler does not raise).
 
 Processes that daemonise (ssh ``ControlPersist`` masters) are re-parented to PID 1
-when their parent exits; where PID 1 does not reap (containers, this VM's
-``process_api``) each one killed would stay a zombie. :func:`become_subreaper`
+when their parent exits; where PID 1 does not reap (containers, some VMs'
+init) each one killed would stay a zombie. :func:`become_subreaper`
 makes the controller their parent instead, and :func:`reap_children` collects them.
 """
 

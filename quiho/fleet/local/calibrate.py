@@ -1,10 +1,9 @@
-"""A local fleet that calibrates itself to the machine it runs on (issue 15).
+"""A local fleet that calibrates itself to the machine it runs on.
 
 The embedded local fleet (``inventories/local.yml``) emulates hosts with a CPU quota (a speed knob), the
 transparent-huge-page policy (a memory-subsystem knob) and optionally a co-runner. How strongly each knob acts
-depends on the machine: on the Xeon the levels were tuned on, a 6 % quota step cost 6 %; on an AMD EPYC VM with
-20 ms CFS periods it cost 35 % on 4 KiB hosts and nothing on huge-page hosts, and the page size moved the
-CPU-bound application too. So before the first local fingerprint on a machine, short probes measure each axis
+depends on the machine (CPU, hypervisor, CFS period), so before the first local fingerprint on a machine, short
+probes measure each axis
 (:mod:`quiho.fleet.local.probes`), :func:`choose` turns the recorded responses into axis levels and a CFS period, and
 the result is stored with the machine's facts and written as an inventory next to the store. It is reused while
 the facts are the same.
@@ -34,10 +33,10 @@ so they are the same before and after the quota cells are probed.
   a whole step and > 3 SE), costs more than :data:`MAX_GAIN` times its nominal (> 3 SE: the AMD VM's 6 % step that
   cost 35 %), or slows a probe less than a higher level (> 3 SE), or when the levels' pooled cost (slope of
   slowdown on nominal) exceeds :data:`MAX_GAIN`. Over-proportional throttling within that bound
-  is accepted: the levels stay ordered, only further apart (the first rules, which failed a period on any error of
-  a whole step or on a mean error beyond half a step, dropped the quota on this VM at 1.3-1.6x nominal cost and
-  left one-axis fleets). The period with the smallest mean error among those passing is kept; none passing drops
-  the quota axis.
+  is accepted: the levels stay ordered, only further apart. The period with the smallest mean error among those
+  passing is kept; none passing drops the quota axis.
+
+How these rules were arrived at, and on which machines, is in the docs' design page (local-fleet calibration).
 """
 
 from __future__ import annotations
@@ -199,10 +198,9 @@ def _paired_effect(cs: _Cells, a: list[dict[str, Any]], b: list[dict[str, Any]],
     """Effect of condition ``a`` over ``b`` from the repetitions paired by round (mean log ratio, its SE).
 
     The probes run round-robin, one repetition of every cell per round, so a round's cells ran seconds apart.
-    On a VM the speed of memory-bound work drifts over seconds (measured here: the same memory probe at 0.22-0.34 s
-    within one minute, 2 vCPUs, load < 1), which an unpaired comparison counts as noise; the within-round log
-    ratios cancel it. Falls back to :func:`_effect` (medians) for responses recorded as medians only, or when the
-    conditions are pooled over several cells or have fewer than 3 paired rounds.
+    On a VM the speed of memory-bound work drifts over seconds, which an unpaired comparison counts as noise; the
+    within-round log ratios cancel it. Falls back to :func:`_effect` (medians) for responses recorded as medians
+    only, or when the conditions are pooled over several cells or have fewer than 3 paired rounds.
     """
     if "memory" in cs.assumed or len(a) != 1 or len(b) != 1:
         return _effect(cs, a, b, probe)
@@ -250,9 +248,8 @@ def _memory_axis(cs: _Cells, name: str, a: list[dict[str, Any]], b: list[dict[st
     Kept if it moves the memory probe measurably (> 5 % and > 3 SE) and, where it also moves the CPU probe the
     same way (> 2 SE and > 5 %), it moves the memory probe measurably more (the paired difference > 3 SE and
     > 5 %). What the IRUP needs is that the axis orders memory-class and cpu-class stressors differently; a
-    knob that moves both alike is a second speed knob. (The first rule, "the CPU probe moves at most a third as
-    much", dropped the co-runner on this VM at +32.9 % ± 1.2 % memory against +11.1 % ± 3.0 % CPU: a third of
-    32.9 is 10.97.) A CPU effect within its noise, or opposite to the memory effect, is no evidence against it.
+    knob that moves both alike is a second speed knob. A CPU effect within its noise, or opposite to the memory
+    effect, is no evidence against it.
     """
     em, ec = _paired_effect(cs, a, b, "memory"), _paired_effect(cs, a, b, "cpu")
     if em is None or ec is None:
@@ -327,9 +324,8 @@ def _noise_step(base: _Cells) -> float:
 
     Adjacent hosts are told apart by the fleet's own medians (:data:`FLEET_REPS` runs per host), not by the
     calibration's: the per-run noise ``sd`` is the probes' (unpaired: it includes the drift between hosts measured
-    minutes apart), the sample size the fleet's. (Three SEs of a 4-repetition probe cell, the first rule, tied the
-    fleet's levels to the calibration's own sample size: 20-40 % steps and 3 hosts on this VM.) Responses recorded
-    as medians give their assumed SE of a cell median, a median of several runs as a host's is.
+    minutes apart), the sample size the fleet's. Responses recorded as medians give their assumed SE of a cell
+    median, a median of several runs as a host's is.
     """
     if "memory" in base.assumed:
         return 2 * max(base.assumed.values())
@@ -351,10 +347,9 @@ def _first_phase(resp: dict[str, Any]) -> _FirstPhase:
     return _FirstPhase(base, page, co, levels, step, n)
 
 
-#: A quota level may cost at most this many times its nominal slowdown (log), beyond noise. Over-proportional
-#: throttling keeps the levels ordered (they land further apart than planned) and is common on VMs (here 100/72/61 %
-#: at 100 ms cost the CPU probe 1.3-1.6x their nominal); the AMD VM of issue 15 had a 6 % step that cost 35 %
-#: (~5x), which lands a level beyond all the others.
+#: A quota level may cost at most this many times its nominal slowdown (log), beyond noise: over-proportional
+#: throttling keeps the levels ordered (only further apart than planned) and is common on VMs; a step costing ~5x
+#: lands a level beyond all the others.
 MAX_GAIN = 2.0
 
 
@@ -556,7 +551,7 @@ def measure_responses(runner: ProbeRunner, facts: dict[str, Any], reps: int = UN
     levels = first.levels
     low, mid = levels[-1], levels[len(levels) // 2]
     cells = [(q, "never") for q in sorted({mid, low} - {100}, reverse=True)]
-    if first.page.kept and low < 100:  # huge pages can cancel throttling (the AMD VM of issue 15): one cell shows it
+    if first.page.kept and low < 100:  # huge pages can cancel throttling on some VMs: one cell shows it
         cells.append((low, "always"))
     run([(Cell(q, t, period), min(reps, 3)) for period in PERIODS_US for q, t in cells])
     resp["load_before_after"] = [load0, [round(x, 2) for x in os.getloadavg()]]

@@ -30,25 +30,21 @@ from quiho.fleet.local.emulate import CGROUP_CPU, cleanup_cgroups, restore_thp
 __all__ = ["PROBES", "PREFAULT_MIB_OF", "CORUNNER_SETTLE_S", "Cell", "probe_seconds", "machine_facts",
            "facts_key", "ProbeRunner", "require_root"]
 
-#: Fixed work per probe (sized on the AMD EPYC 2-vCPU VM of issue 15: ~0.3 s unthrottled with 4 KiB pages).
+#: Fixed work per probe (~0.3 s unthrottled with 4 KiB pages on a current x86 core).
 #: memory: stress-ng's STREAM on arrays sized from an 8 MiB "L3" (faults them in, then streams them: the page size
 #: acts on both, as on stream@nadds1); cpu: integer arithmetic on registers (no memory traffic). A probe's time is
 #: the worker's own (bogo-ops / its real-time rate, from stress-ng's metrics), as the fleet measures stressors:
-#: the wall time of the whole command also held stress-ng's start-up and the wrapper's exit, which made the
-#: 0.15 s CPU probe bimodal here (0.13 or 0.20 s in the same cell) and slower beside a co-runner (+20 %) while the
-#: fleet's cpu stressor and the CPU-bound stream@nadds30 did not move (-2 %, 6 rounds).
+#: the command's wall time also holds stress-ng's start-up and the wrapper's exit, which no stressor sees.
 PROBES: dict[str, list[str]] = {
     "memory": ["stress-ng", "--stream", "1", "--stream-ops", "12", "--stream-l3-size", "8M", "-q", "--metrics-brief"],
     "cpu": ["stress-ng", "--cpu", "1", "--cpu-method", "int64", "--cpu-ops", "600", "-q", "--metrics-brief"],
 }
 #: Prefault (MiB) before each probe (free page reporting, see inventories/local.yml): 128 MiB before the memory
-#: probe, which peaks at ~100 MB resident (stress-ng's max-rss), as the fleet's 512 MiB covers stream@nadds1's
-#: 192 MiB; 1 MiB before the CPU probe, which touches no memory worth prefaulting (the wrapper still prints its
-#: time marker). A 512 MiB prefault cost 0.45 s per run here (128 MiB: 0.12 s), 0.5-1.3 s on a loaded VM.
+#: probe, which peaks at ~100 MB resident, as the fleet's 512 MiB covers stream@nadds1's 192 MiB; 1 MiB before the
+#: CPU probe, which touches no memory worth prefaulting (the wrapper still prints its time marker).
 PREFAULT_MIB_OF = {"memory": 128, "cpu": 1}
-#: Extra wait (s) after a co-runner cell starts, beyond quiho-emulate.sh's 1 s: the stream co-runner (64 MiB
-#: "L3") spends ~0.8 s faulting in its arrays before it streams (stress-ng 0.15, this VM), so the first probe of
-#: a cell measured next to a co-runner that was not yet loading memory.
+#: Extra wait (s) after a co-runner cell starts, beyond quiho-emulate.sh's 1 s: the stream co-runner faults in its
+#: arrays before it streams, and a cell's first probe must meet it loading memory.
 CORUNNER_SETTLE_S = 1.0
 
 
