@@ -18,13 +18,27 @@ and the top-3 overlap. Also printed: a 200-permutation profile-shift test on an 
 7-stressor planted profile (the size of a local-fleet quick profile) and on MariaDB innodb_load
 (40 rows x 41 stressors).
 
-Options: --seeds N (default 20), --csv PATH (paper results.csv), --skip-others.
+Cold start (``--cold-start``; ``--cold-only`` skips the rest): the README's scenario, ``quiho irup hpccg``
+after ``quiho import quiho-popper``, run through the CLI in a fresh process per row, with numba's cache
+(``NUMBA_CACHE_DIR``) empty (a fresh install that did not warm it), warmed by the step ``scripts/setup.sh``
+runs, or the installed one (``quiho/irup/__pycache__``). "first call" is the wall from process launch to the
+end of the command; "warm call" the same command again in that process; "1 sklearn fit" one
+``GradientBoostingRegressor`` fit (paper hyper-parameters) of the target's rows in that process, after both
+calls; "ratio" = first call / that fit; "compiled" counts kernel signatures numba compiled instead of loading.
+"cpu s" repeats first call and fit in CPU seconds of the process (all its threads), which other load on a
+shared machine inflates less than wall time.
+
+Options: --seeds N (default 20), --csv PATH (paper results.csv), --skip-others, --cold-start,
+--cold-only, --reps N (cold-start repetitions, default 3), --cold-target NAME (default hpccg).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -43,6 +57,87 @@ from quiho.store.popper import import_quiho_popper
 CSV = (Path(__file__).resolve().parents[2]
        / "shared/data/quiho-popper/pipelines/single-node/datapackage/quiho/results.csv")
 QUICK = ("cpu", "matrix", "cache", "stream", "vm", "memcpy", "zero")
+
+
+#: What ``scripts/setup.sh`` runs to warm numba's cache.
+WARM = "from quiho.irup.batched import warm; warm()"
+#: One fresh process: the CLI command twice, then one scikit-learn fit of the same rows. Nothing heavy is
+#: imported before the first command, so its wall includes every import the CLI does.
+CHILD = """
+import sys, time, json, resource
+store, target, out = sys.argv[1:4]
+from quiho.cli.main import main
+argv = ["irup", target, "--store", store]
+assert main(argv) == 0
+first_end = time.time()
+ru = resource.getrusage(resource.RUSAGE_SELF)  # every thread of this process: numba's too
+first_cpu = ru.ru_utime + ru.ru_stime
+from quiho.irup import batched, engine, load_target, ModelParams
+from quiho.store import open_store
+engine._LOGO_CACHE.clear()  # the warm call refits the validity folds, as the first did
+t0 = time.perf_counter()
+assert main(argv) == 0
+warm = time.perf_counter() - t0
+with open_store(store, create=False) as st:
+    data = load_target(st, target)
+X = engine._training_rows(data)[0].to_numpy(float)
+model = ModelParams().make(0)  # imports scikit-learn, where the CLI did not
+t0, c0 = time.perf_counter(), time.process_time()
+model.fit(X, data.y.to_numpy(float))
+fit, fit_cpu = time.perf_counter() - t0, time.process_time() - c0
+compiled = sum(sum(f.stats.cache_misses.values()) for f in (batched._fit_all, batched._predict))
+json.dump(dict(first_end=first_end, first_cpu=first_cpu, warm=warm, fit=fit, fit_cpu=fit_cpu, compiled=compiled,
+               rows=int(X.shape[0]), stressors=int(X.shape[1])), open(out, "w"))
+"""
+
+
+def _cold_run(store: Path, target: str, cache: str | None, tmp: Path) -> dict:
+    """One fresh process (stdout discarded); ``cache`` = NUMBA_CACHE_DIR, None = the installed cache."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    if cache is not None:
+        env["NUMBA_CACHE_DIR"] = cache
+    out = tmp / "child.json"
+    start = time.time()
+    subprocess.run([sys.executable, "-c", CHILD, str(store), target, str(out)], env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    res = json.loads(out.read_text())
+    res["first"] = res["first_end"] - start
+    return res
+
+
+def cold_start(csv: Path, target: str, reps: int) -> None:
+    """Print the cold-start table: fresh-process CLI wall per numba cache state, against one sklearn fit."""
+    with tempfile.TemporaryDirectory() as tmp_s:
+        tmp = Path(tmp_s)
+        store = tmp / "q.db"
+        with open_store(store) as st:
+            import_quiho_popper(st, csv)
+        print(f"\ncold start: 'quiho irup {target}' (text output, 10 seeds) in a fresh process; cores: "
+              f"{os.cpu_count()}; load average before: {os.getloadavg()[0]:.2f}")
+        print(f"{'numba cache':<34} {'rep':>3} {'warm-up s':>9} {'compiled':>8} {'first call s':>12} "
+              f"{'warm call s':>11} {'1 sklearn fit s':>15} {'ratio':>6} {'cpu s: first':>12} {'fit':>5} "
+              f"{'ratio':>5}  load")
+        rows: dict[str, list[float]] = {}
+        for rep in range(1, reps + 1):
+            for label in ("empty (fresh install, not warmed)", "warmed by setup.sh's step", "installed (quiho/irup)"):
+                cache: str | None = None
+                warm_s = float("nan")
+                if label != "installed (quiho/irup)":
+                    cache = tempfile.mkdtemp(dir=tmp)
+                if label.startswith("warmed"):
+                    t0 = time.perf_counter()
+                    subprocess.run([sys.executable, "-c", WARM], env={**os.environ, "NUMBA_CACHE_DIR": cache},
+                                   check=True)
+                    warm_s = time.perf_counter() - t0
+                r = _cold_run(store, target, cache, tmp)
+                rows.setdefault(label, []).append(r["first"] / r["fit"])
+                ws = f"{warm_s:>9.1f}" if warm_s == warm_s else f"{'-':>9}"
+                print(f"{label:<34} {rep:>3} {ws} {r['compiled']:>8} {r['first']:>12.2f} {r['warm']:>11.2f} "
+                      f"{r['fit']:>15.2f} {r['first'] / r['fit']:>6.2f} {r['first_cpu']:>12.2f} {r['fit_cpu']:>5.2f} "
+                      f"{r['first_cpu'] / r['fit_cpu']:>5.2f}  {os.getloadavg()[0]:.2f}", flush=True)
+        print(f"case: {r['rows']} rows x {r['stressors']} stressors; ratio min-max per cache: " + "; ".join(
+            f"{k.split(' ')[0]} {min(v):.2f}-{max(v):.2f}" for k, v in rows.items()))
+        print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 
 def other_engine(name: str, data, seeds: int) -> tuple[float, np.ndarray] | None:
@@ -91,7 +186,15 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--csv", type=Path, default=CSV)
     ap.add_argument("--skip-others", action="store_true", help="skip LightGBM and XGBoost")
+    ap.add_argument("--cold-start", action="store_true", help="also print the cold-start table")
+    ap.add_argument("--cold-only", action="store_true", help="print only the cold-start table")
+    ap.add_argument("--reps", type=int, default=3, help="cold-start repetitions")
+    ap.add_argument("--cold-target", default="hpccg")
     args = ap.parse_args()
+    if args.cold_start or args.cold_only:
+        cold_start(args.csv, args.cold_target, args.reps)
+        if args.cold_only:
+            return
     with tempfile.TemporaryDirectory() as tmp:
         st = open_store(Path(tmp) / "q.db")
         import_quiho_popper(st, args.csv)

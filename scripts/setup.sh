@@ -45,3 +45,8 @@ assert os.path.samefile(os.path.dirname(quiho.__file__), 'quiho')" 2>/dev/null \
   "$PY" -m pip install -q --disable-pip-version-check -e ".[dev]"
   touch .quiho-installed
 fi
+# Compile the batched IRUP engine's numba kernels now (cached on disk next to the source, in
+# quiho/irup/__pycache__, or in NUMBA_CACHE_DIR), so the first `quiho irup` loads them instead of compiling.
+# A cache that is already current is only loaded.
+echo "setup: warming the numba cache of quiho/irup/batched.py" >&2
+"$PY" -c "from quiho.irup.batched import warm; warm()"

@@ -106,3 +106,28 @@ def _synthetic_calls(n: int, scale: float, seed: int, functions: tuple[str, str]
 def synthetic_calls():  # noqa: ANN201
     """``make(n, scale, seed, functions=("steady", "slower"))`` → a calls table (see :func:`_synthetic_calls`)."""
     return _synthetic_calls
+
+
+#: An application name carrying HTML: every report and summary must show it as text.
+HTML_NAME = "<img src=x onerror=alert(1)>&app"
+#: Trees of the planted-data models (the paper's 1000 are not needed to test plumbing).
+FAST_TREES = 100
+
+
+@pytest.fixture(scope="session")
+def planted_result():  # noqa: ANN201
+    """Profile of a planted pair (tests/profile, tests/report): baseline leans on stream (memory), candidate on cpu,
+    1.5x the level; names carry HTML; one failed run makes it partial."""
+    from quiho.datasets import planted_profile
+    from quiho.irup import ModelParams
+    from quiho.profile import analyse_data
+
+    stressors = ("cpu", "matrix", "stream", "zero", "vm", "cache")
+    runs, a, b = planted_profile(n_groups=10, spread=0.5, change=1.5, stressors=stressors, application=HTML_NAME,
+                                 version_a="v1", version_b="v2<script>")
+    runs.loc[(runs["host"] == "g0-h0") & (runs["version"] == "v2<script>"), ["status", "value", "reason"]] = (
+        "failed", None, "exit code 3: <b>boom</b>")
+    return analyse_data(runs, a, b, application=HTML_NAME, version_a="v1", version_b="v2<script>", unit="s",
+                        seeds=3, model_params=ModelParams(n_estimators=FAST_TREES), n_jobs=2,
+                        fingerprints=a.X.assign(host=a.meta["host"]).groupby("host").median(),
+                        fingerprinted_hosts=sorted(set(a.meta["host"])))

@@ -41,7 +41,7 @@ from numba import get_num_threads, njit, prange, set_num_threads, set_parallel_c
 
 from quiho.irup.importance import ModelParams
 
-__all__ = ["BatchedFit", "fit_batched", "predict_batched"]
+__all__ = ["BatchedFit", "fit_batched", "predict_batched", "warm"]
 
 #: scikit-learn's FEATURE_THRESHOLD: values closer than this are one value.
 _FEATURE_THRESHOLD = 1e-7
@@ -412,6 +412,21 @@ def predict_batched(fit: BatchedFit, models: np.ndarray, Xq: np.ndarray, n_jobs:
         _predict(Xq, fit.feat, fit.thr, fit.val, fit.init, fit.learning_rate, np.asarray(models, dtype=np.int64),
                  out)
     return out
+
+
+def warm() -> None:
+    """Compile every kernel signature the IRUP paths call, or load it from numba's on-disk cache.
+
+    ``scripts/setup.sh`` runs it, so the first ``quiho irup`` after an install loads machine code instead of
+    compiling it; :func:`fit_batched` and :func:`predict_batched` fix every argument's dtype and layout, so
+    these tiny fits compile the same signatures as real ones.
+    """
+    rng = np.random.default_rng(0)
+    X, y = rng.random((8, 3)), rng.random(8)
+    for m in (2, 1):  # one model with a shared 1-d target passes that target read-only: a signature of its own
+        fit = fit_batched(X, y, np.ones((m, 8)), ModelParams(n_estimators=2, max_depth=2, learning_rate=0.1),
+                          seeds=np.arange(m), n_jobs=1)
+    predict_batched(fit, np.zeros(1, dtype=np.int64), X[None], n_jobs=1)
 
 
 class _threads:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from quiho.store import open_store
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def test_core_v1_store_opens_and_gains_new_components(tmp_path):

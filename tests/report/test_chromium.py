@@ -11,7 +11,7 @@ import pytest
 
 from quiho.report.html import write_report
 
-from .conftest import HTML_NAME  # noqa: TID252
+from ..conftest import HTML_NAME  # noqa: TID252
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
