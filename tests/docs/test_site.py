@@ -232,3 +232,11 @@ def test_missing_asset_check_can_fail(site, tmp_path):
     broken = page.replace("</head>", '<link rel="stylesheet" href="../assets/nowhere.css"></head>', 1)
     assets = local_assets("http://127.0.0.1:1/quickstart/", broken)
     assert [a for a in assets if not (site / a.lstrip("/")).is_file()] == ["/assets/nowhere.css"]
+
+
+def test_readme_links_into_the_docs_exist():
+    readme = (REPO / "README.md").read_text()
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme)
+    local = [lnk for lnk in links if not re.match(r"[a-z]+:", lnk)]
+    assert any(lnk.startswith("docs/") for lnk in local)
+    assert [lnk for lnk in local if not (REPO / lnk).is_file()] == []
