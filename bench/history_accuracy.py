@@ -49,7 +49,7 @@ from quiho.history import (
     plain_bisection_builds,
     sample_revisions,
 )
-from quiho.history._metrics import covering, covering_annotators, f1_annotators, f1_margin
+from quiho.history.metrics import covering, covering_annotators, f1_annotators, f1_margin
 
 MARGIN = 5
 

@@ -49,7 +49,7 @@ from scipy.stats import spearmanr
 from quiho.datasets import planted_profile
 from quiho.irup import ModelParams, ShiftSettings, compute_irup, load_target, shift_test
 from quiho.irup import engine as _engine
-from quiho.irup.engine import _training_rows, child_seeds
+from quiho.irup.engine import child_seeds, training_rows
 from quiho.irup.importance import seed_weights
 from quiho.store import open_store
 from quiho.store.popper import import_quiho_popper
@@ -74,18 +74,18 @@ ru = resource.getrusage(resource.RUSAGE_SELF)  # every thread of this process: n
 first_cpu = ru.ru_utime + ru.ru_stime
 from quiho.irup import batched, engine, load_target, ModelParams
 from quiho.store import open_store
-engine._LOGO_CACHE.clear()  # the warm call refits the validity folds, as the first did
+engine.clear_caches()  # the warm call refits the validity folds, as the first did
 t0 = time.perf_counter()
 assert main(argv) == 0
 warm = time.perf_counter() - t0
 with open_store(store, create=False) as st:
     data = load_target(st, target)
-X = engine._training_rows(data)[0].to_numpy(float)
+X = engine.training_rows(data)[0].to_numpy(float)
 model = ModelParams().make(0)  # imports scikit-learn, where the CLI did not
 t0, c0 = time.perf_counter(), time.process_time()
 model.fit(X, data.y.to_numpy(float))
 fit, fit_cpu = time.perf_counter() - t0, time.process_time() - c0
-compiled = sum(sum(f.stats.cache_misses.values()) for f in (batched._fit_all, batched._predict))
+compiled = batched.compiled_signatures()
 json.dump(dict(first_end=first_end, first_cpu=first_cpu, warm=warm, fit=fit, fit_cpu=fit_cpu, compiled=compiled,
                rows=int(X.shape[0]), stressors=int(X.shape[1])), open(out, "w"))
 """
@@ -149,7 +149,7 @@ def other_engine(name: str, data, seeds: int) -> tuple[float, np.ndarray] | None
             import xgboost as xgb
     except ImportError:
         return None
-    X_df, _, _, hw = _training_rows(data)
+    X_df, _, _, hw = training_rows(data)
     X, y, groups = X_df.to_numpy(float), data.y.to_numpy(float), hw.row_groups
     t0 = time.perf_counter()
     imps = []
@@ -202,7 +202,7 @@ def main() -> None:
         mariadb = (load_target(st, "mysqlslap-mariadb-10.3.2/innodb_load"),
                    load_target(st, "mysqlslap-mariadb-5.5.58/innodb_load"))
     compute_irup(data, seeds=1, params=ModelParams(n_estimators=5))  # compile (numba caches it on disk)
-    X_df, _, _, _ = _training_rows(data)
+    X_df, _, _, _ = training_rows(data)
     print(f"cores: {os.cpu_count()}, seeds: {args.seeds}, load average before: {os.getloadavg()[0]:.2f}")
     print(f"case: stream/add-1, {len(data.y)} rows x {X_df.shape[1]} stressors, {args.seeds}-seed classic IRUP + "
           "validity folds, paper hyper-parameters")
@@ -213,7 +213,7 @@ def main() -> None:
         t0 = time.perf_counter()
         ModelParams().make(0).fit(X_df.to_numpy(float), data.y.to_numpy(float))
         one = time.perf_counter() - t0
-        _engine._LOGO_CACHE.clear()
+        _engine.clear_caches()
         c0 = time.process_time()  # this process's threads; scikit-learn's joblib workers are other processes
         if engine in ("sklearn", "batched"):
             t0 = time.perf_counter()

@@ -41,7 +41,7 @@ from numba import get_num_threads, njit, prange, set_num_threads, set_parallel_c
 
 from quiho.irup.importance import ModelParams
 
-__all__ = ["BatchedFit", "fit_batched", "predict_batched", "warm"]
+__all__ = ["BatchedFit", "compiled_signatures", "fit_batched", "predict_batched", "warm"]
 
 #: scikit-learn's FEATURE_THRESHOLD: values closer than this are one value.
 _FEATURE_THRESHOLD = 1e-7
@@ -412,6 +412,11 @@ def predict_batched(fit: BatchedFit, models: np.ndarray, Xq: np.ndarray, n_jobs:
         _predict(Xq, fit.feat, fit.thr, fit.val, fit.init, fit.learning_rate, np.asarray(models, dtype=np.int64),
                  out)
     return out
+
+
+def compiled_signatures() -> int:
+    """How many kernel signatures this process compiled (cache misses): 0 when all came from numba's disk cache."""
+    return sum(sum(f.stats.cache_misses.values()) for f in (_fit_all, _predict))
 
 
 def warm() -> None:

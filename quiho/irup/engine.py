@@ -34,7 +34,7 @@ from quiho.store.irup import insert_irup
 
 __all__ = [
     "FeatureImportance", "DroppedStressor", "SeedImportances", "Irup", "FitPlan", "fit_models", "child_seeds",
-    "compute_irup",
+    "compute_irup", "training_rows", "clear_caches",
     "irup_for_target", "save_irup", "NOISY_COV", "MIN_ROWS", "MIN_GROUPS",
 ]
 
@@ -195,7 +195,7 @@ def compute_irup(
 ) -> Irup:
     """Compute the IRUP of one target.
 
-    (Over 80 lines only through this docstring; the steps are :func:`_training_rows`,
+    (Over 80 lines only through this docstring; the steps are :func:`training_rows`,
     :func:`fit_models` and :func:`_features`.)
 
     Parameters
@@ -250,7 +250,7 @@ def compute_irup(
         raise UsageError(f"unknown model engine {params.engine!r}; choose one of {', '.join(ENGINES)}")
     params = params or ModelParams()
     catalog = catalog or load_catalog()
-    X, dropped, noisy, hw = _training_rows(data)
+    X, dropped, noisy, hw = training_rows(data)
     Xa, ya, groups = X.to_numpy(dtype=float), data.y.to_numpy(dtype=float), hw.row_groups
     seed_states = child_seeds(random_state, seeds)
     logo_seed = int(np.random.SeedSequence([random_state, 1]).generate_state(1)[0] % (2**31 - 1))
@@ -294,7 +294,7 @@ def child_seeds(random_state: int, seeds: int) -> list[int]:
     return [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(random_state).spawn(seeds)]
 
 
-def _training_rows(data: TargetData) -> tuple[pd.DataFrame, list[DroppedStressor], set[str], HardwareGroups]:
+def training_rows(data: TargetData) -> tuple[pd.DataFrame, list[DroppedStressor], set[str], HardwareGroups]:
     """Checked training columns, dropped and noisy stressors, and the hardware groups of ``data``."""
     if len(data.y) < MIN_ROWS:
         raise NotEnoughData(f"target {data.target!r} has {len(data.y)} rows; an IRUP needs at least {MIN_ROWS}")
@@ -413,6 +413,11 @@ def fit_models(
 
 
 _LOGO_CACHE: dict[str, float] = {}
+
+
+def clear_caches() -> None:
+    """Forget this process's out-of-group R² (the next IRUP of the same rows refits its validity folds)."""
+    _LOGO_CACHE.clear()
 
 
 def _logo_key(X: np.ndarray, y: np.ndarray, groups: np.ndarray, params: ModelParams, seed: int) -> str:

@@ -47,7 +47,7 @@ from quiho.errors import NoCommonHosts, UsageError
 from quiho.fingerprint.catalog import ANALYSIS_CLASSES, Catalog, load_catalog
 from quiho.irup.batched import fit_batched, predict_batched
 from quiho.irup.data import TargetData
-from quiho.irup.engine import _training_rows, child_seeds
+from quiho.irup.engine import child_seeds, training_rows
 from quiho.irup.importance import FORMULAS, ModelParams, permutation_blocks, permutation_scores, seed_weights
 
 __all__ = ["ShiftSettings", "ShiftTest", "shift_test", "DEFAULT_PERMUTATIONS", "DEFAULT_NULL_SEEDS", "TEST_PARAMS"]
@@ -388,8 +388,8 @@ def shift_test(
             f"{data_a.target} and {data_b.target} ran on no common host: the calibrated comparison exchanges runs "
             "of the two versions within each host, so it needs both versions measured on the same hosts"
         )
-    Xa_df, _, _, hwa = _training_rows(data_a)
-    Xb_df, _, _, hwb = _training_rows(data_b)
+    Xa_df, _, _, hwa = training_rows(data_a)
+    Xb_df, _, _, hwb = training_rows(data_b)
     cols = sorted(set(Xa_df.columns) | set(Xb_df.columns))
     rng = np.random.default_rng([random_state, 7])
     ya_raw, yb_raw = data_a.y.to_numpy(dtype=float), data_b.y.to_numpy(dtype=float)

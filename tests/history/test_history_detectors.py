@@ -197,7 +197,7 @@ def test_step_vs_trend_closed_forms():
 
 
 def test_tcpdbench_metrics():
-    from quiho.history._metrics import covering, f1_margin, true_positives
+    from quiho.history.metrics import covering, f1_margin, true_positives
 
     # TCPDBench's own doctest cases for the matching
     assert true_positives({1, 10, 20, 23}, {3, 8, 20}) == {1, 10, 20}
@@ -212,7 +212,7 @@ def test_tcpdbench_metrics():
     assert covering([50], [], 100) == pytest.approx(0.5)
 
 
-@pytest.mark.parametrize("module", ["_base", "_kernels", "_gp", "_metrics"])
+@pytest.mark.parametrize("module", ["_base", "_kernels", "_gp", "metrics"])
 def test_docstring_examples_run(module):
     import doctest
     import importlib
