@@ -6,7 +6,6 @@ stray ``click``) and runs the usage-error paths through the installed ``quiho`` 
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
@@ -19,6 +18,7 @@ import numpy as np
 import pytest
 
 from quiho.cli.main import main
+from quiho.testing.procs import has_open
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -102,17 +102,7 @@ def _check_usage_errors(quiho: Path, cwd: Path) -> None:
 
 def _opened(pid: int, path: Path) -> bool:
     """Whether process ``pid`` has ``path`` open (it is inside the command, past start-up and imports)."""
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except FileNotFoundError:
-        return False
-    for fd in fds:
-        try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}") == str(path):
-                return True
-        except OSError:
-            continue
-    return False
+    return has_open(pid, path)
 
 
 def _default_sigint() -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from quiho.fleet.local.emulate import CGROUP_CPU, THP_PATH, THP_SAVE
+from quiho.testing.procs import has_open
 
 REPO = Path(__file__).resolve().parents[2]
 EMULATED = """all:
@@ -40,21 +41,6 @@ def _quiho(args: list[str], run_dir: Path, **kw: object) -> subprocess.Popen[str
     env = dict(os.environ, QUIHO_RUN_DIR=str(run_dir), PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
     return subprocess.Popen([sys.executable, "-m", "quiho", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env, cwd=REPO, **kw)  # type: ignore[call-overload]
-
-
-def _has_open(pid: int, path: Path) -> bool:
-    """Whether process ``pid`` has ``path`` open (a deterministic sign of where it is, unlike a sleep)."""
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return False
-    for fd in fds:
-        try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}") == str(path):
-                return True
-        except OSError:
-            continue
-    return False
 
 
 def _wait_for(pred: Callable[[], bool], proc: subprocess.Popen[str], what: str, limit: float = 300) -> None:
@@ -175,7 +161,7 @@ def test_ctrl_c_while_waiting_on_the_measurement_lock_exits_at_once(tmp_path: Pa
         proc = _quiho(["fingerprint", "-i", str(inv), "--battery", "quick", "--store", str(db)], tmp_path / "runs",
                       preexec_fn=_ignore_sigint)
         # the child opens the lock file inside its interruptible block, right before it polls: waiting from then on
-        _wait_for(lambda: _has_open(proc.pid, lock_path(db)), proc, "the wait on the measurement lock")
+        _wait_for(lambda: has_open(proc.pid, lock_path(db)), proc, "the wait on the measurement lock")
         time.sleep(0.5)
         assert proc.poll() is None
         proc.send_signal(signal.SIGINT)
