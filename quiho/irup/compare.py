@@ -31,7 +31,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from scipy.stats import kendalltau, spearmanr
 
 from quiho._text import json_number
 from quiho.errors import NotEnoughData
@@ -265,6 +264,8 @@ def compare_irups(
     names = sorted(set(fa) | set(fb))
     va = np.array([fa[s].importance if s in fa else 0.0 for s in names])
     vb = np.array([fb[s].importance if s in fb else 0.0 for s in names])
+    from scipy.stats import kendalltau, spearmanr
+
     rho, rho_p = spearmanr(va, vb)
     tau, tau_p = kendalltau(va, vb)
     ca, cb = class_shares(a), class_shares(b)

@@ -153,12 +153,13 @@ class Irup:
 
 
 def _versions() -> dict[str, str]:
+    from importlib.metadata import version
+
     import joblib
     import scipy
-    import sklearn
 
     return {
-        "quiho": __version__, "scikit-learn": sklearn.__version__, "numpy": np.__version__,
+        "quiho": __version__, "scikit-learn": version("scikit-learn"), "numpy": np.__version__,
         "pandas": pd.__version__, "scipy": scipy.__version__, "joblib": joblib.__version__,
         "python": platform.python_version(),
     }

@@ -22,10 +22,12 @@ Strobl, C. et al. (2007). Bias in random forest variable importance measures. BM
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from sklearn.ensemble import GradientBoostingRegressor
+
+if TYPE_CHECKING:
+    from sklearn.ensemble import GradientBoostingRegressor
 
 __all__ = [
     "Formula", "FORMULAS", "ENGINES", "ModelParams", "SeedFit", "fit_seed", "seed_weights", "classic_importance",
@@ -71,6 +73,8 @@ class ModelParams:
 
     def make(self, random_state: int) -> GradientBoostingRegressor:
         """A fresh scikit-learn regressor with these hyper-parameters."""
+        from sklearn.ensemble import GradientBoostingRegressor
+
         return GradientBoostingRegressor(
             n_estimators=self.n_estimators, max_depth=self.max_depth, min_samples_split=self.min_samples_split,
             learning_rate=self.learning_rate, loss=self.loss, random_state=random_state,
