@@ -60,6 +60,7 @@ from quiho.store import fleet as fleet_store
 
 __all__ = ["AxisEffect", "Calibration", "Choice", "PERIODS_US", "RESPONSES_SCHEMA", "calibrate", "choose",
            "calibrated_fleet", "inventory_text", "load_responses", "measure_responses", "resolve_inventory",
+           "resolve_fleet", "ResolvedFleet",
            "UNTHROTTLED_REPS", "axes_kept"]
 
 #: Version of the recorded-responses JSON (bench/local_fleet_calibration.py --record, tests/data/calibration/).
@@ -672,10 +673,23 @@ def _say_if_busy(on_step: Callable[[str], None] | None) -> None:
             on_step("calibration: waiting for another local-fleet measurement on this machine to finish")
 
 
-def resolve_inventory(
+@dataclass(frozen=True)
+class ResolvedFleet:
+    """The inventory a command runs on and, for the calibrated local fleet, along how many axes its hosts differ.
+
+    ``axes`` None: an inventory given as is (its hosts' calibration, if any, is looked up where it matters).
+    """
+
+    inventory: str | os.PathLike[str]
+    axes: int | None = None
+
+
+def resolve_fleet(
     inventory: str | os.PathLike[str] | None, store: Store, on_step: Callable[[str], None] | None = None,
-) -> str | os.PathLike[str]:
-    """``inventory`` if given; else the calibrated local fleet's inventory (calibrating first if needed).
+) -> ResolvedFleet:
+    """``inventory`` if given; else the calibrated local fleet (calibrating first if needed) and its axes kept.
+
+    The one place "no inventory" becomes the local fleet calibrated to this machine.
 
     Raises
     ------
@@ -683,8 +697,22 @@ def resolve_inventory(
         The calibration cannot run (not root ...) or kept no axis: the machine cannot emulate distinct hosts.
     """
     if inventory is not None:
-        return inventory
-    return calibrated_fleet(store, on_step).inventory
+        return ResolvedFleet(inventory)
+    cal = calibrated_fleet(store, on_step)
+    return ResolvedFleet(cal.inventory, axes_kept(cal.choice))
+
+
+def resolve_inventory(
+    inventory: str | os.PathLike[str] | None, store: Store, on_step: Callable[[str], None] | None = None,
+) -> str | os.PathLike[str]:
+    """``inventory`` if given; else the calibrated local fleet's inventory (:func:`resolve_fleet`).
+
+    Raises
+    ------
+    InventoryError
+        The calibration cannot run (not root ...) or kept no axis: the machine cannot emulate distinct hosts.
+    """
+    return resolve_fleet(inventory, store, on_step).inventory
 
 
 def calibrated_fleet(store: Store, on_step: Callable[[str], None] | None = None) -> Calibration:
