@@ -225,7 +225,6 @@ def root_cause_hints(
     metric_verdict: str = "",
     z: float = 3.0,
     class_shift_min: float = CLASS_SHIFT_MIN,
-    columns: dict[str, Sequence[str]] | None = None,
 ) -> tuple[Hint, ...]:
     """Hints from two IRUPs and their comparison.
 
@@ -247,8 +246,6 @@ def root_cause_hints(
         per-seed class shares.
     class_shift_min : float, default 0.10
         Smallest class-share shift reported.
-    columns : dict, optional
-        Ignored (the column order travels with ``Irup.per_seed``); kept for older callers.
 
     Returns
     -------
@@ -256,7 +253,6 @@ def root_cause_hints(
         Validity hints first, then class shifts (largest first), then stressors, then the
         profile hint when the comparison says ``equivalent``.
     """
-    del columns
     catalog = catalog or load_catalog()
     hints = _validity_hints((a, b), advice or {})
     if a is None or b is None or comparison is None:
