@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from quiho.app import load_app_spec
-from quiho.profile import run_profile
+from quiho.profile import ProfileOptions, run_profile
 from quiho.store import open_store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,12 +58,13 @@ def main() -> None:
     plan = [("detect", "nadds1", "nadds30")] * args.detect + [("self", "nadds1", "nadds1")] * args.n_self
     verdicts: dict[str, list[str]] = {"self": [], "detect": []}
     counts = {"self": 0, "detect": 0}
+    opts = ProfileOptions.build(inventory=args.inventory, max_age=args.max_age, repetitions=args.repetitions,
+                                seeds=args.seeds, min_change=args.min_change)
     with open_store(store_path) as st:
         for kind, a, b in plan:
             counts[kind] += 1
             t0 = time.monotonic()
-            res = run_profile(spec, a, b, store=st, inventory=args.inventory, max_age_s=args.max_age,
-                              repetitions=args.repetitions, seeds=args.seeds, min_change=args.min_change)
+            res = run_profile(spec, a, b, store=st, options=opts)
             verdicts[kind].append(res.verdict)
             print(_row(kind, counts[kind], res, time.monotonic() - t0), flush=True)
     fp = sum(v in ("regression", "improvement") for v in verdicts["self"])

@@ -120,14 +120,13 @@ def planted_result():  # noqa: ANN201
     1.5x the level; names carry HTML; one failed run makes it partial."""
     from quiho.datasets import planted_profile
     from quiho.irup import ModelParams
-    from quiho.profile import analyse_data
+    from quiho.profile import AnalysisOptions, ProfileData, analyse_data, host_fingerprints
 
     stressors = ("cpu", "matrix", "stream", "zero", "vm", "cache")
     runs, a, b = planted_profile(n_groups=10, spread=0.5, change=1.5, stressors=stressors, application=HTML_NAME,
                                  version_a="v1", version_b="v2<script>")
     runs.loc[(runs["host"] == "g0-h0") & (runs["version"] == "v2<script>"), ["status", "value", "reason"]] = (
         "failed", None, "exit code 3: <b>boom</b>")
-    return analyse_data(runs, a, b, application=HTML_NAME, version_a="v1", version_b="v2<script>", unit="s",
-                        seeds=3, model_params=ModelParams(n_estimators=FAST_TREES), n_jobs=2,
-                        fingerprints=a.X.assign(host=a.meta["host"]).groupby("host").median(),
-                        fingerprinted_hosts=sorted(set(a.meta["host"])))
+    data = ProfileData(runs, a, b, application=HTML_NAME, version_a="v1", version_b="v2<script>", unit="s",
+                       fingerprints=host_fingerprints(a))
+    return analyse_data(data, AnalysisOptions(seeds=3, model_params=ModelParams(n_estimators=FAST_TREES), n_jobs=2))

@@ -128,8 +128,8 @@ def output_dir(value: Path | None) -> Path | None:
         raise typer.BadParameter(str(exc)) from exc
 
 
-def worker_count(value: int) -> int:
-    """Option callback: ``--jobs`` is -1 (all cores) or a count from 1 to 4096."""
-    if value != -1 and not 1 <= value <= 4096:
+def worker_count(value: int | None) -> int | None:
+    """Option callback: ``--jobs`` is -1 (all cores) or a count from 1 to 4096 (None: not given)."""
+    if value is not None and value != -1 and not 1 <= value <= 4096:
         raise typer.BadParameter(f"{value} is not a number of workers: use -1 (all cores) or 1..4096")
     return value

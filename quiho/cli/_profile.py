@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,6 +18,11 @@ from quiho.cli._common import (
     seed,
     worker_count,
 )
+
+if TYPE_CHECKING:
+    from quiho.app import AppSpec
+    from quiho.profile import ProfileOptions, ProfileResult
+    from quiho.store import Store
 
 
 def _split(target: str) -> tuple[str, str]:
@@ -54,11 +59,12 @@ def profile_cmd(
     min_change: Annotated[float | None, typer.Option("--min-change", callback=number(0, 1, hi_open=True),
                                                      help="Magnitude floor as a fraction (default 0.05 = 5 %).")]
     = None,
-    alpha: Annotated[float, typer.Option("--alpha", callback=probability, help="Significance level of the paired "
-                                         "test.")] = 0.05,
+    alpha: Annotated[float | None, typer.Option("--alpha", callback=probability, help="Significance level of the "
+                                                "paired test (default 0.05).")] = None,
     seeds: Annotated[int | None, typer.Option("--seeds", min=1, max=10_000, help="IRUP model fits per version "
                                               "(default 10).")] = None,
-    random_state: Annotated[int, typer.Option("--random-state", callback=seed, help="Master seed.")] = 0,
+    random_state: Annotated[int | None, typer.Option("--random-state", callback=seed, help="Master seed (default 0)."
+                                                     )] = None,
     batch: Annotated[str | None, typer.Option("--batch", help="Re-analyse the runs of an earlier profile "
                                                               "(nothing is run).")] = None,
     resume: Annotated[str | None, typer.Option("--resume", help="Continue an interrupted profile BATCH: run "
@@ -84,8 +90,8 @@ def profile_cmd(
     = None,
     trace_runs: Annotated[int | None, typer.Option("--trace-runs", min=1, max=100, help="Traced runs per version "
                                                    "per host (default 3).")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", callback=worker_count, help="Parallel model fits (-1 = all "
-                                      "cores).")] = -1,
+    jobs: Annotated[int | None, typer.Option("--jobs", callback=worker_count, help="Parallel model fits (-1 = all "
+                                             "cores; the default).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="Output: text, or markdown (a CI job summary / PR "
                                                       "comment).")] = "text",
     store: StoreOpt = None,
@@ -94,8 +100,7 @@ def profile_cmd(
     """Compare two versions of an application on a fleet: metric change, IRUPs, root-cause hints."""
     from quiho.cli.main import ChangeFound
     from quiho.errors import UsageError
-    from quiho.profile import analyse_profile, load_project, resolve_spec, save_profile
-    from quiho.profile.project import DEFAULTS
+    from quiho.profile import ProfileOptions, analyse_profile, load_project, resolve_spec, save_profile
     from quiho.store import open_store
 
     if fmt not in ("text", "markdown"):
@@ -105,35 +110,39 @@ def profile_cmd(
     if app_a != app_b:
         raise UsageError(f"both versions must be of one application ({app_a!r} vs {app_b!r})")
     proj = load_project(project)
-    d = (proj.profile if proj else DEFAULTS).with_options(
-        min_change=min_change, seeds=seeds, battery=battery, max_age=max_age, repetitions=repetitions,
-        warmup=warmup, inventory=str(inventory) if inventory is not None else None)
-    analysis: dict[str, Any] = dict(min_change=d.min_change, alpha=alpha, seeds=d.seeds,
-                                    random_state=random_state, n_jobs=jobs)
     with open_store(store) as st:
+        joined = None
         if traces or trace_baseline or trace_target:
             from quiho.profile.traces import join_traces
 
             # before anything runs: a bad trace reference must not cost a fleet run
             joined = join_traces(st, app_a, v1, v2, baseline=trace_baseline, target=trace_target)
-            if joined is not None:
-                analysis.update(trace_changes=joined.changes, trace_note=joined.note())
+        spec_ = plan = None
         if batch is not None:
             if trace or trace_matching or trace_binary or trace_runs:
                 raise UsageError("--trace options trace new runs; --batch re-analyses stored ones (its traces "
                                  "included) and runs nothing")
-            res = analyse_profile(st, app_a, v1, v2, batch, **analysis)
-            save_profile(st, res)
         else:
             from quiho.trace.fleet import resolve_trace, trace_from_options
 
-            s = resolve_spec(app_a, spec=spec, project=proj)
-            s.require_versions(v1, v2)
+            spec_ = resolve_spec(app_a, spec=spec, project=proj)
+            spec_.require_versions(v1, v2)
             # checked before anything runs: unknown function, not ELF, stripped binary exporting nothing
-            want = trace_from_options(trace, trace_matching, trace_binary, trace_runs, s.trace)
-            plan = resolve_trace(s, v1, v2, want) if want is not None else None
-            res = _measure(st, s, v1, v2, d, resume=resume, fp_seconds=fp_seconds, fp_repetitions=fp_repetitions,
-                           analysis={**analysis, "trace": plan})
+            want = trace_from_options(trace, trace_matching, trace_binary, trace_runs, spec_.trace)
+            plan = resolve_trace(spec_, v1, v2, want) if want is not None else None
+        # the one place the settings are put together: options given over quiho.yml over the models' defaults
+        opts = ProfileOptions.build(
+            proj.profile if proj else None, inventory=str(inventory) if inventory is not None else None,
+            battery=battery, max_age=max_age, fingerprint_seconds=fp_seconds, fingerprint_repetitions=fp_repetitions,
+            repetitions=repetitions, warmup=warmup, resume=resume, trace=plan, min_change=min_change, alpha=alpha,
+            seeds=seeds, random_state=random_state, n_jobs=jobs,
+            trace_changes=joined.changes if joined is not None else None,
+            trace_note=joined.note() if joined is not None else None)
+        if spec_ is None:
+            res = analyse_profile(st, app_a, v1, v2, str(batch), opts.analysis)
+            save_profile(st, res)
+        else:
+            res = _measure(st, spec_, v1, v2, opts)
     if report is not None:
         from quiho.report.html import write_report
 
@@ -152,30 +161,20 @@ def profile_cmd(
         raise ChangeFound()
 
 
-def _measure(st: Any, spec: Any, v1: str, v2: str, d: Any, *, resume: str | None, fp_seconds: int | None,
-             fp_repetitions: int | None, analysis: dict[str, Any]) -> Any:
-    """Run the profile on the fleet with progress on stderr (``d``: the merged ProfileDefaults)."""
+def _measure(st: Store, spec: AppSpec, v1: str, v2: str, opts: ProfileOptions) -> ProfileResult:
+    """Run the profile on the fleet with progress on stderr."""
     from quiho.cli._fleet import _progress
     from quiho.fleet import load_inventory
-    from quiho.fleet.local.calibrate import axes_kept, calibrated_fleet
-    from quiho.profile import parse_age, run_profile
+    from quiho.fleet.local.calibrate import resolve_fleet
+    from quiho.profile import run_profile
 
-    age = parse_age(d.max_age)
-    inventory = d.inventory
-    if inventory is None:
-        # the local fleet calibrated to this machine (probes it first if needed; says so on stderr); the number of
-        # axes it kept goes to the analysis (no 'equivalent' on a one-axis fleet), which only run_profile's own
-        # calibration passed on before, and the CLI never let it calibrate
-        cal = calibrated_fleet(st, lambda msg: err(f"quiho profile: {msg}"))
-        inventory = cal.inventory
-        analysis = {**analysis, "fleet_axes": axes_kept(cal.choice)}
-    with _progress(len(load_inventory(inventory).names), "profile") as on_event:
-        return run_profile(
-            spec, v1, v2, store=st, inventory=inventory, max_age_s=age, battery=d.battery,
-            repetitions=d.repetitions, on_event=on_event, resume=resume, fingerprint_seconds=fp_seconds,
-            fingerprint_repetitions=fp_repetitions, warmup=d.warmup,
-            on_step=lambda msg: err(f"quiho profile: {msg}"), **analysis,
-        )
+    def say(msg: str) -> None:
+        err(f"quiho profile: {msg}")
+
+    # no -i: the local fleet calibrated to this machine (probes it first if needed; says so on stderr)
+    fleet = resolve_fleet(opts.measure.inventory, st, say)
+    with _progress(len(load_inventory(fleet.inventory).names), "profile") as on_event:
+        return run_profile(spec, v1, v2, store=st, options=opts, fleet=fleet, on_event=on_event, on_step=say)
 
 
 def register(app: typer.Typer) -> None:

@@ -13,14 +13,14 @@ Steps (each kept, and marked, when a later one is partial):
    when a profile is not meaningful, and per-function trace verdicts when given.
 
 :func:`analyse_profile` does 3-5 on runs already in the store, so a profile can be
-recomputed (other seeds, another floor) without running anything.
+recomputed (other seeds, another floor) without running anything. The settings of every
+step travel as one :class:`~quiho.profile.options.ProfileOptions`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,13 +35,12 @@ from quiho.fingerprint import FingerprintPlan, HostReport, fingerprint
 from quiho.fingerprint.catalog import Catalog, load_catalog
 from quiho.fingerprint.drift import drift_warnings
 from quiho.fleet import FleetEvent, Inventory, load_inventory
-from quiho.fleet.local.calibrate import axes_kept, calibrated_fleet
+from quiho.fleet.local.calibrate import ResolvedFleet, axes_kept, resolve_fleet
 from quiho.fleet.session import measuring, new_batch
 from quiho.irup import (
     Advice,
     Comparison,
     Irup,
-    ModelParams,
     ShiftSettings,
     TargetData,
     advise_fleet_size,
@@ -51,15 +50,15 @@ from quiho.irup import (
     load_target,
 )
 from quiho.profile.hints import Hint, root_cause_hints, trace_hints
-from quiho.profile.interleave import run_interleaved, store_label
-from quiho.profile.project import DEFAULTS
+from quiho.profile.interleave import InterleavePlan, run_interleaved, store_label
+from quiho.profile.options import AnalysisOptions, MeasureOptions, ProfileOptions, parse_age
 from quiho.profile.stats import MetricChange, metric_change
 from quiho.store import Store, utcnow
 from quiho.store import fleet as fleet_store
 
-__all__ = ["ProfileResult", "HostStatus", "analyse_profile", "analyse_data", "run_profile", "find_fingerprint_run",
-           "save_profile",
-           "parse_age", "load_profile", "REPORT_SCHEMA", "REPORT_SCHEMA_VERSION"]
+__all__ = ["ProfileResult", "ProfileData", "Measured", "HostStatus", "analyse_profile", "analyse_data", "run_profile",
+           "host_fingerprints", "find_fingerprint_run", "save_profile", "parse_age", "load_profile", "REPORT_SCHEMA",
+           "REPORT_SCHEMA_VERSION"]
 
 REPORT_SCHEMA = "quiho.profile"
 REPORT_SCHEMA_VERSION = 1
@@ -158,31 +157,6 @@ def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_age(text: str | float | int) -> float:
-    """Seconds from ``"90"``, ``"30m"``, ``"6h"`` or ``"2d"``.
-
-    Raises
-    ------
-    UsageError
-        Not a non-negative number with an optional s/m/h/d suffix.
-    """
-    if isinstance(text, int | float):
-        return float(text)
-    t = str(text).strip().lower()
-    mult = _AGE_UNITS.get(t[-1:], None)
-    num = t[:-1] if mult else t
-    try:
-        val = float(num) * (mult or 1)
-    except ValueError:
-        raise UsageError(f"--max-age {text!r}: use seconds or a number with s/m/h/d (e.g. 6h)") from None
-    if val < 0:
-        raise UsageError("--max-age must not be negative")
-    return val
-
-
 def find_fingerprint_run(store: Store, hosts: Sequence[str], max_age_s: float) -> tuple[int, str, float] | None:
     """(run id, batch, age in seconds) of the fingerprint run that applies to ``hosts``, at most ``max_age_s`` old.
 
@@ -190,6 +164,11 @@ def find_fingerprint_run(store: Store, hosts: Sequence[str], max_age_s: float) -
     """
     ref = fleet_store.applicable_fingerprint_run(store, hosts, max_age_s)
     return None if ref is None else (ref.run_id, ref.batch, ref.age_s)
+
+
+def host_fingerprints(data: TargetData) -> pd.DataFrame:
+    """The median fingerprint of each host of ``data``'s training rows: hosts as rows, stressors as columns."""
+    return data.X.groupby(data.meta["host"].to_numpy()).median().rename_axis("host")
 
 
 def _host_median_rows(td: TargetData) -> TargetData:
@@ -225,37 +204,9 @@ def _single_axis_guard(comparison: Comparison, fleet_axes: int | None) -> Compar
         "the hosts alike, so the IRUPs cannot tell resources apart and equivalence is not shown; " + comparison.reason))
 
 
-def analyse_data(
-    runs: pd.DataFrame,
-    data_a: TargetData | None,
-    data_b: TargetData | None,
-    *,
-    application: str,
-    version_a: str,
-    version_b: str,
-    label_b: str | None = None,
-    batch: str = "",
-    unit: str = "",
-    higher_is_better: bool = False,
-    fingerprints: pd.DataFrame | None = None,
-    fingerprinted_hosts: Sequence[str] | None = None,
-    min_change: float = DEFAULTS.min_change,
-    alpha: float = 0.05,
-    seeds: int = DEFAULTS.seeds,
-    random_state: int = 0,
-    importance: str = "classic",
-    model_params: ModelParams | None = None,
-    advise: bool = True,
-    n_jobs: int = -1,
-    trace_changes: Sequence[Any] | None = None,
-    trace_note: str | None = None,
-    catalog: Catalog | None = None,
-    partial: Sequence[str] = (),
-    fleet_axes: int | None = None,
-) -> ProfileResult:
-    """Analyse runs and training data already assembled (the store-free core of a profile).
-
-    Over 80 lines only by its parameters and their documentation (the code is 43 lines).
+@dataclass(frozen=True)
+class ProfileData:
+    """The evidence of one profile, assembled (the store-free input of :func:`analyse_data`).
 
     Parameters
     ----------
@@ -268,73 +219,113 @@ def analyse_data(
         Names for the report.
     label_b : str, optional
         Version label of the candidate's rows in ``runs`` (default ``version_b``).
-    min_change, alpha : float
-        Magnitude floor and significance level of the metric test.
-    seeds, random_state, importance, model_params :
-        IRUP settings (:func:`quiho.irup.compute_irup`).
-    advise : bool, default True
-        Run the fleet-size advisor for a profile that is not meaningful.
-    trace_changes : sequence of quiho.detect.Change, optional
-        Per-function verdicts to join into the hints (:func:`quiho.profile.traces.join_traces`).
-    trace_note : str, optional
-        Where those verdicts came from, kept in the notes.
+    batch, unit : str
+        The runs' batch and the metric's unit (reported only).
+    higher_is_better : bool, default False
+        Direction of the metric.
+    fingerprints : DataFrame, optional
+        Median fingerprint per host (rows) and stressor (columns), for the report
+        (:func:`host_fingerprints` of training rows).
+    fingerprinted_hosts : sequence of str, optional
+        Hosts with a fingerprint (known: each host without one gets a note). Default: the hosts of
+        ``fingerprints`` when that is given, else unknown.
     partial : sequence of str
         Reasons already known why the profile is partial.
+    fleet_axes : int, optional
+        Independent axes the fleet's hosts differ along, when its calibration says (fewer than 2: no
+        ``equivalent``).
+    """
+
+    runs: pd.DataFrame
+    data_a: TargetData | None
+    data_b: TargetData | None
+    application: str
+    version_a: str
+    version_b: str
+    label_b: str | None = None
+    batch: str = ""
+    unit: str = ""
+    higher_is_better: bool = False
+    fingerprints: pd.DataFrame | None = None
+    fingerprinted_hosts: Sequence[str] | None = None
+    partial: Sequence[str] = ()
+    fleet_axes: int | None = None
+
+
+def analyse_data(data: ProfileData, options: AnalysisOptions | None = None, *,
+                 catalog: Catalog | None = None) -> ProfileResult:
+    """Analyse runs and training data already assembled (the store-free core of a profile): steps 3-5.
+
+    Parameters
+    ----------
+    data : ProfileData
+        The runs, each version's IRUP training rows and what is known about them.
+    options : AnalysisOptions, optional
+        Metric test, IRUP and hint settings (default ``AnalysisOptions()``).
+    catalog : Catalog, optional
+        Stressor catalog (default ``stressors/catalog.yaml``).
 
     Returns
     -------
     ProfileResult
+
+    Examples
+    --------
+    >>> from quiho.datasets import planted_profile
+    >>> runs, a, b = planted_profile(n_groups=6, stressors=("cpu", "stream", "zero"))
+    >>> res = analyse_data(ProfileData(runs, None, None, application="planted", version_a="v1", version_b="v2"))
+    >>> res.verdict, res.irup_verdict
+    ('regression', 'unavailable')
     """
-    label_b = label_b or version_b
+    opts = options or AnalysisOptions()
+    label_b = data.label_b or data.version_b
     catalog = catalog or load_catalog()
-    notes = list(partial)
-    ok = runs[runs["status"] == "ok"]
-    mc = metric_change(
-        ok.assign(version=ok["version"]), version_a=version_a, version_b=label_b, higher_is_better=higher_is_better,
-        unit=unit, min_change=min_change, alpha=alpha, random_state=random_state,
-    )
-    names = {"a": version_a, "b": version_b}
-    datas = {"a": data_a, "b": data_b}
-    irups, errors = _irups(datas, importance=importance, seeds=seeds, random_state=random_state,
-                           model_params=model_params, n_jobs=n_jobs, catalog=catalog)
+    notes = list(data.partial)
+    ok = data.runs[data.runs["status"] == "ok"]
+    mc = metric_change(ok.assign(version=ok["version"]), version_a=data.version_a, version_b=label_b,
+                       higher_is_better=data.higher_is_better, unit=data.unit, options=opts)
+    names = {"a": data.version_a, "b": data.version_b}
+    datas = {"a": data.data_a, "b": data.data_b}
+    irups, errors = _irups(datas, opts, catalog)
     ia, ib = irups["a"], irups["b"]
     notes.extend(f"IRUP of {names[key]} unavailable: {why}" for key, why in errors.items())
     comparison = None
-    if ia is not None and ib is not None and data_a is not None and data_b is not None:
-        settings = ShiftSettings(random_state=random_state, n_jobs=n_jobs)
-        comparison, shift_note = compare_runs(ia, ib, data_a, data_b, settings)
+    if ia is not None and ib is not None and data.data_a is not None and data.data_b is not None:
+        settings = ShiftSettings(random_state=opts.random_state, n_jobs=opts.n_jobs)
+        comparison, shift_note = compare_runs(ia, ib, data.data_a, data.data_b, settings)
         notes.extend([shift_note] if shift_note else [])
-        comparison = _single_axis_guard(comparison, fleet_axes)
-    advice = _advice(irups, datas, model_params, random_state, n_jobs, notes) if advise else {}
+        comparison = _single_axis_guard(comparison, data.fleet_axes)
+    advice = _advice(irups, datas, opts, notes) if opts.advise else {}
     hints = root_cause_hints(ia, ib, comparison, catalog=catalog, advice=advice, metric_verdict=mc.verdict)
     if ia is None or ib is None:
         hints = (Hint("validity", "No resource-profile comparison: " + "; ".join(
             f"{names[k]}: {v}" for k, v in errors.items())
             + ". The metric verdict stands on its own; fingerprint the hosts (or add hosts) to get IRUPs.",
             subject="irup"),) + hints
-    if trace_changes:
-        hints = hints + trace_hints(trace_changes)
-    statuses = _host_statuses(runs, version_a, label_b, set(fingerprinted_hosts or []))
+    if opts.trace_changes:
+        hints = hints + trace_hints(opts.trace_changes)
+    fp_hosts = data.fingerprinted_hosts
+    if fp_hosts is None and data.fingerprints is not None:
+        fp_hosts = [str(h) for h in data.fingerprints.index]
+    statuses = _host_statuses(data.runs, data.version_a, label_b, set(fp_hosts or []))
     for hs in statuses:
         if hs.failed_a or hs.failed_b:
             notes.append(f"host {hs.host}: {hs.failed_a + hs.failed_b} failed run(s): {'; '.join(hs.reasons)}")
-        if fingerprinted_hosts is not None and not hs.fingerprinted:
+        if fp_hosts is not None and not hs.fingerprinted:
             notes.append(f"host {hs.host} has no fingerprint: its runs count in the metric test, not in the IRUPs")
     notes.extend(f"host {host} left out of the metric test: {why}" for host, why in mc.excluded_hosts.items())
     return ProfileResult(
-        application=application, version_a=version_a, version_b=version_b, label_b=label_b, batch=batch,
-        verdict=mc.verdict, metric=mc, irup_a=ia, irup_b=ib, comparison=comparison, hints=hints, advice=advice,
-        hosts=tuple(statuses), partial=tuple(dict.fromkeys(notes)), irup_errors=errors, runs=runs.reset_index(
-            drop=True), fingerprints=fingerprints if fingerprints is not None else pd.DataFrame(),
-        params={"min_change": min_change, "alpha": alpha, "seeds": seeds, "random_state": random_state,
-                "importance": importance, "model": (model_params or ModelParams()).__dict__},
-        created_at=utcnow(), notes=(trace_note,) if trace_note else (),
+        application=data.application, version_a=data.version_a, version_b=data.version_b, label_b=label_b,
+        batch=data.batch, verdict=mc.verdict, metric=mc, irup_a=ia, irup_b=ib, comparison=comparison, hints=hints,
+        advice=advice, hosts=tuple(statuses), partial=tuple(dict.fromkeys(notes)), irup_errors=errors,
+        runs=data.runs.reset_index(drop=True),
+        fingerprints=data.fingerprints if data.fingerprints is not None else pd.DataFrame(),
+        params=opts.params(), created_at=utcnow(), notes=(opts.trace_note,) if opts.trace_note else (),
     )
 
 
 def _irups(
-    datas: dict[str, TargetData | None], *, importance: str, seeds: int, random_state: int,
-    model_params: ModelParams | None, n_jobs: int, catalog: Catalog,
+    datas: dict[str, TargetData | None], opts: AnalysisOptions, catalog: Catalog,
 ) -> tuple[dict[str, Irup | None], dict[str, str]]:
     """The IRUP of each version's training data, or why there is none."""
     irups: dict[str, Irup | None] = {}
@@ -345,8 +336,9 @@ def _irups(
             errors[key] = "no training rows (no fingerprints paired with this version's runs)"
             continue
         try:
-            irups[key] = compute_irup(data, importance=importance, seeds=seeds, random_state=random_state,
-                                      params=model_params, n_jobs=n_jobs, catalog=catalog)
+            irups[key] = compute_irup(data, importance=opts.importance, seeds=opts.seeds,
+                                      random_state=opts.random_state, params=opts.model_params, n_jobs=opts.n_jobs,
+                                      catalog=catalog)
         except NotEnoughData as exc:  # includes NotEnoughMachines
             irups[key] = None
             errors[key] = str(exc)
@@ -354,8 +346,7 @@ def _irups(
 
 
 def _advice(
-    irups: dict[str, Irup | None], datas: dict[str, TargetData | None], model_params: ModelParams | None,
-    random_state: int, n_jobs: int, notes: list[str],
+    irups: dict[str, Irup | None], datas: dict[str, TargetData | None], opts: AnalysisOptions, notes: list[str],
 ) -> dict[str, Advice]:
     """Fleet-size advice for each IRUP that is not meaningful (a failure becomes a note)."""
     advice: dict[str, Advice] = {}
@@ -363,8 +354,8 @@ def _advice(
         data = datas[key]
         if irup is not None and data is not None and irup.validity.verdict == "not-meaningful":
             try:
-                advice[irup.target] = advise_fleet_size(data, full=irup, draws=4, params=model_params,
-                                                       random_state=random_state, n_jobs=n_jobs)
+                advice[irup.target] = advise_fleet_size(data, full=irup, draws=4, params=opts.model_params,
+                                                       random_state=opts.random_state, n_jobs=opts.n_jobs)
             except QuihoError as exc:
                 notes.append(f"fleet-size advice for {irup.target} unavailable: {exc}")
     return advice
@@ -384,71 +375,88 @@ def _host_statuses(runs: pd.DataFrame, version_a: str, label_b: str, fp_hosts: s
     return statuses
 
 
+@dataclass(frozen=True)
+class Measured:
+    """What the measuring steps of :func:`run_profile` tell the analysis of their batch.
+
+    ``fingerprint_run_id``: the fingerprint run the batch's runs are paired with (default: the lowest the runs
+    name); ``partial``: why the profile is partial so far; ``trace_messages``: hosts that could not trace, and
+    why; ``fleet_axes``: independent axes of the calibrated local fleet (None: look the batch's hosts up in the
+    stored calibrations).
+    """
+
+    fingerprint_run_id: int | None = None
+    partial: Sequence[str] = ()
+    trace_messages: dict[str, str] | None = None
+    fleet_axes: int | None = None
+
+
 def analyse_profile(
     store: Store,
     application: str,
     version_a: str,
     version_b: str,
     batch: str,
+    options: AnalysisOptions | None = None,
     *,
-    fingerprint_run_id: int | None = None,
-    partial: Sequence[str] = (),
-    trace_messages: dict[str, str] | None = None,
-    **kwargs: Any,
+    measured: Measured | None = None,
 ) -> ProfileResult:
     """Analyse the interleaved runs of ``batch`` already in the store (steps 3-5; nothing is run).
 
-    Keyword arguments are passed to :func:`analyse_data`. Runs the batch traced (``--trace``) become fleet
-    verdicts per function (:func:`quiho.profile.traces.fleet_traces`; ``trace_messages``: hosts that could
-    not trace, and why), joined into the hints.
+    ``options`` as for :func:`analyse_data`; ``measured``: what the run that measured ``batch`` knows
+    (:func:`run_profile` passes it; a re-analysis does not). Runs the batch traced (``--trace``) become fleet
+    verdicts per function (:func:`quiho.profile.traces.fleet_traces`), joined into the hints.
 
     Raises
     ------
     UsageError
         ``batch`` has no runs of these versions.
     """
+    opts = options or AnalysisOptions()
+    m = measured or Measured()
     label_b = store_label(version_a, version_b)
     runs = fleet_store.profile_runs(store, application, (version_a, label_b), batch)
     if runs.empty:
         raise UsageError(f"profile batch {batch!r} has no runs of {application}@{version_a} / @{version_b}")
-    if "fleet_axes" not in kwargs:  # a stored batch of a calibrated local fleet: its calibration says how many axes
+    fleet_axes = m.fleet_axes
+    if fleet_axes is None:  # a stored batch of a calibrated local fleet: its calibration says how many axes
         cal = fleet_store.calibration_for_hosts(store, set(runs["host"]))
-        kwargs["fleet_axes"] = axes_kept(cal["result"]["choice"]) if cal is not None else None
+        fleet_axes = axes_kept(cal["result"]["choice"]) if cal is not None else None
     ok = runs[runs["status"] == "ok"]
     unit = str(ok["unit"].iloc[0]) if len(ok) else str(runs["unit"].iloc[0])
-    hib = bool(runs["higher_is_better"].iloc[0])
     fp_ids = sorted({int(x) for x in runs["fingerprint_run_id"].dropna()})
-    if fingerprint_run_id is None and fp_ids:
-        fingerprint_run_id = fp_ids[0]
+    fingerprint_run_id = m.fingerprint_run_id if m.fingerprint_run_id is not None or not fp_ids else fp_ids[0]
     fps = load_fingerprints(store, fp_ids)
-    fp_hosts = sorted(set(fps["host"])) if len(fps) else []
     wide = (fps.pivot_table(index="host", columns="stressor", values="value", aggfunc="median")
             if len(fps) else pd.DataFrame())
-    data: dict[str, TargetData | None] = {}
-    notes = list(partial)
-    info: list[str] = []
-    for key, label in (("a", version_a), ("b", label_b)):
-        try:
-            td = load_target(store, f"{application}@{label}", batch=batch)
-        except QuihoError:
-            data[key] = None
-            continue
-        data[key] = _host_median_rows(td)
-        for n in td.notes:
-            # a median fingerprint for an extra app repetition loses nothing; dropped rows do
-            (info if "median fingerprint" in n else notes).append(f"{application}@{label}: {n}")
-    res = analyse_data(
+    notes, info = list(m.partial), list[str]()
+    data = {key: _training_rows(store, f"{application}@{label}", batch, notes, info)
+            for key, label in (("a", version_a), ("b", label_b))}
+    res = analyse_data(ProfileData(
         runs.drop(columns=["unit", "higher_is_better", "fingerprint_run_id"]), data["a"], data["b"],
         application=application, version_a=version_a, version_b=version_b, label_b=label_b, batch=batch, unit=unit,
-        higher_is_better=hib, fingerprints=wide, fingerprinted_hosts=fp_hosts, partial=notes, **kwargs,
-    )
-    res = _with_fleet_traces(store, res, runs, unit, trace_messages, int(kwargs.get("random_state", 0)))
+        higher_is_better=bool(runs["higher_is_better"].iloc[0]), fingerprints=wide,
+        fingerprinted_hosts=sorted(set(fps["host"])) if len(fps) else [], partial=notes, fleet_axes=fleet_axes,
+    ), opts)
+    res = _with_fleet_traces(store, res, runs, unit, m.trace_messages, opts.random_state)
     fp = fleet_store.fingerprint_run_age(store, fingerprint_run_id) if fingerprint_run_id else None
     return dataclasses.replace(res, fingerprint_run_id=fingerprint_run_id,
                                params={**res.params, "fingerprint_rows": "host median (the runs and the "
                                        "fingerprint are separate sessions)"},
                                fingerprint_batch=fp[0] if fp else None, fingerprint_age_s=fp[1] if fp else None,
                                notes=res.notes + tuple(info))
+
+
+def _training_rows(store: Store, target: str, batch: str, notes: list[str], info: list[str]) -> TargetData | None:
+    """``target``'s IRUP rows of ``batch`` (host medians), or None; its load notes go to ``notes`` or ``info``."""
+    try:
+        td = load_target(store, target, batch=batch)
+    except QuihoError:
+        return None
+    for n in td.notes:
+        # a median fingerprint for an extra app repetition loses nothing; dropped rows do
+        (info if "median fingerprint" in n else notes).append(f"{target}: {n}")
+    return _host_median_rows(td)
 
 
 def _with_fleet_traces(store: Store, res: ProfileResult, runs: pd.DataFrame, unit: str,
@@ -501,20 +509,43 @@ def load_profile(store: Store, batch: str) -> dict[str, Any]:
     return doc
 
 
-def _fingerprints_for(
-    store: Store, inv: Inventory, found: fleet_store.FingerprintRunRef | None, max_age_s: float, battery: str,
-    seconds: int | None, repetitions: int | None, on_event: Callable[[FleetEvent], None] | None,
-    step: Callable[[str], None],
-) -> tuple[int | None, bool, list[str]]:
+@dataclass(frozen=True)
+class _Job:
+    """One profile being measured: what every measuring step needs."""
+
+    spec: AppSpec
+    version_a: str
+    version_b: str
+    store: Store
+    inv: Inventory
+    batch: str
+    measure: MeasureOptions
+    on_event: Callable[[FleetEvent], None] | None
+    step: Callable[[str], None]
+
+    def fingerprint(self, **where: Any) -> Any:
+        """A new fingerprint run of the options' battery (``where``: ``resume``, ``hosts``)."""
+        m = self.measure
+        plan = FingerprintPlan(battery=m.battery, seconds=m.fingerprint_seconds, repetitions=m.fingerprint_repetitions)
+        return fingerprint(self.inv.path, store=self.store, on_event=self.on_event, plan=plan, **where)
+
+    def interleave(self, hosts: Sequence[str], fingerprint_run_id: int | None) -> dict[str, tuple[str, str | None]]:
+        """Both versions on ``hosts``, interleaved (:func:`run_interleaved`); the status per host."""
+        plan = InterleavePlan(repetitions=self.measure.repetitions, warmup=self.measure.warmup, hosts=list(hosts),
+                              fingerprint_run_id=fingerprint_run_id)
+        return run_interleaved(self.spec, self.version_a, self.version_b, self.inv.path, store=self.store,
+                               batch=self.batch, plan=plan, on_event=self.on_event).hosts
+
+
+def _fingerprints_for(job: _Job, found: fleet_store.FingerprintRunRef | None) -> tuple[int | None, bool, list[str]]:
     """Step 1: (fingerprint run id, fingerprinted now, notes): reuse ``found`` (the applicable run) or fingerprint."""
     notes: list[str] = []
     if found is not None:
-        step(f"reusing fingerprint run {found.batch} ({found.age_s / 60:.0f} min old)")
+        job.step(f"reusing fingerprint run {found.batch} ({found.age_s / 60:.0f} min old)")
         return found.run_id, False, notes
-    step(f"fingerprinting {len(inv.names)} host(s) with the {battery} battery (no fingerprint younger than "
-         f"{max_age_s:g} s)")
-    fp = fingerprint(inv.path, store=store, on_event=on_event,
-                     plan=FingerprintPlan(battery=battery, seconds=seconds, repetitions=repetitions))
+    job.step(f"fingerprinting {len(job.inv.names)} host(s) with the {job.measure.battery} battery (no fingerprint "
+             f"younger than {job.measure.max_age_s:g} s)")
+    fp = job.fingerprint()
     if fp.status == "failed":
         notes.append(f"fingerprint run {fp.batch} failed: {'; '.join(fp.errors) or 'no stressor succeeded'}")
         return None, False, notes
@@ -531,33 +562,75 @@ def _host_note(h: HostReport) -> str | None:
 
 
 def _fingerprint_and_run(
-    spec: AppSpec, version_a: str, version_b: str, inv: Inventory, hosts: Sequence[str],
-    fp_args: tuple[str, int | None, int | None], *, store: Store, batch: str, repetitions: int | None, warmup: int,
-    on_event: Callable[[FleetEvent], None] | None,
+    job: _Job, hosts: Sequence[str],
 ) -> tuple[int | None, list[str], dict[str, tuple[str, str | None]]]:
     """Steps 1-2 host by host on a fleet that shares one machine: fingerprint a host, then run both versions on it.
 
     Returns (fingerprint run id, notes, run status per host). One fingerprint run holds all
     hosts (each call measures one more of them). Why: the hosts of a local fleet are emulated one after the
     other on the same machine, so a host measured minutes after its fingerprint meets another machine state
-    (other tenants of the VM, page-cache and THP state, frequency) than its fingerprint did; the IRUP then
+    (other tenants, page-cache and THP state, frequency) than its fingerprint did; the IRUP then
     explains the runs with a fingerprint of another moment. Back to back, the two see the same moment.
     """
-    battery, seconds, reps = fp_args
     fp_batch: str | None = None
     run_id: int | None = None
     notes: list[str] = []
     statuses: dict[str, tuple[str, str | None]] = {}
     for host in hosts:
-        fp = fingerprint(inv.path, store=store, resume=fp_batch, hosts=[host], on_event=on_event,
-                         plan=FingerprintPlan(battery=battery, seconds=seconds, repetitions=reps))
+        fp = job.fingerprint(resume=fp_batch, hosts=[host])
         fp_batch, run_id = fp.batch, fp.run_id
         notes.extend(n for h in fp.hosts if h.name == host and (n := _host_note(h)))
         notes.extend(fp.errors)  # this call measured only this host
-        statuses.update(run_interleaved(spec, version_a, version_b, inv.path, store=store, batch=batch,
-                                        fingerprint_run_id=run_id, repetitions=repetitions, warmup=warmup,
-                                        hosts=[host], on_event=on_event).hosts)
+        statuses.update(job.interleave([host], run_id))
     return run_id, notes, statuses
+
+
+def _trace_batch(job: _Job) -> dict[str, str]:
+    """After the measured runs: trace both versions on every host the batch has no traced run of; host messages."""
+    from quiho.store.traces import batch_trace_runs
+    from quiho.trace.fleet import run_fleet_traces
+
+    trace, spec = job.measure.trace, job.spec
+    # a resume traces every host the batch has no traced run of: those measured now, and those measured
+    # before whose tracing was cut off or failed (no root, no tracer ... fixed since, or said again)
+    seen = {r.host for r in batch_trace_runs(job.store, spec.name, job.batch)} if job.measure.resume else set()
+    trace_hosts = [h for h in job.inv.names if h not in seen]
+    job.step(f"tracing {len(trace.functions)} function(s), {trace.runs} traced run(s) per version per host "
+             f"(not in the metric) on {len(trace_hosts)} host(s)")
+    traced = run_fleet_traces(spec, job.version_a, job.version_b, trace, job.inv, store=job.store, batch=job.batch,
+                              labels={"1": job.version_a, "2": store_label(job.version_a, job.version_b)},
+                              hosts=trace_hosts, on_event=job.on_event)
+    messages: dict[str, str] = traced.host_messages()
+    return messages
+
+
+def _measure(job: _Job) -> tuple[int | None, bool, bool, list[str], dict[str, str] | None]:
+    """Steps 1-2 (and the traces) under the store's measurement lock.
+
+    Returns (fingerprint run id, fingerprinted now, back to back, notes, trace host messages).
+    """
+    spec, m, store, inv = job.spec, job.measure, job.store, job.inv
+    with measuring(store, f"quiho profile {spec.name}@{job.version_a} @{job.version_b}"):
+        done = fleet_store.hosts_with_runs(store, job.batch, spec.name) if m.resume else set()
+        todo = [h for h in inv.names if h not in done]
+        found = fleet_store.applicable_fingerprint_run(store, inv.names, m.max_age_s)
+        if found is None and inv.shares_machine and todo:
+            job.step(f"fingerprinting {len(inv.names)} host(s) with the {m.battery} battery (no fingerprint younger "
+                     f"than {m.max_age_s:g} s) and running {spec.name}@{job.version_a} and @{job.version_b} "
+                     f"interleaved, host by host (each host's runs right after its fingerprint), batch {job.batch}")
+            back_to_back = fresh = True
+            run_id, notes, hosts_run = _fingerprint_and_run(job, todo)
+        else:
+            back_to_back = False
+            run_id, fresh, notes = _fingerprints_for(job, found)
+            job.step(f"running {spec.name}@{job.version_a} and @{job.version_b} interleaved on {len(todo)} host(s), "
+                     f"batch {job.batch}")
+            hosts_run = job.interleave(todo, run_id)
+        trace_messages = _trace_batch(job) if m.trace is not None else None
+    for name, (st, why) in hosts_run.items():
+        if st != "ok":
+            notes.append(f"host {name}: {st}" + (f" ({why})" if why else ""))
+    return run_id, fresh, back_to_back, notes, trace_messages
 
 
 def run_profile(
@@ -566,26 +639,16 @@ def run_profile(
     version_b: str,
     *,
     store: Store,
-    inventory: str | os.PathLike[str] | None = None,
-    max_age_s: float = parse_age(DEFAULTS.max_age),
-    battery: str = DEFAULTS.battery,
-    fingerprint_seconds: int | None = None,
-    fingerprint_repetitions: int | None = None,
-    repetitions: int | None = DEFAULTS.repetitions,
-    warmup: int = DEFAULTS.warmup,
-    resume: str | None = None,
-    trace: Any = None,
+    options: ProfileOptions | None = None,
+    fleet: ResolvedFleet | None = None,
     on_event: Callable[[FleetEvent], None] | None = None,
     on_step: Callable[[str], None] | None = None,
-    **kwargs: Any,
 ) -> ProfileResult:
     """Profile ``version_b`` against ``version_a`` of ``spec`` on a fleet (steps 1-5) and save the result.
 
-    Over 80 lines only by its parameters and their documentation (the code is 27 lines).
-
     Holds the store's measurement lock while measuring. Interrupted (Ctrl-C, SIGTERM), the
     cleanup runs, the hosts already measured stay stored under the batch (``on_step`` names
-    it before the runs start; ``resume`` continues it) and a fingerprint in progress is
+    it before the runs start; ``options.measure.resume`` continues it) and a fingerprint in progress is
     marked ``partial`` (the next profile's fingerprint step resumes nothing: it reuses a
     partial run that is young enough, or fingerprints anew).
 
@@ -597,27 +660,15 @@ def run_profile(
         Baseline and candidate (the same version twice is a false-positive check).
     store : Store
         Where fingerprints, runs and the profile go.
-    inventory : path-like, optional
-        Default the local fleet.
-    max_age_s : float, default 1 day
-        Reuse a fingerprint run at most this old; 0 forces a new fingerprint.
-    battery : str, default "quick"
-        Battery of a new fingerprint.
-    fingerprint_seconds, fingerprint_repetitions : int, optional
-        Override the battery's seconds / repetitions for a new fingerprint.
-    repetitions : int, optional
-        Runs per version per host (default ``spec.repetitions``).
-    warmup : int, default 1
-        Discarded warm-up runs per version per host before the measured ones.
-    resume : str, optional
-        Batch of an interrupted profile: run only the hosts without a successful run in it (with ``trace``:
-        trace every host it has no traced run of), then analyse all.
-    trace : quiho.trace.fleet.TracePlan, optional
-        After the measured runs, trace both versions on every host (:func:`quiho.trace.fleet.run_fleet_traces`).
+    options : ProfileOptions, optional
+        What is measured and how it is analysed (default ``ProfileOptions()``: the calibrated local fleet,
+        the quick battery, fingerprints up to a day old ...).
+    fleet : ResolvedFleet, optional
+        The fleet already resolved from ``options.measure.inventory``
+        (:func:`quiho.fleet.local.calibrate.resolve_fleet`; a CLI does it first to size its progress bar);
+        default: resolved here.
     on_event, on_step : callable, optional
         Fleet progress events and one line per step (for a CLI's stderr).
-    **kwargs
-        Passed to :func:`analyse_data` (``min_change``, ``alpha``, ``seeds`` ...).
 
     Raises
     ------
@@ -627,60 +678,22 @@ def run_profile(
         Bad input; nothing is run.
     """
     spec.require_versions(version_a, version_b)
+    opts = options or ProfileOptions()
+    m = opts.measure
     step = on_step or (lambda _msg: None)
-    cal = calibrated_fleet(store, step) if inventory is None else None  # None: the calibrated local fleet
-    inv = load_inventory(inventory if cal is None else cal.inventory)
-    if cal is not None:  # the calibration says along how many independent axes its hosts differ
-        kwargs.setdefault("fleet_axes", axes_kept(cal.choice))
-    batch = resume or new_batch("profile")
-    fp_args = (battery, fingerprint_seconds, fingerprint_repetitions)
-    with measuring(store, f"quiho profile {spec.name}@{version_a} @{version_b}"):
-        done = fleet_store.hosts_with_runs(store, batch, spec.name) if resume else set()
-        todo = [h for h in inv.names if h not in done]
-        found = fleet_store.applicable_fingerprint_run(store, inv.names, max_age_s)
-        if found is None and inv.shares_machine and todo:
-            step(f"fingerprinting {len(inv.names)} host(s) with the {battery} battery (no fingerprint younger than "
-                 f"{max_age_s:g} s) and running {spec.name}@{version_a} and @{version_b} interleaved, host by host "
-                 f"(each host's runs right after its fingerprint), batch {batch}")
-            back_to_back = fresh = True
-            run_id, notes, hosts_run = _fingerprint_and_run(spec, version_a, version_b, inv, todo, fp_args,
-                                                            store=store, batch=batch, repetitions=repetitions,
-                                                            warmup=warmup, on_event=on_event)
-        else:
-            back_to_back = False
-            run_id, fresh, notes = _fingerprints_for(store, inv, found, max_age_s, *fp_args, on_event, step)
-            step(f"running {spec.name}@{version_a} and @{version_b} interleaved on {len(todo)} host(s), "
-                 f"batch {batch}")
-            hosts_run = run_interleaved(spec, version_a, version_b, inv.path, store=store, batch=batch,
-                                        fingerprint_run_id=run_id, repetitions=repetitions, warmup=warmup,
-                                        hosts=todo, on_event=on_event).hosts
-        trace_messages = None
-        if trace is not None:
-            from quiho.store.traces import batch_trace_runs
-            from quiho.trace.fleet import run_fleet_traces
-
-            # a resume traces every host the batch has no traced run of: those measured now, and those measured
-            # before whose tracing was cut off or failed (no root, no tracer ... fixed since, or said again)
-            seen = {r.host for r in batch_trace_runs(store, spec.name, batch)} if resume else set()
-            trace_hosts = [h for h in inv.names if h not in seen]
-            step(f"tracing {len(trace.functions)} function(s), {trace.runs} traced run(s) per version per host "
-                 f"(not in the metric) on {len(trace_hosts)} host(s)")
-            traced = run_fleet_traces(spec, version_a, version_b, trace, inv, store=store, batch=batch,
-                                      labels={"1": version_a, "2": store_label(version_a, version_b)},
-                                      hosts=trace_hosts, on_event=on_event)
-            trace_messages = traced.host_messages()
-    for name, (st, why) in hosts_run.items():
-        if st != "ok":
-            notes.append(f"host {name}: {st}" + (f" ({why})" if why else ""))
+    fleet = fleet or resolve_fleet(m.inventory, store, step)  # no inventory: the calibrated local fleet
+    batch = m.resume or new_batch("profile")
+    job = _Job(spec, version_a, version_b, store, load_inventory(fleet.inventory), batch, m, on_event, step)
+    run_id, fresh, back_to_back, notes, trace_messages = _measure(job)
     step("computing the metric change, both IRUPs and their comparison")
-    res = analyse_profile(store, spec.name, version_a, version_b, batch, fingerprint_run_id=run_id,
-                          partial=notes, trace_messages=trace_messages, **kwargs)
-    warm_note = (f"{warmup} warm-up run(s) per version per host were run first and discarded",) if warmup else ()
+    res = analyse_profile(store, spec.name, version_a, version_b, batch, opts.analysis, measured=Measured(
+        fingerprint_run_id=run_id, partial=notes, trace_messages=trace_messages, fleet_axes=fleet.axes))
+    warm_note = (f"{m.warmup} warm-up run(s) per version per host were run first and discarded",) if m.warmup else ()
     # Hosts whose fingerprint history shows drift: their older fingerprints describe another machine.
-    drift = tuple(f"warning: {w}" for w in drift_warnings(store, inv.names))
+    drift = tuple(f"warning: {w}" for w in drift_warnings(store, job.inv.names))
     res = dataclasses.replace(res, fingerprinted_now=fresh, notes=res.notes + warm_note + drift,
-                              params={**res.params, "warmup": warmup,
-                                      "repetitions": repetitions or spec.repetitions})
+                              params={**res.params, "warmup": m.warmup,
+                                      "repetitions": m.repetitions or spec.repetitions})
     if back_to_back:
         res = dataclasses.replace(res, params={**res.params, "fingerprint_rows": (
             "host median (each host fingerprinted right before its runs)")})

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -44,8 +44,8 @@ from quiho.store import Store
 from quiho.store import fleet as fleet_store
 from quiho.store.fleet import AppRunBatch, AppRunRow
 
-__all__ = ["InterleavedRun", "RunRecord", "interleaved_records", "run_interleaved", "store_label", "INTERLEAVE_SH",
-           "SETUP_SH"]
+__all__ = ["InterleavedRun", "InterleavePlan", "RunRecord", "interleaved_records", "run_interleaved", "store_label",
+           "INTERLEAVE_SH", "SETUP_SH"]
 
 #: $1 first (0|1), $2 n1 = argc of version 1, $3 workdir 1, $4 workdir 2, then argv1..., argv2...
 INTERLEAVE_SH = (
@@ -170,6 +170,35 @@ def interleaved_records(
     return records
 
 
+@dataclass(frozen=True)
+class InterleavePlan:
+    """What :func:`run_interleaved` runs, and what its runs are recorded against.
+
+    Parameters
+    ----------
+    repetitions : int, optional
+        Runs per version per host (default ``spec.repetitions``).
+    warmup : int, default 1
+        Discarded warm-up runs per version per host, at the start of the sequence (first runs pay for a cold
+        page cache and binaries). They are returned with ``warmup=True`` and not stored in ``app_runs``.
+    hosts : sequence of str, optional
+        Only these inventory hosts.
+    fingerprint_run_id : int, optional
+        Fingerprint run the application runs are paired with.
+    host_key_checking : bool, default True
+        SSH host key checking of the fleet session.
+    cgroup_prefix : str, default "quiho"
+        Prefix of the emulated hosts' cgroups.
+    """
+
+    repetitions: int | None = None
+    warmup: int = 1
+    hosts: Sequence[str] | None = None
+    fingerprint_run_id: int | None = None
+    host_key_checking: bool = True
+    cgroup_prefix: str = "quiho"
+
+
 def run_interleaved(
     spec: AppSpec,
     version_a: str,
@@ -178,17 +207,10 @@ def run_interleaved(
     *,
     store: Store,
     batch: str,
-    fingerprint_run_id: int | None,
-    repetitions: int | None = None,
-    warmup: int = 1,
-    hosts: list[str] | None = None,
-    host_key_checking: bool = True,
-    cgroup_prefix: str = "quiho",
+    plan: InterleavePlan | None = None,
     on_event: Callable[[FleetEvent], None] | None = None,
 ) -> InterleavedRun:
     """Run ``version_a`` and ``version_b`` alternately on every host and store each run in ``app_runs``.
-
-    Over 80 lines only by its parameters and their documentation (the code is 47 lines).
 
     Each invocation's runs are stored as soon as it ends, so an interrupted profile keeps
     the hosts already measured (a resume runs only the others).
@@ -205,26 +227,22 @@ def run_interleaved(
         Runs go to ``app_runs`` with ``source='profile'`` and this ``batch``.
     batch : str
         Label of this profile's runs.
-    fingerprint_run_id : int or None
-        Fingerprint run the application runs are paired with.
-    repetitions : int, optional
-        Runs per version per host (default ``spec.repetitions``).
-    warmup : int, default 1
-        Discarded warm-up runs per version per host, at the start of the sequence (first runs
-        pay for cold page cache and binaries; measured here: up to 5x the later runs). They are
-        returned with ``warmup=True`` and not stored in ``app_runs``.
-    hosts : list of str, optional
-        Only these inventory hosts.
+    plan : InterleavePlan, optional
+        Repetitions, warm-ups, hosts and the fingerprint run (default ``InterleavePlan()``).
+    on_event : callable, optional
+        Fleet progress events.
 
     Returns
     -------
     InterleavedRun
         ``status`` complete / partial / failed; a failed run is recorded with its reason and stderr tail.
     """
+    p = plan or InterleavePlan()
+    warmup, hosts = p.warmup, p.hosts
     spec.require_versions(version_a, version_b)
     if warmup < 0:
         raise UsageError("warmup must be 0 or more")
-    reps = int(repetitions or spec.repetitions)
+    reps = int(p.repetitions or spec.repetitions)
     labels = {"1": version_a, "2": store_label(version_a, version_b)}
     inv = load_inventory(inventory)
     names = [h for h in inv.names if hosts is None or h in hosts]
@@ -236,8 +254,8 @@ def run_interleaved(
     statuses: dict[str, tuple[str, str | None]] = {}
     with measuring(store, f"quiho profile {spec.name}@{version_a} @{version_b}"):
         remember_inventory(store, inv)
-        session = FleetSession(inv, "run.yml", batch, cgroup_prefix=cgroup_prefix,
-                               host_key_checking=host_key_checking, forks=5, on_event=on_event)
+        session = FleetSession(inv, "run.yml", batch, cgroup_prefix=p.cgroup_prefix,
+                               host_key_checking=p.host_key_checking, forks=5, on_event=on_event)
         # alternate hosts start with v2 on a shared machine (a first-run effect cancels across hosts)
         first_of = {h: (i % 2 if inv.shares_machine else 0) for i, h in enumerate(inv.names)}
         for group in session.groups(names):
@@ -257,7 +275,7 @@ def run_interleaved(
             records.extend(recs)
             extra = {"interleaved_with": [version_a, version_b], "timeout_s": spec.timeout,
                      "warmup_runs_per_version": warmup}
-            head = AppRunBatch("profile", batch, fingerprint_run_id, spec.name, spec.metric.test, spec.metric.unit,
+            head = AppRunBatch("profile", batch, p.fingerprint_run_id, spec.name, spec.metric.test, spec.metric.unit,
                                spec.metric.higher_is_better, t0.isoformat())
             fleet_store.insert_app_runs(
                 store, head,

@@ -20,51 +20,30 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from quiho._yaml import read_yaml_mapping
 from quiho.app import AppSpec, load_app_spec
-from quiho.errors import AppSpecError, UsageError
+from quiho.errors import AppSpecError
 
-__all__ = ["DEFAULTS", "ProjectFile", "ProfileDefaults", "load_project", "resolve_spec", "PROJECT_SCHEMA_VERSION"]
+__all__ = ["ProjectFile", "ProfileDefaults", "load_project", "resolve_spec", "PROJECT_SCHEMA_VERSION"]
 
 PROJECT_SCHEMA_VERSION = 1
 
 
 class ProfileDefaults(BaseModel):
-    """The defaults of ``quiho profile``, the one place they live.
+    """``quiho.yml``'s ``profile:`` section: the settings a project fixes for ``quiho profile``.
 
-    Built in here, overridden by ``quiho.yml``'s ``profile:`` section, then by command-line
-    options (:meth:`with_options`).
-
-    ``repetitions`` None means the application spec's own; ``inventory`` None the local fleet.
+    A field left out (None) is not set: the command-line option, else the default of
+    :class:`quiho.profile.options.ProfileOptions` (the one place the defaults live), applies.
+    :meth:`ProfileOptions.build <quiho.profile.options.ProfileOptions.build>` merges them.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     inventory: str | None = None
-    battery: str = "quick"
-    max_age: str = "24h"
-    min_change: float = Field(default=0.05, ge=0, lt=1)
+    battery: str | None = None
+    max_age: str | None = None
+    min_change: float | None = Field(default=None, ge=0, lt=1)
     repetitions: int | None = Field(default=None, ge=1)
-    seeds: int = Field(default=10, ge=1)
-    warmup: int = Field(default=1, ge=0)
-
-    def with_options(self, **options: object) -> ProfileDefaults:
-        """These defaults with every option that is not None put over them (validated).
-
-        Raises
-        ------
-        UsageError
-            An option out of range (e.g. ``min_change`` outside [0, 1)).
-        """
-        given = {k: v for k, v in options.items() if v is not None}
-        try:
-            return ProfileDefaults.model_validate({**self.model_dump(), **given})
-        except ValidationError as exc:
-            msg = "; ".join(f"--{'.'.join(str(x) for x in e['loc']).replace('_', '-')}: {e['msg']}"
-                            for e in exc.errors())
-            raise UsageError(msg) from None
-
-
-#: The built-in defaults.
-DEFAULTS = ProfileDefaults()
+    seeds: int | None = Field(default=None, ge=1)
+    warmup: int | None = Field(default=None, ge=0)
 
 
 class ProjectFile(BaseModel):

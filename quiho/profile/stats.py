@@ -41,6 +41,7 @@ import pandas as pd
 from scipy.stats import mannwhitneyu, wilcoxon
 
 from quiho.errors import UsageError
+from quiho.profile.options import AnalysisOptions
 
 __all__ = ["HostChange", "MetricChange", "metric_change", "VERDICTS", "van_elteren", "WILCOXON_MIN_HOSTS"]
 
@@ -202,16 +203,9 @@ def metric_change(
     version_b: str,
     higher_is_better: bool = False,
     unit: str = "",
-    min_change: float = 0.05,
-    alpha: float = 0.05,
-    confidence: float = 0.95,
-    n_boot: int = 4000,
-    min_hosts: int = 3,
-    random_state: int = 0,
+    options: AnalysisOptions | None = None,
 ) -> MetricChange:
     """Test whether the metric of ``version_b`` differs from ``version_a``.
-
-    Over 80 lines only by its parameters and their documentation (the code is 42 lines).
 
     Parameters
     ----------
@@ -223,18 +217,12 @@ def metric_change(
         Direction of the metric (False for run times).
     unit : str
         Unit of ``value`` (reported only).
-    min_change : float, default 0.05
-        Magnitude floor as a fraction: smaller changes are ``no-change``.
-    alpha : float, default 0.05
-        Significance level of the paired test.
-    confidence : float, default 0.95
-        Level of the bootstrap interval.
-    n_boot : int, default 4000
-        Bootstrap draws over hosts.
-    min_hosts : int, default 3
-        Fewer hosts with both versions make the verdict ``inconclusive``.
-    random_state : int, default 0
-        Seed of the bootstrap.
+    options : AnalysisOptions, optional
+        The test's settings (default ``AnalysisOptions()``): ``min_change`` (magnitude floor as a fraction,
+        default 0.05: smaller changes are ``no-change``), ``alpha`` (significance level of the paired test,
+        0.05), ``confidence`` (level of the bootstrap interval, 0.95), ``n_boot`` (bootstrap draws over hosts,
+        4000), ``min_hosts`` (fewer hosts with both versions make the verdict ``inconclusive``, 3) and
+        ``random_state`` (seed of the bootstrap, 0).
 
     Returns
     -------
@@ -243,7 +231,7 @@ def metric_change(
     Raises
     ------
     UsageError
-        Missing columns or nonsensical thresholds.
+        Missing columns.
 
     References
     ----------
@@ -259,15 +247,15 @@ def metric_change(
     >>> rows = [(f"h{i}", v, t * (1.3 if v == "new" else 1.0)) for i, t in enumerate([1, 2, 3, 4, 5, 6])
     ...         for v in ("old", "new") for _ in range(3)]
     >>> mc = metric_change(pd.DataFrame(rows, columns=["host", "version", "value"]),
-    ...                    version_a="old", version_b="new")
+    ...                    version_a="old", version_b="new", options=AnalysisOptions(min_change=0.1))
     >>> mc.verdict, round(mc.change, 2)
     ('regression', 0.3)
     """
     missing = {"host", "version", "value"} - set(runs.columns)
     if missing:
         raise UsageError(f"runs lack column(s) {', '.join(sorted(missing))}")
-    if not 0 <= min_change < 1 or not 0 < alpha < 1 or not 0 < confidence < 1:
-        raise UsageError("min_change must be in [0, 1), alpha and confidence in (0, 1)")
+    o = options or AnalysisOptions()
+    min_change, alpha, confidence, n_boot = o.min_change, o.alpha, o.confidence, o.n_boot
     df = runs[runs["version"].isin([version_a, version_b])].copy()
     df["value"] = df["value"].astype(float)
     per_host, excluded, pairs = _per_host(df, version_a, version_b)
@@ -282,7 +270,7 @@ def metric_change(
                             rank_biserial=float("nan"), hosts_used=0, hosts_worse=0, hosts_better=0,
                             hosts_significant=0, **common)  # type: ignore[arg-type]
     logr = np.log([h.ratio for h in per_host])
-    est, lo, hi = _bootstrap_median(logr, confidence, n_boot, random_state)
+    est, lo, hi = _bootstrap_median(logr, confidence, n_boot, o.random_state)
     p_w, rb = _signed_rank(logr)
     _, p_strat = van_elteren(pairs)
     test = "wilcoxon" if n >= WILCOXON_MIN_HOSTS or not np.isfinite(p_strat) else "van-elteren"
@@ -298,7 +286,7 @@ def metric_change(
         f"{p_strat:.3g}{' (the test used: too few hosts for signed ranks)' if test == 'van-elteren' else ''}; "
         f"{direction if est else 'changed'} on {max(hosts_worse, hosts_better) if est else 0} of {n} hosts"
     )
-    verdict, why = _verdict(n, min_hosts, p_test < alpha and (lo > 0 or hi < 0), est, lo, hi, min_change,
+    verdict, why = _verdict(n, o.min_hosts, p_test < alpha and (lo > 0 or hi < 0), est, lo, hi, min_change,
                             higher_is_better)
     return MetricChange(
         verdict, f"{why} ({facts})", est, lo, hi, wilcoxon_p=p_w, rank_biserial=rb, hosts_used=n,

@@ -106,7 +106,7 @@ def test_profile_report_with_mathtext_names(tmp_path):
     """``write_report`` (``quiho profile --report``): IRUP pair, metric per host and fingerprint figures."""
     from quiho.datasets import planted_profile
     from quiho.irup import ModelParams
-    from quiho.profile import analyse_data
+    from quiho.profile import AnalysisOptions, ProfileData, analyse_data, host_fingerprints
     from quiho.report.html import write_report
 
     stressors = ("cpu", "$x^$", "stream", "$\\foo$", "vm", "cache")
@@ -115,10 +115,9 @@ def test_profile_report_with_mathtext_names(tmp_path):
                                  version_a="$v^1$", version_b="$\\v2$")
     runs["host"] = runs["host"].map(lambda h: f"${h}^$")
     a.meta["host"] = a.meta["host"].map(lambda h: f"${h}^$")
-    res = analyse_data(runs, a, b, application=app, version_a="$v^1$", version_b="$\\v2$", unit="$s^$",
-                       seeds=2, model_params=ModelParams(n_estimators=50), n_jobs=1,
-                       fingerprints=a.X.assign(host=a.meta["host"]).groupby("host").median(),
-                       fingerprinted_hosts=sorted(set(a.meta["host"])))
+    res = analyse_data(ProfileData(runs, a, b, application=app, version_a="$v^1$", version_b="$\\v2$", unit="$s^$",
+                                   fingerprints=host_fingerprints(a)),
+                       AnalysisOptions(seeds=2, model_params=ModelParams(n_estimators=50), n_jobs=1))
     files = write_report(res, tmp_path / "report")
     pngs = sorted((tmp_path / "report").glob("*.png"))
     assert {p.name for p in pngs} >= {"irups.png", "metric.png", "fingerprints.png"}, files

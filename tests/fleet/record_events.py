@@ -25,7 +25,7 @@ from typing import Any
 from quiho.app import load_app_spec, run_app
 from quiho.fingerprint import FingerprintPlan, fingerprint
 from quiho.fleet.runner import Invocation, PlaybookResult
-from quiho.profile.interleave import run_interleaved
+from quiho.profile.interleave import InterleavePlan, run_interleaved
 from quiho.store import open_store
 
 fpmod = importlib.import_module("quiho.fingerprint.run")  # the package's 'fingerprint' is the function
@@ -165,8 +165,8 @@ def _apps(out: Path, work: Path, one: Path, gone: Path, store: Any, only: set[st
             c.save(out / f"app-{version}.json", what)
     if "interleaved" in only:
         with Capture() as c:
-            run_interleaved(s, "ok", "fail", gone, store=store, batch="rec-profile", fingerprint_run_id=None,
-                            repetitions=2, warmup=1)
+            run_interleaved(s, "ok", "fail", gone, store=store, batch="rec-profile",
+                            plan=InterleavePlan(repetitions=2, warmup=1))
         c.save(out / "interleaved.json", "interleaved ok/fail, 2 repetitions + 1 warm-up each, rec-gone unreachable")
 
 

@@ -38,7 +38,7 @@ def test_not_meaningful_irup_is_said_with_advice():
 
     from quiho.datasets import planted_profile
     from quiho.irup import TargetData
-    from quiho.profile import analyse_data
+    from quiho.profile import AnalysisOptions, ProfileData, analyse_data
 
     from .conftest import FAST  # noqa: TID252
 
@@ -50,8 +50,8 @@ def test_not_meaningful_irup_is_said_with_advice():
     def noise(d):
         return TargetData(d.target, d.X, d.y * 0 + rng.lognormal(size=len(d.y)), d.meta, d.unit, d.higher_is_better)
 
-    r = analyse_data(runs, noise(a), noise(b), application="noise", version_a="v1", version_b="v2", seeds=2,
-                     model_params=FAST, n_jobs=2)
+    r = analyse_data(ProfileData(runs, noise(a), noise(b), application="noise", version_a="v1", version_b="v2"),
+                     AnalysisOptions(seeds=2, model_params=FAST, n_jobs=2))
     assert r.irup_a is not None and r.irup_a.validity.verdict == "not-meaningful"
     # A not-meaningful profile proves no equivalence; only the permutation test's rejection (at rate alpha
     # on noise like this: p = 0.04 here) can call it different, and then only tentatively.
@@ -78,18 +78,20 @@ def test_a_single_axis_fleet_cannot_show_equivalence():
     """Same planted bottleneck in both versions: 'equivalent' on a fleet whose stressors vary independently,
     'inconclusive' (with why) when the fleet says its hosts differ along one axis only; a shift stays 'different'."""
     from quiho.datasets import planted_profile
-    from quiho.profile import analyse_data
+    from quiho.profile import AnalysisOptions, ProfileData, analyse_data
 
     from .conftest import FAST  # noqa: TID252
 
     runs, a, b = planted_profile(n_groups=10, spread=0.5, change=1.5, bottleneck_a="stream", bottleneck_b="stream",
                                  stressors=("cpu", "matrix", "stream", "zero"))
-    kw = dict(application="same", version_a="v1", version_b="v2", seeds=2, model_params=FAST, n_jobs=2)
-    free = analyse_data(runs, a, b, **kw)
+    kw = dict(application="same", version_a="v1", version_b="v2")
+    opts = AnalysisOptions(seeds=2, model_params=FAST, n_jobs=2)
+    free = analyse_data(ProfileData(runs, a, b, **kw), opts)
     assert free.irup_verdict == "equivalent"
-    one = analyse_data(runs, a, b, fleet_axes=1, **kw)
+    one = analyse_data(ProfileData(runs, a, b, fleet_axes=1, **kw), opts)
     assert one.irup_verdict == "inconclusive" and "1 independent axis" in one.comparison.reason
     assert one.comparison.p_value == free.comparison.p_value  # the test itself is unchanged
-    shifted = analyse_data(*planted_profile(n_groups=10, spread=0.5, change=1.5,
-                                            stressors=("cpu", "matrix", "stream", "zero")), fleet_axes=1, **kw)
+    shifted = analyse_data(ProfileData(*planted_profile(n_groups=10, spread=0.5, change=1.5,
+                                                        stressors=("cpu", "matrix", "stream", "zero")),
+                                       fleet_axes=1, **kw), opts)
     assert shifted.irup_verdict == "different"

@@ -7,9 +7,11 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from pydantic import ValidationError
 from scipy.stats import wilcoxon
 
 from quiho.errors import UsageError
+from quiho.profile import AnalysisOptions
 from quiho.profile.stats import cliffs_delta, metric_change
 
 
@@ -51,9 +53,10 @@ def test_constant_is_no_change():
 def test_small_noise_same_version_is_no_change_and_below_floor_is_no_change():
     mc = metric_change(_runs([1.0] * 8, noise=0.01, seed=3), version_a="a", version_b="b")
     assert mc.verdict == "no-change", mc.reason
-    small = metric_change(_runs([1.02] * 8), version_a="a", version_b="b", min_change=0.05)
+    small = metric_change(_runs([1.02] * 8), version_a="a", version_b="b", options=AnalysisOptions(min_change=0.05))
     assert small.verdict == "no-change" and "smaller than the 5% floor" in small.reason
-    assert metric_change(_runs([1.02] * 8), version_a="a", version_b="b", min_change=0.01).verdict == "regression"
+    assert metric_change(_runs([1.02] * 8), version_a="a", version_b="b",
+                         options=AnalysisOptions(min_change=0.01)).verdict == "regression"
 
 
 def test_heavy_noise_is_inconclusive_not_a_change():
@@ -106,14 +109,14 @@ def test_wilcoxon_p_is_scipys_on_log_ratios():
 def test_bad_input():
     with pytest.raises(UsageError, match="column"):
         metric_change(pd.DataFrame({"host": []}), version_a="a", version_b="b")
-    with pytest.raises(UsageError):
-        metric_change(_runs([1.0] * 3), version_a="a", version_b="b", min_change=2.0)
+    with pytest.raises(ValidationError, match="min_change"):  # nonsensical thresholds: refused by the options
+        metric_change(_runs([1.0] * 3), version_a="a", version_b="b", options=AnalysisOptions(min_change=2.0))
 
 
 def test_seeded_bootstrap_is_reproducible():
     runs = _runs([1.2, 0.9, 1.3, 1.1, 1.05, 1.4], noise=0.05, seed=5)
-    x = metric_change(runs, version_a="a", version_b="b", random_state=7)
-    y = metric_change(runs, version_a="a", version_b="b", random_state=7)
+    x = metric_change(runs, version_a="a", version_b="b", options=AnalysisOptions(random_state=7))
+    y = metric_change(runs, version_a="a", version_b="b", options=AnalysisOptions(random_state=7))
     assert (x.ci_low, x.ci_high) == (y.ci_low, y.ci_high)
 
 

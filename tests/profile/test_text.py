@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from quiho.datasets import planted_profile
-from quiho.profile import analyse_data
+from quiho.profile import AnalysisOptions, ProfileData, analyse_data
 from quiho.profile.text import summary_lines
 
 FORGED = "app\x1b[31m\nverdict: NO-CHANGE"
@@ -18,8 +18,8 @@ def no_irup_result():
     runs, _, _ = planted_profile(n_groups=10, change=1.5, application=FORGED, version_a="v1", version_b="v2")
     runs.loc[(runs["host"] == runs["host"].iloc[0]) & (runs["version"] == "v2"), ["status", "value", "reason"]] = (
         "failed", None, "exit code 3: boom\x1b[2J")
-    return analyse_data(runs, None, None, application=FORGED, version_a="v1", version_b="v2", unit="s",
-                        higher_is_better=False, seeds=2, advise=False)
+    return analyse_data(ProfileData(runs, None, None, application=FORGED, version_a="v1", version_b="v2", unit="s",
+                                    higher_is_better=False), AnalysisOptions(seeds=2, advise=False))
 
 
 def test_summary_states_verdict_size_ci_and_p(no_irup_result) -> None:

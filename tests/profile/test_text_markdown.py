@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from quiho.datasets import planted_profile
-from quiho.profile import analyse_data
+from quiho.profile import AnalysisOptions, ProfileData, analyse_data
 from quiho.profile.text import summary_markdown
 
 NAME = "app|x *bold* <img src=x>\n\x1b[31m"
@@ -17,8 +17,8 @@ NAME = "app|x *bold* <img src=x>\n\x1b[31m"
 @pytest.fixture(scope="module")
 def result():
     runs, _, _ = planted_profile(n_groups=10, change=1.5, application=NAME, version_a="v1", version_b="v2|b")
-    return analyse_data(runs, None, None, application=NAME, version_a="v1", version_b="v2|b", unit="s",
-                        higher_is_better=False, seeds=2, advise=False)
+    return analyse_data(ProfileData(runs, None, None, application=NAME, version_a="v1", version_b="v2|b", unit="s",
+                                    higher_is_better=False), AnalysisOptions(seeds=2, advise=False))
 
 
 def test_markdown_has_verdict_magnitude_ci_p_and_link(result):
