@@ -36,7 +36,7 @@ def planted_profile(
 ) -> tuple[pd.DataFrame, TargetData, TargetData]:
     """Runs and IRUP training rows of a planted version pair.
 
-    More than 8 parameters on purpose, like scikit-learn's ``make_*`` generators: all keyword-only with
+    Many parameters because it is a seeded generator like scikit-learn's ``make_*``: all keyword-only with
     defaults, each one property of the planted truth (fleet shape, bottlenecks, change, noise, names, seed).
 
     Parameters

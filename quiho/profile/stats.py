@@ -40,12 +40,15 @@ import numpy as np
 import pandas as pd
 from scipy.stats import mannwhitneyu, wilcoxon
 
+from quiho._text import json_number
 from quiho.errors import UsageError
 from quiho.profile.options import AnalysisOptions
 
 __all__ = ["HostChange", "MetricChange", "metric_change", "VERDICTS", "van_elteren", "WILCOXON_MIN_HOSTS"]
 
 VERDICTS = ("regression", "improvement", "no-change", "inconclusive")
+#: Decimals of the numbers in the JSON document.
+_DIGITS = 6
 #: Fewer hosts than this: the exact signed-rank test cannot reach p < 0.05 (5 hosts: 2/32).
 WILCOXON_MIN_HOSTS = 6
 
@@ -67,7 +70,7 @@ class HostChange:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready mapping."""
-        return {k: _num(v) if isinstance(v, float) else v for k, v in self.__dict__.items()}
+        return {k: json_number(v, _DIGITS) if isinstance(v, float) else v for k, v in self.__dict__.items()}
 
 
 @dataclass(frozen=True)
@@ -99,19 +102,16 @@ class MetricChange:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready mapping (relative changes as fractions: 0.25 = +25 %)."""
         return {
-            "verdict": self.verdict, "reason": self.reason, "change": _num(self.change),
-            "ci": [_num(self.ci_low), _num(self.ci_high)], "confidence": self.confidence,
-            "wilcoxon_p": _num(self.wilcoxon_p), "rank_biserial": _num(self.rank_biserial),
+            "verdict": self.verdict, "reason": self.reason, "change": json_number(self.change, _DIGITS),
+            "ci": [json_number(self.ci_low, _DIGITS), json_number(self.ci_high, _DIGITS)],
+            "confidence": self.confidence, "wilcoxon_p": json_number(self.wilcoxon_p, _DIGITS),
+            "rank_biserial": json_number(self.rank_biserial, _DIGITS),
             "hosts_used": self.hosts_used, "hosts_worse": self.hosts_worse, "hosts_better": self.hosts_better,
             "hosts_significant": self.hosts_significant, "min_change": self.min_change, "alpha": self.alpha,
             "unit": self.unit, "higher_is_better": self.higher_is_better, "n_boot": self.n_boot,
-            "stratified_p": _num(self.stratified_p), "test": self.test,
+            "stratified_p": json_number(self.stratified_p, _DIGITS), "test": self.test,
             "per_host": [h.to_dict() for h in self.per_host], "excluded_hosts": dict(self.excluded_hosts),
         }
-
-
-def _num(x: float) -> float | None:
-    return None if x is None or not np.isfinite(x) else round(float(x), 6)
 
 
 def _cov(v: np.ndarray) -> float:
