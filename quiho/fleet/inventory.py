@@ -76,6 +76,14 @@ class Inventory(BaseModel):
         """True when hosts are emulated on the controller: they must be measured one invocation at a time."""
         return any(h.emulated for h in self.hosts)
 
+    def first_version(self) -> dict[str, int]:
+        """Which of two interleaved versions each host runs first (0: the first, 1: the second).
+
+        On a fleet that shares this machine alternate hosts start with the second version, so a first-run effect
+        (cold page cache, a fresh binary) cancels across hosts; real hosts all start with the first.
+        """
+        return {h: (i % 2 if self.shares_machine else 0) for i, h in enumerate(self.names)}
+
 
 def tool_path() -> str:
     """Return ``$PATH`` with this interpreter's scripts directory first.

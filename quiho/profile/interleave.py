@@ -256,8 +256,7 @@ def run_interleaved(
         remember_inventory(store, inv)
         session = FleetSession(inv, "run.yml", batch, cgroup_prefix=p.cgroup_prefix,
                                host_key_checking=p.host_key_checking, forks=5, on_event=on_event)
-        # alternate hosts start with v2 on a shared machine (a first-run effect cancels across hosts)
-        first_of = {h: (i % 2 if inv.shares_machine else 0) for i, h in enumerate(inv.names)}
+        first_of = inv.first_version()
         for group in session.groups(names):
             first = first_of[group[0]]
             extravars = {
