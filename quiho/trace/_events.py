@@ -279,6 +279,8 @@ def _gather(o: _Ints, tid: _Ints, ts: _Ints, func: _Ints, arg: _Ints,
 def _match_kernel(tid: _Ints, k: _Ints, func: _Ints, ts: _Ints) -> tuple[_Ints, _Ints, _Ints, _Ints, int]:
     """Apply the module docstring's matching rule in one pass over events in thread-time order.
 
+    Long because it is one compiled pass: helpers numba cannot inline would cost a call per event.
+
     A first, cheap pass finds the range of levels. Per level, the last event and whether it is the current
     thread's: an exit whose level's last event is an entry closes it (kept if the function ids agree or the
     exit's is -1, else counted as mismatched).
@@ -368,7 +370,10 @@ def _match_kernel(tid: _Ints, k: _Ints, func: _Ints, ts: _Ints) -> tuple[_Ints, 
 @njit(cache=True, nogil=True)
 def _by_level(seg: int, end: int, tmin: int, c_ent: _Ints, c_ext: _Ints, c_excl: _Ints, c_lev: _Ints,
               ent: _Ints, ext: _Ints, excl: _Ints, depth: _Ints, count: _Ints) -> None:
-    """Stable counting sort of one thread's calls ``[seg, end)`` by level into the output slots ``[seg, end)``."""
+    """Stable counting sort of one thread's calls ``[seg, end)`` by level into the output slots ``[seg, end)``.
+
+    Many parameters because a numba kernel takes arrays and scalars, not objects.
+    """
     if end == seg:
         return
     lo = count.size
@@ -408,6 +413,8 @@ def _calls_frame(names: tuple[str, ...], ent: _Ints, ext: _Ints, excl: _Ints, de
                  ts: _Ints, func: _Ints, arg: _Ints) -> pd.DataFrame:
     """The calls table sorted by function (``names`` order, unknown last) then ``order`` = rank by start time.
 
+    Many parameters because it takes the calls' columns as the compiled kernels return them (one array each).
+
     Ties in start time keep the order the calls come in (thread, level, entry position), as
     ``np.lexsort((start, function))`` would.
     """
@@ -439,7 +446,10 @@ def _calls_frame(names: tuple[str, ...], ent: _Ints, ext: _Ints, excl: _Ints, de
 @njit(cache=True, nogil=True)
 def _by_function(by_start: _Ints, ent: _Ints, ext: _Ints, excl: _Ints, depth: _Ints, tid: _Ints, ts: _Ints,
                  func: _Ints, arg: _Ints, nf: int) -> tuple[_Ints, _Ints, _Ints, _Ints, _Ints, _Ints, _Ints, _Ints]:
-    """Counting sort of the calls by function code (``nf`` = unknown), stable over ``by_start``."""
+    """Counting sort of the calls by function code (``nf`` = unknown), stable over ``by_start``.
+
+    Many parameters because a numba kernel takes arrays and scalars, not objects.
+    """
     m = by_start.size
     code = np.empty(m, np.int64)
     slot = np.zeros(nf + 2, np.int64)

@@ -59,6 +59,8 @@ def _parse_kernel(buf: np.ndarray, nfunc: int) -> tuple[np.ndarray, np.ndarray, 
                                                         np.ndarray, int, int]:
     """Parse event lines: LF, CR or CR LF end a line; space, tab, VT and FF separate fields.
 
+    Long because it is one compiled pass over the bytes: helpers numba cannot inline would cost a call per byte.
+
     A non-blank line is an event if it has exactly five fields of ASCII digits, each < 2^64, kind ≤ 1,
     function id < ``nfunc`` and thread id and timestamp < 2^63 (the argument saturates at 2^63 - 1); every
     other non-blank line counts as bad. (Python's ``bytes.splitlines``, ``bytes.split`` and ``isdigit``
