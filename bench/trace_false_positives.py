@@ -4,7 +4,7 @@ Runs ``tags@v1`` against itself ``--self`` times (any flagged function is a fals
 ``tags@v2`` ``--detect`` times (``find_tag`` is the one real change), on a small local fleet (three hosts: plain,
 CPU quota 70 % and 50 %; or ``-i INVENTORY``), with real bpftrace uprobes. Every profile's traces are then read
 back from the store twice: as ``quiho profile`` reads them (a host's flag must also hold across its traced runs,
-``quiho.profile.traces.runs_agree``) and with the calls alone (the joint detector's verdict as is). One row per
+``quiho.detect.runs_agree``) and with the calls alone (the joint detector's verdict as is). One row per
 profile and reading: hosts flagged per function, and the fleet's verdict. Needs root (cgroups, bpftrace), gcc and
 stress-ng.
 
@@ -87,14 +87,9 @@ def main() -> None:
             continue
         doc = json.loads(out.stdout)
         batch, app, va, lb = doc["batch"], doc["application"], doc["version_a"], doc["label_b"]
-        keep = traces.runs_agree
         with open_store(store) as st:
             for reading in ("calls and runs", "calls alone"):
-                traces.runs_agree = keep if reading == "calls and runs" else (lambda c, *_a, **_k: c)
-                try:
-                    ft = traces.fleet_traces(st, app, va, lb, batch)
-                finally:
-                    traces.runs_agree = keep
+                ft = traces.fleet_traces(st, app, va, lb, batch, run_check=reading == "calls and runs")
                 if ft is None:
                     print(f"| {kind} {i} | {reading} | no traces |", flush=True)
                     continue
