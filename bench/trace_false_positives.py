@@ -89,6 +89,46 @@ def _row(ft: traces.FleetTraces, kind: str, functions: tuple[str, ...], diffs: d
     return [flagged, side, *cells]
 
 
+def _profile(a: str, b: str, spec: Path, inv: Path, store: Path, args: argparse.Namespace) -> tuple[str, str, str]:
+    """``quiho profile A B --json`` (measured runs, fingerprints, traces); (batch, version_a, label_b)."""
+    extra = ["--trace-runs", str(args.trace_runs)] if a.startswith("zlib@") else []
+    cmd = [sys.executable, "-m", "quiho", "profile", a, b, "--spec", str(spec), "-i", str(inv), "--store",
+           str(store), "--max-age", "6h", "--fingerprint-repetitions", "1", "--seeds", "2", "--json", *extra]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode not in (0, 3) or not out.stdout.strip():
+        raise RuntimeError(str(out.stderr.strip().splitlines()[-1:]))
+    doc = json.loads(out.stdout)
+    return doc["batch"], doc["version_a"], doc["label_b"]
+
+
+def _traces_only(a: str, b: str, spec_path: Path, inv: Path, store: Path,
+                 args: argparse.Namespace) -> tuple[str, str, str]:
+    """Only the profile's tracing step (:func:`quiho.trace.fleet.run_fleet_traces`, same playbook and order),
+    without its measured runs and fingerprints; the versions' setups (builds) run here first."""
+    from quiho.app import TraceSpec
+    from quiho.fleet.inventory import load_inventory
+    from quiho.profile import resolve_spec
+    from quiho.profile.interleave import store_label
+    from quiho.trace.fleet import resolve_trace, run_fleet_traces
+
+    (app, va), (_, vb) = a.split("@"), b.split("@")
+    spec = resolve_spec(app, spec=spec_path)
+    for v in {va, vb}:
+        ver = spec.versions[v]
+        if ver.setup:
+            subprocess.run(list(ver.setup), cwd=ver.workdir or None, check=True)
+    want = spec.trace or TraceSpec(functions=FUNCTIONS[app], runs=args.trace_runs)
+    plan = resolve_trace(spec, va, vb, want.model_copy(update={"runs": args.trace_runs}))
+    batch = f"tfp-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    lb = store_label(va, vb)
+    with open_store(store) as st:
+        res = run_fleet_traces(spec, va, vb, plan, load_inventory(inv), store=st, batch=batch,
+                               labels={"1": va, "2": lb})
+    if not res.stored:
+        raise RuntimeError(f"no traced run stored: {res.host_messages()}")
+    return batch, va, lb
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--self", dest="n_self", type=int, default=4, help="tags@v1 vs tags@v1 profiles")
@@ -99,6 +139,9 @@ def main() -> None:
     ap.add_argument("--hosts", type=int, choices=(3, 8), default=3,
                     help="3: plain, quota 70 %% and 50 %%; 8: inventories/local.yml (quota x THP)")
     ap.add_argument("-i", "--inventory", type=Path, default=None, help="inventory (overrides --hosts)")
+    ap.add_argument("--traces-only", action="store_true",
+                    help="run only the profiles' tracing step (no measured runs, no fingerprints): same traces, "
+                         "about half the time")
     args = ap.parse_args()
     d = Path(tempfile.mkdtemp(prefix="quiho-tfp-"))
     inv = args.inventory or (REPO / "inventories" / "local.yml" if args.hosts == 8 else d / "hosts.yml")
@@ -112,22 +155,17 @@ def main() -> None:
     print("|---|---|---|---|---|---|" + "---|" * len(names), flush=True)
     tally: dict[tuple[str, str], list[int]] = {}
     sides: dict[str, list[float]] = {}
-    plan = ([("self", "tags@v1", "tags@v1")] * args.n_self + [("detect", "tags@v1", "tags@v2")] * args.detect
-            + [("zlib", "zlib@l1", "zlib@l9")] * args.zlib)
+    plan = ([("detect", "tags@v1", "tags@v2")] * args.detect + [("zlib", "zlib@l1", "zlib@l9")] * args.zlib
+            + [("self", "tags@v1", "tags@v1")] * args.n_self)
     for i, (kind, a, b) in enumerate(plan, 1):
         app = a.split("@")[0]
-        extra = ["--trace-runs", str(args.trace_runs)] if app == "zlib" else []
-        cmd = [sys.executable, "-m", "quiho", "profile", a, b, "--spec", str(specs[app]), "-i", str(inv), "--store",
-               str(store), "--max-age", "6h", "--fingerprint-repetitions", "1", "--seeds", "2", "--json", *extra]
         load, t0 = os.getloadavg()[0], time.monotonic()
-        out = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        took = (time.monotonic() - t0) / 60
-        if out.returncode not in (0, 3) or not out.stdout.strip():
-            print(f"| {kind} {i} | {load:.1f} | {took:.1f} | failed: {out.stderr.strip().splitlines()[-1:]} |",
-                  flush=True)
+        try:
+            batch, va, lb = (_traces_only if args.traces_only else _profile)(a, b, specs[app], inv, store, args)
+        except RuntimeError as exc:
+            print(f"| {kind} {i} | {load:.1f} | {(time.monotonic() - t0) / 60:.1f} | failed: {exc} |", flush=True)
             continue
-        doc = json.loads(out.stdout)
-        batch, va, lb = doc["batch"], doc["version_a"], doc["label_b"]
+        took = (time.monotonic() - t0) / 60
         with open_store(store) as st:
             diffs = _side_diffs(st, app, batch, va, lb)
             for reading in ("calls and runs", "calls alone"):
