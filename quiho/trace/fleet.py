@@ -2,8 +2,10 @@
 
 ``quiho profile APP@V1 APP@V2 --trace F1,F2`` (or the spec's ``trace:`` key) runs this after the measured
 runs. ``playbooks/trace.yml`` runs, per host, ``runs`` traced runs of each version in the order v1, v2, v1, v2 ...
-(on a fleet sharing one machine alternate hosts start with v2, as the measured runs do), inside the host's
-emulation (cgroup quota, co-runner, THP) like any application run, gzips each run's event file and fetches it.
+(on a fleet sharing one machine alternate hosts start with v2, as the measured runs do), the command inside the
+host's emulation (cgroup quota, co-runner, THP) like any application run, on CPU 0, and the tracer on the other
+CPUs: a tracer that shares the command's CPU preempts it to read events, so every probed call's time would
+depend on the other functions' speed. It gzips each run's event file and fetches it.
 The controller turns each file into calls (:func:`quiho.trace.parse_events`, :func:`quiho.trace.events_to_calls`)
 and stores them per host under the profile's batch (``trace_runs.batch``). Traced runs never feed the metric:
 uprobes cost 11-25 µs per hit, so the metric comes from the untraced runs; each traced run's wall time is kept
