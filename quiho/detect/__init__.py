@@ -26,10 +26,12 @@ from quiho.detect._base import (
 )
 from quiho.detect._fleet import FleetFunctionVerdict, fleet_function_verdicts
 from quiho.detect._joint import ChangeModelFit, fit_change_model
+from quiho.detect._runs import RUN_ALPHA, run_medians, runs_agree
 
 __all__ = [
     "DEFAULT_METHODS",
     "PROFILE_DETECTORS",
+    "RUN_ALPHA",
     "Change",
     "ChangeModelFit",
     "FleetFunctionVerdict",
@@ -44,6 +46,8 @@ __all__ = [
     "fleet_function_verdicts",
     "get_profile_detector",
     "register_profile_detector",
+    "run_medians",
+    "runs_agree",
 ]
 
 #: Methods run when none are named.
@@ -55,8 +59,13 @@ def detect(
     target: Profile,
     methods: Sequence[str] = DEFAULT_METHODS,
     params: dict[str, dict[str, Any]] | None = None,
+    *,
+    run_check: bool = True,
 ) -> list[Change]:
-    """Run the named detectors on two profiles.
+    """Run the named detectors on two profiles; a flagged change must also hold across runs.
+
+    Where both sides' samples carry run labels (repeated traced runs), every flagged change goes through
+    :func:`runs_agree`: the run, not the call, is the unit of replication.
 
     Parameters
     ----------
@@ -65,6 +74,8 @@ def detect(
         Names in :data:`PROFILE_DETECTORS` (``"all"`` runs every one).
     params : dict, optional
         Per-method threshold overrides, e.g. ``{"joint": {"alpha": 0.001}}``.
+    run_check : bool, default True
+        False: the detectors' verdicts from the calls alone (to measure what the run check removes).
 
     Returns
     -------
@@ -81,4 +92,8 @@ def detect(
     out: list[Change] = []
     for m in names:
         out.extend(get_profile_detector(m, **params.get(m, {})).compare(baseline, target))
-    return out
+    if not run_check:
+        return out
+    fa, fb = baseline.functions, target.functions
+    return [runs_agree(c, fa[c.function], fb[c.function]) if c.flagged and c.function in fa and c.function in fb
+            else c for c in out]

@@ -23,22 +23,28 @@ __all__ = ["Samples", "Profile", "State", "Change", "ProfileDetector", "PerFunct
 class Samples:
     """One function's measurements: amount ``y`` (e.g. inclusive ns) against an independent variable ``x``.
 
-    ``exclusive`` (ns per call) is optional and used by exclusive-time detectors.
+    ``exclusive`` (ns per call) is optional and used by exclusive-time detectors. ``run`` (optional) names the
+    run each point came from; with it, :func:`quiho.detect.detect` checks flagged changes across runs.
     """
 
     x: NDArray[np.float64]
     y: NDArray[np.float64]
     exclusive: NDArray[np.float64] | None = None
+    run: NDArray[np.int64] | None = None
 
     @classmethod
-    def of(cls, x: ArrayLike, y: ArrayLike, exclusive: ArrayLike | None = None) -> Samples:
+    def of(cls, x: ArrayLike, y: ArrayLike, exclusive: ArrayLike | None = None,
+           run: ArrayLike | None = None) -> Samples:
         xv = np.asarray(x, dtype=float).ravel()
         yv = np.asarray(y, dtype=float).ravel()
         if xv.shape != yv.shape:
             raise UsageError(f"x and y differ in length ({xv.size} vs {yv.size})")
         ex = None if exclusive is None else np.asarray(exclusive, dtype=float).ravel()
+        rv = None if run is None else np.asarray(run, dtype=np.int64).ravel()
+        if rv is not None and rv.shape != yv.shape:
+            raise UsageError(f"run labels and y differ in length ({rv.size} vs {yv.size})")
         ok = np.isfinite(xv) & np.isfinite(yv)
-        return cls(xv[ok], yv[ok], None if ex is None else ex[ok])
+        return cls(xv[ok], yv[ok], None if ex is None else ex[ok], None if rv is None else rv[ok])
 
     def __len__(self) -> int:
         return int(self.y.size)

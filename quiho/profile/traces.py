@@ -3,22 +3,19 @@
 ``quiho profile APP@V1 APP@V2`` joins them into its hints when the store holds trace
 runs of both versions (``quiho trace APP@V1 -- ...``), or when they are named explicitly
 (a run id, ``APP@VERSION`` or a Perun profile file). Repeated trace runs of one version
-are pooled as repetitions, exactly as ``quiho detect`` does.
+are pooled as repetitions and a flagged change must also hold across them (:func:`quiho.detect.runs_agree`),
+exactly as ``quiho detect`` does.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from quiho.store import Store
 
-__all__ = ["FleetTraces", "TraceJoin", "fleet_traces", "join_traces", "runs_agree"]
-
-#: one-sided level of the run-level check of a host's flagged change (:func:`runs_agree`)
-RUN_ALPHA = 0.05
+__all__ = ["FleetTraces", "TraceJoin", "fleet_traces", "join_traces"]
 
 
 @dataclass(frozen=True)
@@ -168,12 +165,13 @@ def _median(xs: Sequence[float]) -> float:
 def fleet_traces(store: Store, application: str, version_a: str, label_b: str, batch: str, *, unit: str = "",
                  metric_values: dict[str, tuple[Sequence[float], Sequence[float]]] | None = None,
                  host_messages: dict[str, str] | None = None, random_state: int = 0,
-                 min_effect: float = 0.05) -> FleetTraces | None:
+                 min_effect: float = 0.05, run_check: bool = True) -> FleetTraces | None:
     """Fleet verdicts per function from the runs profile ``batch`` traced (None when it traced nothing).
 
     Per host, both versions' traced runs are pooled as repetitions (``x = order``) and compared with the
     joint detector at its default settings; a host's flagged change that its runs do not show
-    (:func:`runs_agree`) becomes ``maybe``; :func:`quiho.detect.fleet_function_verdicts` then votes across hosts.
+    (:func:`quiho.detect.runs_agree`) becomes ``maybe`` (``run_check=False``: the calls alone);
+    :func:`quiho.detect.fleet_function_verdicts` then votes across hosts.
     The share of the metric change uses each function's exclusive time per baseline run and, for a metric in a
     time unit, the per-host change of the median metric of the untraced runs (``metric_values``:
     ``{host: (values of version_a, values of label_b)}``). Overhead per host = median traced wall / median
@@ -217,7 +215,7 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
             frames[key]["function"] = frames[key]["function"].astype(str)
         pa = profile_from_calls(frames["a"], source=f"{host} {version_a}")
         pb = profile_from_calls(frames["b"], source=f"{host} {label_b}")
-        per_host[host] = [runs_agree(c, frames["a"], frames["b"]) for c in detect(pa, pb, ["joint"], {})]
+        per_host[host] = detect(pa, pb, ["joint"], {}, run_check=run_check)
         if not samples:
             samples = {"host": host, "functions": _samples(frames, version_a, label_b)}
         exclusive[host] = {str(f): float(v) / len(ra)
@@ -242,49 +240,6 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
             ratios.append(ratio)
     overhead_doc = {"hosts": overhead, "median_ratio": _median(ratios) if ratios else None}
     return FleetTraces(tuple(verdicts), per_host, overhead_doc, messages, len(rows), samples)
-
-
-def runs_agree(change: Any, calls_a: Any, calls_b: Any, *, alpha: float = RUN_ALPHA) -> Any:
-    """``change`` if the traced runs themselves show it, else the same change as ``maybe``.
-
-    The joint detector treats every call as an independent observation, but calls of one run share that run's
-    moment of the machine (frequency, a neighbour's load, where the kernel put the pages): a whole traced run
-    can be 10-60 % slower than the next one of the same binary (bpftrace, tags example, this VM). Pooling the
-    calls of 2-3 runs per version, a run-level shift of that kind reads as a highly significant change of every
-    function. The run is the unit of replication, so a flagged change must also hold across runs: the runs'
-    medians of the function's inclusive time, one-sided exact Mann-Whitney test in the flagged direction, at
-    ``p <= max(alpha, p_min)``, where ``p_min = 1 / C(na + nb, na)`` is the smallest p the design allows (with
-    2-3 runs per version: every run of one version beyond every run of the other). With one run of either
-    version nothing can be checked and ``change`` is returned as is. The test's result goes into
-    ``support["runs"]``.
-    """
-    import math
-
-    from scipy import stats
-
-    from quiho.detect import State
-
-    if change.state not in (State.DEGRADATION, State.OPTIMIZATION):
-        return change
-    meds = []
-    for calls in (calls_a, calls_b):
-        own = calls[calls["function"] == change.function]
-        meds.append(own.groupby("run")["inclusive_ns"].median().to_numpy(float))
-    ma, mb = meds
-    if ma.size < 2 or mb.size < 2:
-        return change
-    side = "greater" if change.state is State.DEGRADATION else "less"
-    p = float(stats.mannwhitneyu(mb, ma, alternative=side, method="exact").pvalue)
-    p_min = 1.0 / math.comb(ma.size + mb.size, ma.size)
-    level = max(alpha, p_min)
-    runs = {"baseline_medians_ns": [float(v) for v in ma], "target_medians_ns": [float(v) for v in mb],
-            "p": p, "level": level}
-    support = {**change.support, "runs": runs}
-    if p <= level * (1 + 1e-9):
-        return dataclasses.replace(change, support=support)
-    return dataclasses.replace(change, state=State.MAYBE, support={
-        **support, "why": f"the calls say {change.state.value}, the runs do not (one-sided Mann-Whitney over "
-        f"{ma.size} + {mb.size} run medians: p = {p:.3g} > {level:.3g})"})
 
 
 def _samples(frames: dict[str, Any], version_a: str, label_b: str, cap: int = 2000) -> dict[str, Any]:

@@ -64,6 +64,9 @@ def profile_from_calls(calls: pd.DataFrame, x: str = "order", amount: str = "inc
         One of :data:`X_MODES`.
     amount : {"inclusive_ns", "exclusive_ns"}
         The duration to model; the exclusive duration is always attached for exclusive-time detectors.
+
+    A ``run`` column (repeated runs pooled, :func:`~quiho.trace.load_version_calls`) becomes the samples' run
+    labels, so that :func:`quiho.detect.detect` checks a flagged change across the runs.
     """
     if x not in X_MODES:
         raise UsageError(f"unknown independent variable {x!r}; choose from {', '.join(X_MODES)}")
@@ -72,6 +75,7 @@ def profile_from_calls(calls: pd.DataFrame, x: str = "order", amount: str = "inc
     amounts = calls[amount].to_numpy(dtype=float)
     exclusive = calls["exclusive_ns"].to_numpy(dtype=float)
     xcol = calls[x].to_numpy(dtype=float) if x in ("order", "arg") else None
+    runs = calls["run"].to_numpy(dtype=np.int64) if "run" in calls.columns else None
     funcs: dict[str, Samples] = {}
     for name, rows in _function_rows(calls["function"]):
         y = amounts[rows]
@@ -81,7 +85,7 @@ def profile_from_calls(calls: pd.DataFrame, x: str = "order", amount: str = "inc
             xv = np.argsort(np.argsort(y, kind="stable"), kind="stable").astype(float)
         else:
             xv = sliding_window_clusters(y).astype(float)
-        funcs[str(name)] = Samples.of(xv, y, exclusive[rows])
+        funcs[str(name)] = Samples.of(xv, y, exclusive[rows], None if runs is None else runs[rows])
     return Profile(funcs, "ns", source)
 
 

@@ -61,7 +61,9 @@ def save_trace(
 ) -> TraceRun:
     """Write the calls to Parquet under ``<store dir>/traces/`` and record the run; returns the stored run.
 
-    ``batch`` ties a run traced by ``quiho profile --trace`` to its profile; ``wall_s`` is its traced wall time.
+    The file is named after the store file and the run id (``traces/<store file>-run-<id>.parquet``): run ids
+    count per store, so two stores in one directory would otherwise overwrite each other's calls. ``batch`` ties a
+    run traced by ``quiho profile --trace`` to its profile; ``wall_s`` is its traced wall time.
     """
     missing = [c for c in CALL_COLUMNS if c not in calls.columns]
     if missing:
@@ -74,7 +76,7 @@ def save_trace(
                  b"quiho.unit": b"ns"})
 
     def write_calls(run_id: int) -> str:
-        rel = f"traces/run-{run_id}.parquet"
+        rel = f"traces/{store.path.name}-run-{run_id}.parquet"
         try:
             pq.write_table(table.replace_schema_metadata(meta), store.path.parent / rel)
         except OSError as exc:

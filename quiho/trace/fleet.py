@@ -1,9 +1,13 @@
 """Per-function traces on the fleet: both versions run interleaved under bpftrace (or SystemTap) on every host.
 
 ``quiho profile APP@V1 APP@V2 --trace F1,F2`` (or the spec's ``trace:`` key) runs this after the measured
-runs. ``playbooks/trace.yml`` runs, per host, ``runs`` traced runs of each version in the order v1, v2, v1, v2 ...
-(on a fleet sharing one machine alternate hosts start with v2, as the measured runs do), inside the host's
-emulation (cgroup quota, co-runner, THP) like any application run, gzips each run's event file and fetches it.
+runs. ``playbooks/trace.yml`` runs, per host, one traced warm-up run that is not kept (the first traced run after a
+host's emulation starts can be slower, and it would always fall on the side that host starts with), then ``runs``
+traced runs of each version in the order v1, v2, v1, v2 ...
+(on a fleet sharing one machine alternate hosts start with v2, as the measured runs do), the command inside the
+host's emulation (cgroup quota, co-runner, THP) like any application run, on CPU 0, and the tracer on the other
+CPUs: a tracer that shares the command's CPU preempts it to read events, so every probed call's time would
+depend on the other functions' speed. It gzips each run's event file and fetches it.
 The controller turns each file into calls (:func:`quiho.trace.parse_events`, :func:`quiho.trace.events_to_calls`)
 and stores them per host under the profile's batch (``trace_runs.batch``). Traced runs never feed the metric:
 uprobes cost 11-25 µs per hit, so the metric comes from the untraced runs; each traced run's wall time is kept
@@ -371,7 +375,8 @@ def run_fleet_traces(
     }
     first_of = {h: (i % 2 if inventory.shares_machine else 0) for i, h in enumerate(inventory.names)}
     order = {h: [("1", "2")[(k + first_of[h]) % 2] for k in range(2 * plan.runs)] for h in names}
-    per_host, emulate_s = app_budget(spec.timeout * 2, 2 * plan.runs)  # tracing may double a run's time
+    # tracing may double a run's time; one more run: the playbook's warm-up, not kept
+    per_host, emulate_s = app_budget(spec.timeout * 2, 2 * plan.runs + 1)
     runs: list[TracedRun] = []
     statuses: dict[str, tuple[str, str | None]] = {}
     stored = 0
