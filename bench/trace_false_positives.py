@@ -18,6 +18,7 @@ gcc and stress-ng.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -122,8 +123,8 @@ def _traces_only(a: str, b: str, spec_path: Path, inv: Path, store: Path,
     batch = f"tfp-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     lb = store_label(va, vb)
     with open_store(store) as st:
-        res = run_fleet_traces(spec, va, vb, plan, load_inventory(inv), store=st, batch=batch,
-                               labels={"1": va, "2": lb})
+        res = run_fleet_traces(spec, dataclasses.replace(plan, labels={"1": va, "2": lb}), load_inventory(inv),
+                               store=st, batch=batch)
     if not res.stored:
         raise RuntimeError(f"no traced run stored: {res.host_messages()}")
     return batch, va, lb
@@ -169,7 +170,8 @@ def main() -> None:
         with open_store(store) as st:
             diffs = _side_diffs(st, app, batch, va, lb)
             for reading in ("calls and runs", "calls alone"):
-                ft = traces.fleet_traces(st, app, va, lb, batch, run_check=reading == "calls and runs")
+                ft = traces.fleet_traces(st, app, va, lb, batch,
+                                         settings=traces.FleetTraceSettings(run_check=reading == "calls and runs"))
                 if ft is None:
                     print(f"| {kind} {i} | {load:.1f} | {took:.1f} | {reading} | no traces |", flush=True)
                     continue

@@ -65,10 +65,10 @@ def trace_cmd(
     from quiho.store import open_store
     from quiho.trace import parse_app_version, trace_command
 
-    app_name, version = parse_app_version(target)
+    parse_app_version(target)  # a bad APP@VERSION is said before the store is opened
     fl = [f.strip() for f in functions.split(",") if f.strip()] if functions is not None else None
     with open_store(store) as st:
-        run = trace_command(st, app_name, version, list(command), binary=binary, functions=fl,
+        run = trace_command(st, target, list(command), binary=binary, functions=fl,
                             matching=matching, sample=sample, timeout=timeout)
     doc = {"run": run.id, "application": run.application, "version": run.version,
            "functions": list(run.functions), "calls_path": str(run.calls_path), **run.stats.to_dict()}

@@ -462,15 +462,16 @@ def _training_rows(store: Store, target: str, batch: str, notes: list[str], info
 def _with_fleet_traces(store: Store, res: ProfileResult, runs: pd.DataFrame, unit: str,
                        messages: dict[str, str] | None, random_state: int) -> ProfileResult:
     """``res`` with the fleet verdicts per function of its batch's traced runs (unchanged when there are none)."""
-    from quiho.profile.traces import fleet_traces
+    from quiho.profile.traces import FleetTraceSettings, fleet_traces
 
     ok = runs[runs["status"] == "ok"]
     values = {str(h): (g.loc[g["version"] == res.version_a, "value"].astype(float).tolist(),
                        g.loc[g["version"] == res.label_b, "value"].astype(float).tolist())
               for h, g in ok.groupby("host")}
-    ft = fleet_traces(store, res.application, res.version_a, res.label_b, res.batch, unit=unit,
-                      metric_values=values, host_messages=messages, random_state=random_state,
-                      min_effect=float(res.params.get("min_change", 0.05)))
+    settings = FleetTraceSettings(unit=unit, random_state=random_state,
+                                  min_effect=float(res.params.get("min_change", 0.05)))
+    ft = fleet_traces(store, res.application, res.version_a, res.label_b, res.batch, metric_values=values,
+                      host_messages=messages, settings=settings)
     if ft is None:
         return res
     flagged = sum(f.flagged for f in ft.functions)
@@ -597,9 +598,9 @@ def _trace_batch(job: _Job) -> dict[str, str]:
     trace_hosts = [h for h in job.inv.names if h not in seen]
     job.step(f"tracing {len(trace.functions)} function(s), {trace.runs} traced run(s) per version per host "
              f"(not in the metric) on {len(trace_hosts)} host(s)")
-    traced = run_fleet_traces(spec, job.version_a, job.version_b, trace, job.inv, store=job.store, batch=job.batch,
-                              labels={"1": job.version_a, "2": store_label(job.version_a, job.version_b)},
-                              hosts=trace_hosts, on_event=job.on_event)
+    plan = dataclasses.replace(trace, labels={"1": job.version_a, "2": store_label(job.version_a, job.version_b)})
+    traced = run_fleet_traces(spec, plan, job.inv, store=job.store, batch=job.batch, hosts=trace_hosts,
+                              on_event=job.on_event)
     messages: dict[str, str] = traced.host_messages()
     return messages
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from quiho.store import Store
 
-__all__ = ["FleetTraces", "TraceJoin", "fleet_traces", "join_traces"]
+__all__ = ["FleetTraceSettings", "FleetTraces", "TraceJoin", "fleet_traces", "join_traces"]
 
 
 @dataclass(frozen=True)
@@ -53,10 +53,11 @@ def join_traces(
     baseline: str | None = None,
     target: str | None = None,
     methods: Sequence[str] | None = None,
-    x: str = "order",
-    amount: str = "inclusive_ns",
 ) -> TraceJoin | None:
     """Compare the per-function traces of two versions with the default detectors.
+
+    The calls are modelled on their order (``x = order``) with their inclusive time, as ``quiho detect`` does by
+    default.
 
     Parameters
     ----------
@@ -67,8 +68,6 @@ def join_traces(
         A trace run id, ``APP@VERSION`` or a Perun profile file.
     methods : sequence of str, optional
         Detector names (default :data:`quiho.detect.DEFAULT_METHODS`).
-    x, amount : str
-        Independent variable and duration, as in ``quiho detect``.
 
     Returns
     -------
@@ -91,8 +90,8 @@ def join_traces(
         _has_trace_runs(store, application, version_a) and _has_trace_runs(store, application, version_b)
     ):
         return None
-    pa = load_trace_profile(store, ref_a, x, amount)
-    pb = load_trace_profile(store, ref_b, x, amount)
+    pa = load_trace_profile(store, ref_a, "order", "inclusive_ns")
+    pb = load_trace_profile(store, ref_b, "order", "inclusive_ns")
     changes = detect(pa, pb, list(methods or DEFAULT_METHODS), {})
     return TraceJoin(str(pa.source), str(pb.source), tuple(changes))
 
@@ -162,10 +161,24 @@ def _median(xs: Sequence[float]) -> float:
     return float(np.median(np.asarray(xs, dtype=float))) if len(xs) else float("nan")
 
 
-def fleet_traces(store: Store, application: str, version_a: str, label_b: str, batch: str, *, unit: str = "",
+@dataclass(frozen=True)
+class FleetTraceSettings:
+    """How :func:`fleet_traces` judges: the metric's unit, the bootstrap seed, the change floor, the run check.
+
+    ``min_effect`` is the profile's ``--min-change`` floor, which a function's fleet change must clear as the
+    metric's does; ``run_check=False`` reads the calls alone (a host's flag need not show across its runs).
+    """
+
+    unit: str = ""
+    random_state: int = 0
+    min_effect: float = 0.05
+    run_check: bool = True
+
+
+def fleet_traces(store: Store, application: str, version_a: str, label_b: str, batch: str, *,
                  metric_values: dict[str, tuple[Sequence[float], Sequence[float]]] | None = None,
-                 host_messages: dict[str, str] | None = None, random_state: int = 0,
-                 min_effect: float = 0.05, run_check: bool = True) -> FleetTraces | None:
+                 host_messages: dict[str, str] | None = None,
+                 settings: FleetTraceSettings = FleetTraceSettings()) -> FleetTraces | None:
     """Fleet verdicts per function from the runs profile ``batch`` traced (None when it traced nothing).
 
     Per host, both versions' traced runs are pooled as repetitions (``x = order``) and compared with the
@@ -175,8 +188,7 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
     The share of the metric change uses each function's exclusive time per baseline run and, for a metric in a
     time unit, the per-host change of the median metric of the untraced runs (``metric_values``:
     ``{host: (values of version_a, values of label_b)}``). Overhead per host = median traced wall / median
-    untraced wall (both versions pooled). ``min_effect``: the profile's ``--min-change`` floor, which a
-    function's fleet change must clear as the metric's does.
+    untraced wall (both versions pooled).
     """
     import pandas as pd
 
@@ -193,7 +205,7 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
     per_host: dict[str, list[Any]] = {}
     exclusive: dict[str, dict[str, float]] = {}
     metric_change: dict[str, float] = {}
-    scale = _TIME_UNITS_NS.get(unit)
+    scale = _TIME_UNITS_NS.get(settings.unit)
     messages = dict(host_messages or {})
     for host in sorted(metric_values or {}):  # measured but never traced: say so, also when re-analysed (--batch)
         if host not in by_host:
@@ -215,7 +227,7 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
             frames[key]["function"] = frames[key]["function"].astype(str)
         pa = profile_from_calls(frames["a"], source=f"{host} {version_a}")
         pb = profile_from_calls(frames["b"], source=f"{host} {label_b}")
-        per_host[host] = detect(pa, pb, ["joint"], {}, run_check=run_check)
+        per_host[host] = detect(pa, pb, ["joint"], {}, run_check=settings.run_check)
         if not samples:
             samples = {"host": host, "functions": _samples(frames, version_a, label_b)}
         exclusive[host] = {str(f): float(v) / len(ra)
@@ -223,8 +235,8 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
         if scale is not None and metric_values and host in metric_values:
             va, vb = metric_values[host]
             metric_change[host] = (_median(vb) - _median(va)) * scale
-    verdicts = fleet_function_verdicts(per_host, exclusive, metric_change or None, random_state=random_state,
-                                       min_effect=min_effect)
+    verdicts = fleet_function_verdicts(per_host, exclusive, metric_change or None, random_state=settings.random_state,
+                                       min_effect=settings.min_effect)
     walls: dict[str, list[float]] = {}
     for h, _v, w in untraced_walls(store, application, batch):
         walls.setdefault(h, []).append(w)

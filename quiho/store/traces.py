@@ -9,13 +9,14 @@ read through :func:`batch_trace_runs` (pooling them across hosts would mix machi
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from quiho._version import __version__
 from quiho.store._db import Store, utcnow
 
-__all__ = ["TraceRunRow", "insert_trace_run", "trace_run", "latest_trace_run", "trace_run_ids",
+__all__ = ["TraceRunRow", "TraceSource", "insert_trace_run", "trace_run", "latest_trace_run", "trace_run_ids",
            "has_trace_run", "batch_trace_runs", "untraced_walls"]
 
 #: ``trace_runs`` columns holding the counters of :class:`quiho.trace.CallStats`, in its field order.
@@ -42,16 +43,32 @@ class TraceRunRow:
     wall_s: float | None = None
 
 
-def insert_trace_run(store: Store, application: str, version: str, *, host: str, command: str, engine: str,
-                     functions: Sequence[str], sample: int, stats: Sequence[int],
-                     write_calls: Callable[[int], str], batch: str | None = None,
-                     wall_s: float | None = None) -> int:
-    """Record a traced run; ``write_calls(run_id)`` writes its calls and returns their path relative to the store.
+@dataclass(frozen=True)
+class TraceSource:
+    """How a run was traced: its command line, the tracer, the functions, the sampling, where and for what.
 
-    ``batch`` names the profile a fleet-traced run belongs to, ``wall_s`` its traced wall time.
+    ``host`` None is this machine; ``batch`` names the profile a fleet-traced run belongs to, ``wall_s`` its traced
+    wall time.
+    """
+
+    command: str
+    engine: str
+    functions: tuple[str, ...]
+    sample: int = 1
+    host: str | None = None
+    batch: str | None = None
+    wall_s: float | None = None
+
+
+def insert_trace_run(store: Store, application: str, version: str, source: TraceSource, stats: Sequence[int],
+                     write_calls: Callable[[int], str]) -> int:
+    """Record a traced run; ``write_calls(run_id)`` writes its calls and returns their path relative to the store.
 
     One transaction: when ``write_calls`` raises, no row is left behind.
     """
+    host, command, engine, functions, sample = (source.host or socket.gethostname(), source.command, source.engine,
+                                                source.functions, source.sample)
+    batch, wall_s = source.batch, source.wall_s
     with store.transaction() as conn:
         cur = conn.execute(
             "INSERT INTO trace_runs(application, version, host, command, engine, functions_json, sample, calls_path, "

@@ -4,6 +4,7 @@ Times are nanoseconds throughout. See :mod:`quiho.trace._events` for how entries
 what is counted when they cannot be.
 """
 
+from quiho.store.traces import TraceSource
 from quiho.trace._collect import (
     RawTrace,
     bpftrace_script,
@@ -32,6 +33,7 @@ __all__ = [
     "CALL_COLUMNS",
     "CallStats",
     "TraceRun",
+    "TraceSource",
     "X_MODES",
     "Events",
     "RawTrace",

@@ -6,7 +6,6 @@ refuses unknown schema versions with a message saying what to do.
 
 from __future__ import annotations
 
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ import pyarrow.parquet as pq
 from quiho._version import __version__
 from quiho.errors import SchemaVersionError, StoreError, UnknownTargetError, UsageError
 from quiho.store import Store
-from quiho.store.traces import insert_trace_run, latest_trace_run, trace_run, trace_run_ids
+from quiho.store.traces import TraceSource, insert_trace_run, latest_trace_run, trace_run, trace_run_ids
 from quiho.trace._events import CALL_COLUMNS, CallStats
 
 __all__ = ["TraceRun", "save_trace", "load_trace", "find_trace_run", "parse_app_version", "CALLS_SCHEMA",
@@ -55,15 +54,13 @@ def parse_app_version(ref: str) -> tuple[str, str]:
 
 
 def save_trace(
-    store: Store, application: str, version: str, calls: pd.DataFrame, stats: CallStats, *, command: str,
-    engine: str, functions: tuple[str, ...], sample: int = 1, host: str | None = None, batch: str | None = None,
-    wall_s: float | None = None,
+    store: Store, application: str, version: str, calls: pd.DataFrame, stats: CallStats, source: TraceSource,
 ) -> TraceRun:
     """Write the calls to Parquet under ``<store dir>/traces/`` and record the run; returns the stored run.
 
     The file is named after the store file and the run id (``traces/<store file>-run-<id>.parquet``): run ids
-    count per store, so two stores in one directory would otherwise overwrite each other's calls. ``batch`` ties a
-    run traced by ``quiho profile --trace`` to its profile; ``wall_s`` is its traced wall time.
+    count per store, so two stores in one directory would otherwise overwrite each other's calls. ``source`` says
+    how the run was traced (its ``batch`` ties a run traced by ``quiho profile --trace`` to its profile).
     """
     missing = [c for c in CALL_COLUMNS if c not in calls.columns]
     if missing:
@@ -83,10 +80,7 @@ def save_trace(
             raise StoreError(f"cannot write {store.path.parent / rel}: {exc}") from exc
         return rel
 
-    run_id = insert_trace_run(store, application, version, host=host or socket.gethostname(), command=command,
-                              engine=engine, functions=functions, sample=sample,
-                              stats=tuple(stats.to_dict().values()), write_calls=write_calls, batch=batch,
-                              wall_s=wall_s)
+    run_id = insert_trace_run(store, application, version, source, tuple(stats.to_dict().values()), write_calls)
     return find_trace_run(store, str(run_id))
 
 
@@ -170,10 +164,10 @@ def _read_calls(run: TraceRun) -> pd.DataFrame:
 
 
 def trace_command(
-    store: Store, application: str, version: str, command: list[str], *, binary: Path | None = None,
+    store: Store, target: str, command: list[str], *, binary: Path | None = None,
     functions: list[str] | None = None, matching: str | None = None, sample: int = 1, timeout: float = 600.0,
 ) -> TraceRun:
-    """Trace ``command`` locally with bpftrace and store the calls (needs root and bpftrace).
+    """Trace ``command`` locally with bpftrace and store the calls as ``target`` (``APP@VERSION``; root, bpftrace).
 
     ``binary`` defaults to the command's executable. Raises :class:`~quiho.errors.RunFailed` when bpftrace
     cannot run, :class:`~quiho.errors.UsageError` for unknown functions.
@@ -184,6 +178,7 @@ def trace_command(
     from quiho.trace._events import events_to_calls
     from quiho.trace._parse import parse_events
 
+    application, version = parse_app_version(target)
     if not command:
         raise UsageError("give the command to trace after --")
     exe = binary or Path(shutil.which(command[0]) or command[0])
@@ -192,5 +187,5 @@ def trace_command(
     fns = resolve_functions(exe.resolve(), functions, matching)
     raw = run_bpftrace(command, exe, fns, sample=sample, timeout=timeout)
     calls, stats = events_to_calls(parse_events(raw.text, raw.functions))
-    return save_trace(store, application, version, calls, stats, command=" ".join(command), engine="bpftrace",
-                      functions=tuple(fns), sample=sample)
+    return save_trace(store, application, version, calls, stats,
+                      TraceSource(" ".join(command), "bpftrace", tuple(fns), sample))

@@ -38,7 +38,7 @@ from quiho._text import printable
 from quiho.app.spec import TraceSpec
 from quiho.errors import QuihoError, UsageError
 from quiho.fleet.runner import FleetEvent, PlaybookResult
-from quiho.fleet.session import FleetSession, app_budget, measuring, rc_failure, stderr_tail
+from quiho.fleet.session import FleetAccess, FleetSession, app_budget, measuring, rc_failure, stderr_tail
 
 if TYPE_CHECKING:
     from quiho.app.spec import AppSpec, AppVersion
@@ -53,11 +53,17 @@ __all__ = ["TracePlan", "TracedRun", "FleetTraceRun", "resolve_trace", "trace_re
 
 @dataclass(frozen=True)
 class TracePlan:
-    """What will be traced: the functions, each side's binary (``"1"``, ``"2"``) and runs per version."""
+    """What will be traced: the functions, each side's binary (``"1"``, ``"2"``) and runs per version.
+
+    ``versions`` are the two versions compared (side 1, side 2); ``labels`` the version label each side's runs are
+    stored under (default the versions; ``{"1": "v1", "2": "v1#2"}`` for a self-comparison).
+    """
 
     functions: tuple[str, ...]
     binaries: dict[str, str]
     runs: int
+    versions: tuple[str, str] = ("", "")
+    labels: dict[str, str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready mapping."""
@@ -114,7 +120,7 @@ def resolve_trace(spec: AppSpec, version_a: str, version_b: str, trace: TraceSpe
 
         bpftrace_script(Path("/"), trace.functions)  # checks the names (UsageError)
         found = trace.functions
-    return TracePlan(tuple(found), binaries, trace.runs)
+    return TracePlan(tuple(found), binaries, trace.runs, (version_a, version_b))
 
 
 def trace_from_options(functions: str | None, matching: str | None, binary: str | None, runs: int | None,
@@ -305,7 +311,7 @@ def split_lifetime(text: bytes) -> tuple[bytes, float | None]:
 def _store_run(store: Store, spec: AppSpec, version: str, label: str, r: TracedRun, plan: TracePlan,
                batch: str) -> str | None:
     """Parse, convert and store one fetched event file; the reason when it cannot be used."""
-    from quiho.trace import events_to_calls, parse_events, save_trace
+    from quiho.trace import TraceSource, events_to_calls, parse_events, save_trace
 
     assert r.events is not None
     try:
@@ -319,25 +325,21 @@ def _store_run(store: Store, spec: AppSpec, version: str, label: str, r: TracedR
         calls, stats = events_to_calls(parse_events(text, plan.functions))
     except QuihoError as exc:
         return f"events not usable: {exc}"
-    save_trace(store, spec.name, label, calls, stats, command=" ".join(spec.versions[version].command),
-               engine=r.engine or "bpftrace", functions=plan.functions, host=r.host, batch=batch,
-               wall_s=wall if wall is not None else r.wall_s)
+    source = TraceSource(" ".join(spec.versions[version].command), r.engine or "bpftrace", plan.functions,
+                         host=r.host, batch=batch, wall_s=wall if wall is not None else r.wall_s)
+    save_trace(store, spec.name, label, calls, stats, source)
     return None
 
 
 def run_fleet_traces(
     spec: AppSpec,
-    version_a: str,
-    version_b: str,
     plan: TracePlan,
     inventory: Inventory,
     *,
     store: Store,
     batch: str,
-    labels: dict[str, str],
     hosts: list[str] | None = None,
-    cgroup_prefix: str = "quiho",
-    host_key_checking: bool = True,
+    access: FleetAccess = FleetAccess(),
     on_event: Callable[[FleetEvent], None] | None = None,
 ) -> FleetTraceRun:
     """Trace both versions interleaved on every host (``playbooks/trace.yml``) and store the calls per host.
@@ -345,25 +347,27 @@ def run_fleet_traces(
     Parameters
     ----------
     spec : AppSpec
-    version_a, version_b : str
-        Baseline and candidate.
     plan : TracePlan
-        From :func:`resolve_trace`.
+        From :func:`resolve_trace`: functions, binaries, runs, the two versions and their stored labels.
     inventory : Inventory
     store : Store
         Calls go to Parquet files and ``trace_runs`` rows with ``batch``.
     batch : str
         The profile's batch.
-    labels : dict
-        Stored version label of each side (``{"1": "v1", "2": "v1#2"}`` for a self-comparison).
     hosts : list of str, optional
         Only these hosts.
+    access : FleetAccess
+        Cgroup prefix and SSH host-key checking (forks are the trace playbook's own).
+    on_event : callable, optional
+        Progress events.
 
     Returns
     -------
     FleetTraceRun
         Per-host failures are in it (and in :meth:`FleetTraceRun.host_messages`), never raised.
     """
+    version_a, version_b = plan.versions
+    labels = plan.labels or {"1": version_a, "2": version_b}
     names = [h for h in inventory.names if hosts is None or h in hosts]
     sides = {"1": spec.versions[version_a], "2": spec.versions[version_b]}
     scripts = {s: _scripts(Path(plan.binaries[s]), plan.functions) for s in sides}
@@ -373,7 +377,7 @@ def run_fleet_traces(
         "stap": {s: scripts[s][1] for s in sides},
         "run_sh": {s: run_script(v) for s, v in sides.items()},
     }
-    first_of = {h: (i % 2 if inventory.shares_machine else 0) for i, h in enumerate(inventory.names)}
+    first_of = inventory.first_version()
     order = {h: [("1", "2")[(k + first_of[h]) % 2] for k in range(2 * plan.runs)] for h in names}
     # tracing may double a run's time; one more run: the playbook's warm-up, not kept
     per_host, emulate_s = app_budget(spec.timeout * 2, 2 * plan.runs + 1)
@@ -382,8 +386,8 @@ def run_fleet_traces(
     stored = 0
     with measuring(store, f"quiho profile --trace {spec.name}"), \
             tempfile.TemporaryDirectory(prefix="quiho-trace-fetch-") as tmp:
-        session = FleetSession(inventory, "trace.yml", batch, cgroup_prefix=cgroup_prefix,
-                               host_key_checking=host_key_checking, forks=5, on_event=on_event)
+        session = FleetSession(inventory, "trace.yml", batch, cgroup_prefix=access.cgroup_prefix,
+                               host_key_checking=access.host_key_checking, forks=5, on_event=on_event)
         for group in session.groups(names):
             extravars = {"quiho_trace": {**tr, "order": {h: order[h] for h in group}},
                          "quiho_app_timeout": spec.timeout * 2, "quiho_emulate_seconds": emulate_s,

@@ -199,9 +199,8 @@ def trace_scenarios(out: Path, work: Path, store: Any) -> None:
              "rec-gone unreachable"),
             ("trace-missing", "/nonexistent/libz.so.1", ["rec-a"], "the traced library is missing on rec-a")):
         with Capture() as c:
-            run_fleet_traces(s, "l1", "l9", TracePlan(("deflate",), {"1": binary, "2": binary}, 2),
-                             load_inventory(inv_path), store=store, batch=f"rec-{name}",
-                             labels={"1": "l1", "2": "l9"}, hosts=hosts)
+            run_fleet_traces(s, TracePlan(("deflate",), {"1": binary, "2": binary}, 2, ("l1", "l9")),
+                             load_inventory(inv_path), store=store, batch=f"rec-{name}", hosts=hosts)
         for inv in c.invocations:  # the generated scripts are long and rebuilt by the replay test
             inv["extravars"]["quiho_trace"] = {k: v for k, v in inv["extravars"]["quiho_trace"].items()
                                                if k in ("binaries", "order")}

@@ -152,7 +152,7 @@ def test_failing_host_and_missing_fingerprint_are_kept_and_marked(fleet, capsys)
 
 def test_stored_traces_of_both_versions_are_joined_into_the_hints(fleet, capsys, synthetic_calls):
     from quiho.store import open_store
-    from quiho.trace import CallStats, save_trace
+    from quiho.trace import CallStats, TraceSource, save_trace
 
     db = fleet / "q.db"
     with open_store(db) as st:
@@ -161,8 +161,8 @@ def test_stored_traces_of_both_versions_are_joined_into_the_hints(fleet, capsys,
         stats = CallStats(4 * 200, 400, 0, 0, 0, 0, 0)
         for version, scale, seed in (("nadds1", 1.0, 1), ("nadds30", 1.4, 2)):
             calls = synthetic_calls(200, scale, seed, functions=("init", "kernel"))
-            save_trace(st, "stream", version, calls, stats, command="stream", engine="bpftrace",
-                       functions=("init", "kernel"))
+            save_trace(st, "stream", version, calls, stats,
+                       TraceSource(command="stream", engine="bpftrace", functions=("init", "kernel")))
     # a bad trace reference is refused before anything is run or re-analysed
     rc, out, err = _run(capsys, "profile", "stream@nadds1", "stream@nadds30", "--batch", batch,
                         "--trace-baseline", "stream@nadds7", "--store", str(db))

@@ -19,8 +19,8 @@ def _count(st, table: str) -> int:  # noqa: ANN001
 
 
 def test_trace_run_round_trip_and_a_failed_calls_write_leaves_no_row(st) -> None:  # noqa: ANN001
-    kw = dict(host="h", command="./app", engine="bpftrace", functions=("f", "g"), sample=2, stats=(9, 4, 1, 0, 0, 0, 3))
-    rid = traces.insert_trace_run(st, "app", "v1", **kw, write_calls=lambda i: f"traces/run-{i}.parquet")
+    src, stats = traces.TraceSource("./app", "bpftrace", ("f", "g"), 2, host="h"), (9, 4, 1, 0, 0, 0, 3)
+    rid = traces.insert_trace_run(st, "app", "v1", src, stats, lambda i: f"traces/run-{i}.parquet")
     row = traces.trace_run(st, rid)
     assert row is not None and row.functions == ("f", "g") and row.stats == (9, 4, 1, 0, 0, 0, 3)
     assert row.calls_path == f"traces/run-{rid}.parquet" and row.sample == 2
@@ -29,7 +29,7 @@ def test_trace_run_round_trip_and_a_failed_calls_write_leaves_no_row(st) -> None
         raise StoreError("disk full")
 
     with pytest.raises(StoreError, match="disk full"):
-        traces.insert_trace_run(st, "app", "v1", **kw, write_calls=fail)
+        traces.insert_trace_run(st, "app", "v1", src, stats, fail)
     assert _count(st, "trace_runs") == 1
     assert traces.trace_run_ids(st, "app", "v1") == [rid] and traces.latest_trace_run(st, "app", "v1") == row
     assert traces.has_trace_run(st, "app", "v1") and not traces.has_trace_run(st, "app", "v2")

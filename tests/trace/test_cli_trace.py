@@ -13,7 +13,7 @@ import pytest
 
 from quiho.cli.main import main
 from quiho.store import open_store
-from quiho.trace import CallStats, load_trace, save_trace
+from quiho.trace import CallStats, TraceSource, load_trace, save_trace
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -22,10 +22,10 @@ def test_detect_json_on_stored_runs(tmp_path, capsys, synthetic_calls):
     db = tmp_path / "q.db"
     with open_store(db) as st:
         stats = CallStats(4 * 300, 600, 0, 0, 0, 0, 0)
-        save_trace(st, "app", "1", synthetic_calls(300, 1.0, 1), stats, command="app", engine="bpftrace",
-                   functions=("steady", "slower"))
-        r2 = save_trace(st, "app", "2", synthetic_calls(300, 1.3, 2), stats, command="app", engine="bpftrace",
-                        functions=("steady", "slower"))
+        save_trace(st, "app", "1", synthetic_calls(300, 1.0, 1), stats,
+                   TraceSource(command="app", engine="bpftrace", functions=("steady", "slower")))
+        r2 = save_trace(st, "app", "2", synthetic_calls(300, 1.3, 2), stats,
+                        TraceSource(command="app", engine="bpftrace", functions=("steady", "slower")))
         run, calls = load_trace(st, "app@2")
     assert run.id == r2.id and len(calls) == 600
     meta = pq.read_schema(run.calls_path).metadata

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from quiho.profile.traces import fleet_traces
+from quiho.profile.traces import FleetTraceSettings, fleet_traces
 from quiho.report.trace_section import figure_order, save_functions_figure, trace_section_html
 from quiho.store import open_store
-from quiho.trace import CallStats, save_trace
+from quiho.trace import CallStats, TraceSource, save_trace
 
 HOSTS = ("h1", "h2", "h3")
 ODD = "<b>slow&er</b>"
@@ -24,12 +24,14 @@ def _store_runs(db: Path, synthetic_calls: Any, scale_b: dict[str, float]) -> An
             for version, scale in (("v1", 1.0), ("v2", scale_b[h])):
                 calls = synthetic_calls(200, scale, seed=100 * i + 10 * rep + (version == "v2"),
                                         functions=("steady", ODD))
-                save_trace(st, "app", version, calls, CallStats(400, 400, 0, 0, 0, 0, 0), command="app",
-                           engine="bpftrace", functions=("steady", ODD), host=h, batch="profile-x", wall_s=1.0)
+                save_trace(st, "app", version, calls, CallStats(400, 400, 0, 0, 0, 0, 0),
+                           TraceSource(command="app", engine="bpftrace", functions=("steady", ODD),
+                                       host=h, batch="profile-x", wall_s=1.0))
     # a run of another profile must not be pooled in
     save_trace(st, "app", "v2", synthetic_calls(200, 9.0, seed=7, functions=("steady", ODD)),
-               CallStats(400, 400, 0, 0, 0, 0, 0), command="app", engine="bpftrace", functions=("steady", ODD),
-               host="h1", batch="profile-other")
+               CallStats(400, 400, 0, 0, 0, 0, 0),
+               TraceSource(command="app", engine="bpftrace", functions=("steady", ODD),
+                           host="h1", batch="profile-other"))
     return st
 
 
@@ -37,7 +39,7 @@ def test_a_function_slower_on_every_host_is_the_only_one_flagged(tmp_path: Path,
     st = _store_runs(tmp_path / "q.db", synthetic_calls, {h: 1.5 for h in HOSTS})
     # the metric (s per run) rose by 5 ms on every host; the function's own time rose 200 calls x 2.5 us = 0.5 ms
     values = {h: ([0.100, 0.100], [0.105, 0.105]) for h in HOSTS}
-    ft = fleet_traces(st, "app", "v1", "v2", "profile-x", unit="s", metric_values=values)
+    ft = fleet_traces(st, "app", "v1", "v2", "profile-x", metric_values=values, settings=FleetTraceSettings(unit="s"))
     assert ft is not None and ft.traced_runs == 12
     by = {f.function: f for f in ft.functions}
     assert by[ODD].verdict.value == "degradation" and by[ODD].hosts_flagged == 3 and by[ODD].hosts == 3
@@ -88,8 +90,9 @@ def test_a_run_level_shift_is_not_a_function_change(tmp_path: Path, synthetic_ca
                 if version == "v2" and rep == 1:
                     calls["inclusive_ns"] = (calls["inclusive_ns"] * 1.4).astype("int64")
                     calls["exclusive_ns"] = calls["inclusive_ns"]
-                save_trace(st, "app", version, calls, CallStats(400, 400, 0, 0, 0, 0, 0), command="app",
-                           engine="bpftrace", functions=("steady", "slower"), host=h, batch="profile-x", wall_s=1.0)
+                save_trace(st, "app", version, calls, CallStats(400, 400, 0, 0, 0, 0, 0),
+                           TraceSource(command="app", engine="bpftrace", functions=("steady", "slower"),
+                                       host=h, batch="profile-x", wall_s=1.0))
     ft = fleet_traces(st, "app", "v1", "v2", "profile-x")
     assert ft is not None
     by = {f.function: f for f in ft.functions}

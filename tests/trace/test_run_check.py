@@ -14,7 +14,7 @@ import pytest
 from quiho.cli.main import main
 from quiho.detect import Change, Samples, State, detect, run_medians, runs_agree
 from quiho.store import open_store
-from quiho.trace import CallStats, load_perun_profile, load_trace_profile, save_trace
+from quiho.trace import CallStats, TraceSource, load_perun_profile, load_trace_profile, save_trace
 
 
 def _store(db: Path, synthetic_calls: Any) -> None:
@@ -26,8 +26,8 @@ def _store(db: Path, synthetic_calls: Any) -> None:
                 if version == "v2" and rep == 1:
                     calls["inclusive_ns"] = (calls["inclusive_ns"] * 1.4).astype("int64")
                     calls["exclusive_ns"] = calls["inclusive_ns"]
-                save_trace(st, "app", version, calls, CallStats(400, 400, 0, 0, 0, 0, 0), command="app",
-                           engine="bpftrace", functions=("steady", "slower"))
+                save_trace(st, "app", version, calls, CallStats(400, 400, 0, 0, 0, 0, 0),
+                           TraceSource(command="app", engine="bpftrace", functions=("steady", "slower")))
 
 
 def test_quiho_detect_on_stored_runs_checks_the_runs(tmp_path: Path, capsys: Any, synthetic_calls: Any) -> None:

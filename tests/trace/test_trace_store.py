@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from quiho.store import open_store
-from quiho.trace import CallStats, load_trace, save_trace
+from quiho.trace import CallStats, TraceSource, load_trace, save_trace
 
 
 def test_two_stores_in_one_directory_keep_their_own_calls(tmp_path: Path, synthetic_calls: Any) -> None:
@@ -15,8 +15,8 @@ def test_two_stores_in_one_directory_keep_their_own_calls(tmp_path: Path, synthe
     stats = CallStats(400, 400, 0, 0, 0, 0, 0)
     for name, scale in (("a.db", 1.0), ("b.db", 3.0)):
         with open_store(tmp_path / name) as st:
-            run = save_trace(st, "app", "v1", synthetic_calls(200, scale, seed=1), stats, command="app",
-                             engine="bpftrace", functions=("steady", "slower"))
+            run = save_trace(st, "app", "v1", synthetic_calls(200, scale, seed=1), stats,
+                             TraceSource(command="app", engine="bpftrace", functions=("steady", "slower")))
             assert run.id == 1 and run.calls_path.parent == tmp_path / "traces"
     means = {}
     for name in ("a.db", "b.db"):
