@@ -82,7 +82,7 @@ MIN_QUOTA = 40
 #: by their worker (no start-up, see quiho.fleet.local.probes) have less noise to begin with.
 UNTHROTTLED_REPS = 6
 PREFAULT_MIB = 512
-#: Runs per host and version in a profile (ProfileDefaults.repetitions): the sample size of a host's median.
+#: Runs per host and version in a profile (the demo's --repetitions 5): the sample size of a host's median.
 FLEET_REPS = 5
 _MEDIAN_SE = 1.2533  # sqrt(pi/2): SE of a median relative to that of a mean (normal noise)
 
