@@ -6,11 +6,14 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from quiho.fingerprint.run import FingerprintPlan
 from quiho.fleet.lock import Busy
-from quiho.fleet.runner import FleetEvent
 from quiho.store import open_store, utcnow
+
+if TYPE_CHECKING:
+    from quiho.fingerprint.run import FingerprintPlan
+    from quiho.fleet.runner import FleetEvent
 
 __all__ = ["ScheduledOutcome", "scheduled_fingerprint"]
 
@@ -38,7 +41,7 @@ def scheduled_fingerprint(
     store_path: Path,
     *,
     inventory: Path | None = None,
-    plan: FingerprintPlan = FingerprintPlan(),
+    plan: FingerprintPlan | None = None,
     wait: bool = False,
     log: Path | None = None,
     on_event: Callable[[FleetEvent], None] | None = None,
@@ -49,7 +52,7 @@ def scheduled_fingerprint(
     (outcome ``skipped``): a scheduled fingerprint must not measure while a
     profile does.
     """
-    from quiho.fingerprint.run import fingerprint
+    from quiho.fingerprint.run import FingerprintPlan, fingerprint
     from quiho.fleet.session import measuring
 
     try:
@@ -57,7 +60,7 @@ def scheduled_fingerprint(
             marked = tuple(marked_ids)
             if marked:
                 _log(log, f"marked interrupted run(s) {list(marked)} partial")
-            run = fingerprint(inventory, store=st, plan=plan, on_event=on_event)
+            run = fingerprint(inventory, store=st, plan=plan or FingerprintPlan(), on_event=on_event)
     except Busy as exc:
         _log(log, f"skipped: {exc}")
         return ScheduledOutcome("skipped", None, None, f"skipped: {exc}")

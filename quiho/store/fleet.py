@@ -146,21 +146,20 @@ def insert_app_runs(
 
     A row that is already there (same batch, host, version, test, repetition) is kept as it was.
     """
-    source, batch, fingerprint_run_id, application = head.source, head.batch, head.fingerprint_run_id, head.application
-    test, unit, higher_is_better, started_at = head.test, head.unit, head.higher_is_better, head.started_at
+    h = head
     with store.transaction() as conn:
         for r in rows:
             conn.execute(
                 "INSERT INTO app_runs(source, batch, fingerprint_run_id, host_id, application, version, test, "
                 "repetition, value, unit, higher_is_better, status, reason, stderr_tail, started_at, extra_json) "
                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
-                (source, batch, fingerprint_run_id, host_id(conn, r.host), application, r.version, test,
-                 r.repetition, r.value, unit, int(higher_is_better), r.status, r.reason, r.stderr_tail, started_at,
-                 dumps(r.extra)),
+                (h.source, h.batch, h.fingerprint_run_id, host_id(conn, r.host), h.application, r.version, h.test,
+                 r.repetition, r.value, h.unit, int(h.higher_is_better), r.status, r.reason, r.stderr_tail,
+                 h.started_at, dumps(r.extra)),
             )
-        for h, (st, reason) in (host_statuses or {}).items():
+        for host, (st, reason) in (host_statuses or {}).items():
             st = st if st in ("ok", "failed", "unreachable", "timeout") else "failed"
-            set_host_status(conn, "app", batch, host_id(conn, h), st, reason)
+            set_host_status(conn, "app", h.batch, host_id(conn, host), st, reason)
 
 
 def hosts_with_runs(store: Store, batch: str, application: str) -> set[str]:

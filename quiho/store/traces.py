@@ -66,16 +66,14 @@ def insert_trace_run(store: Store, application: str, version: str, source: Trace
 
     One transaction: when ``write_calls`` raises, no row is left behind.
     """
-    host, command, engine, functions, sample = (source.host or socket.gethostname(), source.command, source.engine,
-                                                source.functions, source.sample)
-    batch, wall_s = source.batch, source.wall_s
+    s = source
     with store.transaction() as conn:
         cur = conn.execute(
             "INSERT INTO trace_runs(application, version, host, command, engine, functions_json, sample, calls_path, "
             f"{', '.join(STATS_COLUMNS)}, created_at, quiho_version, batch, wall_s) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (application, version, host, command, engine, json.dumps(list(functions)), sample, *stats, utcnow(),
-             __version__, batch, wall_s),
+            (application, version, s.host or socket.gethostname(), s.command, s.engine, json.dumps(list(s.functions)),
+             s.sample, *stats, utcnow(), __version__, s.batch, s.wall_s),
         )
         run_id = int(cur.lastrowid or 0)
         conn.execute("UPDATE trace_runs SET calls_path = ? WHERE id = ?", (write_calls(run_id), run_id))
