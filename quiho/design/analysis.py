@@ -108,11 +108,40 @@ class DesignAnalysis:
         }
 
 
-def _story(effects: VersionEffects, resource: Mapping[str, str], labels: Mapping[str, str],
-           floor: float) -> ClassStory:
-    """A version's class: the most specific resource whose axes move it beyond the noise and the floor."""
+def position(effect: Effect, axis: AxisClass, higher_is_better: bool) -> float | None:
+    """Where a version sits on a factor between the cpu stressors (0) and the stressors of the class it loads (1).
+
+    The stressors are throughputs; a lower-is-better metric's effect is turned into a speed first. None when the
+    factor's class effects are unknown.
+    """
+    ce = axis.class_effects
+    if axis.resource not in ce:
+        return None
+    cpu = ce["cpu"][0] if "cpu" in ce else 0.0
+    span = ce[axis.resource][0] - cpu
+    speed = effect.estimate if higher_is_better else -effect.estimate
+    return (speed - cpu) / span if span else None
+
+
+def _story(effects: VersionEffects, axes: Mapping[str, AxisClass], labels: Mapping[str, str],
+           floor: float, higher_is_better: bool = False) -> ClassStory:
+    """A version's class: the most specific resource whose axes move it beyond the noise and the floor.
+
+    For a factor that loads a class other than cpu, the version must also sit at least half-way from the cpu
+    stressors to that class's stressors (:func:`position`): it responds more like them than like computation.
+    """
     by = effects.by_factor()
-    leaning = {f: e for f, e in by.items() if e.beyond(floor)}
+    resource = {f: ax.resource for f, ax in axes.items()}
+
+    def leans(f: str, e: Effect) -> bool:
+        if not e.beyond(floor):
+            return False
+        if resource.get(f, "none") in ("cpu", "none"):
+            return True
+        pos = position(e, axes[f], higher_is_better)
+        return pos is None or pos >= 0.5
+
+    leaning = {f: e for f, e in by.items() if leans(f, e)}
     specific = sorted({resource.get(f, "none") for f in leaning} - {"cpu", "none"})
 
     def cite(fs: list[str]) -> str:
@@ -121,11 +150,14 @@ def _story(effects: VersionEffects, resource: Mapping[str, str], labels: Mapping
     if specific:
         fs = [f for f in leaning if resource.get(f) in specific]
         return ClassStory("/".join(_CLASS_NAMES.get(c, c) for c in specific) + "-bound", tuple(specific), cite(fs))
-    mem_axes = [f for f in by if resource.get(f, "none") not in ("cpu", "none")]
+    mem_axes = [f for f in by if resource.get(f, "none") not in ("cpu", "none") and f not in leaning]
     cpu = [f for f in leaning if resource.get(f) == "cpu"]
 
     def small(f: str) -> str:
-        why = f"under the ±{100 * floor:.0f} % floor" if by[f].excludes_zero() else "within the noise"
+        pos = position(by[f], axes[f], higher_is_better) if f in axes else None
+        why = ("within the noise" if not by[f].excludes_zero() else
+               f"under the ±{100 * floor:.0f} % floor" if not by[f].beyond(floor) else
+               f"{pos:.2f} of the way to the {resource[f]} stressors" if pos is not None else "small")
         return f"{labels[f]} {by[f].text()} {why}"
 
     if cpu and mem_axes:
@@ -167,7 +199,7 @@ def _verdict(changes: tuple[Effect, ...], visits: int, settings: DesignSettings,
 
 def analyse_design(runs: pd.DataFrame, version_a: str, version_b: str, factors: FactorTable, *,
                    fingerprints: pd.DataFrame | None = None, primary: Mapping[str, str] | None = None,
-                   settings: DesignSettings = DesignSettings()) -> DesignAnalysis:
+                   settings: DesignSettings = DesignSettings(), higher_is_better: bool = False) -> DesignAnalysis:
     """The design analysis of one profile's runs on a fleet whose hosts differ by ``factors``.
 
     Parameters
@@ -185,6 +217,8 @@ def analyse_design(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
         Stressor -> analysis class (the catalog's ``primary``).
     settings : DesignSettings
         Level, floor, permutations and seed.
+    higher_is_better : bool, default False
+        Direction of the metric (a class story compares the version's speed-up with the stressors').
 
     Returns
     -------
@@ -203,10 +237,10 @@ def analyse_design(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
     changes, n_visits, B = effect_changes(runs, version_a, version_b, factors, settings)
     st = stressor_effects(fingerprints, factors) if fingerprints is not None and len(fingerprints) else {}
     axes = axis_classes(st, factors, primary or {}, settings.floor)
-    resource = {ax.factor: ax.resource for ax in axes}
+    by_axis = {ax.factor: ax for ax in axes}
     labels = {f.name: f.label for f in factors.factors}
-    story_a = _story(eff_a, resource, labels, settings.floor)
-    story_b = _story(eff_b, resource, labels, settings.floor)
+    story_a = _story(eff_a, by_axis, labels, settings.floor, higher_is_better)
+    story_b = _story(eff_b, by_axis, labels, settings.floor, higher_is_better)
     verdict, reason = _verdict(changes, n_visits, settings, story_a, story_b, labels)
     return DesignAnalysis(factors, axes, eff_a, eff_b, changes, n_visits, B, st, story_a, story_b, verdict,
                           reason, settings)

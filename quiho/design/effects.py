@@ -1,12 +1,12 @@
 """Axis sensitivities on a designed fleet: what each known factor does to each version and to each stressor.
 
-The unit of replication is a *visit*: one host in one measurement round. A version's log metric is averaged per
-visit and regressed on the factors with a fixed effect per round (blocking: a slow minute of the machine hits
+The unit of replication is a *visit*: one host in one measurement round. A version's log metric is summarised
+per visit by its median (one slow run of a few does not move it) and regressed on the factors with a fixed effect per round (blocking: a slow minute of the machine hits
 every host of its round alike and lands in the round effect, not in a factor). A factor's coefficient is its
 whole effect between its reference and far level (:mod:`quiho.design.factors`), reported as a relative change of
 the metric with a t interval from the residuals between visits.
 
-The change between versions is the regression of the per-visit difference ``d = mean log b - mean log a`` on the
+The change between versions is the regression of the per-visit difference ``d = med log b - med log a`` on the
 same design: the level change lands in the intercept, so a factor's coefficient is how much its effect changed.
 Its p-value is a permutation test that needs no normality: within each visit the version labels are exchanged
 after removing the level change fitted under "no factor effect changed" (the shift test's alignment,
@@ -187,7 +187,7 @@ def _visit_means(runs: pd.DataFrame, version: str) -> pd.DataFrame:
     ok = runs[(runs["status"] == "ok") & (runs["version"] == version) & (runs["value"] > 0)]
     ok = ok.assign(visit=visits(ok).to_numpy(), log=np.log(ok["value"].astype(float)))
     g = ok.groupby("visit")
-    out = pd.DataFrame({"y": g["log"].mean(), "n": g["log"].size()})
+    out = pd.DataFrame({"y": g["log"].median(), "n": g["log"].size()})
     out["host"] = [v.split("\x1f")[0] for v in out.index]
     out["round"] = [v.split("\x1f")[1] for v in out.index]
     return out
@@ -240,7 +240,7 @@ def effect_changes(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
                    settings: DesignSettings = DesignSettings()) -> tuple[tuple[Effect, ...], int, int]:
     """How each factor's effect changed from ``version_a`` to ``version_b``: (changes, visits, permutations).
 
-    The per-visit difference of mean log metrics regressed on the design; p from within-visit label permutations
+    The per-visit difference of median log metrics regressed on the design; p from within-visit label permutations
     of the runs aligned under "no factor effect changed", studentised (|t|), Holm-adjusted over the factors.
     """
     a, b = _visit_means(runs, version_a), _visit_means(runs, version_b)
@@ -287,7 +287,7 @@ def _permuted_t(runs: pd.DataFrame, version_a: str, version_b: str, shared: list
         lb = sub.loc[sub["version"] == version_b, "log"].to_numpy() - fitted0[i]
         pool = np.tile(np.concatenate([la, lb]), (B, 1))
         pool = rng.permuted(pool, axis=1)
-        D[:, i] = pool[:, len(la):].mean(axis=1) - pool[:, :len(la)].mean(axis=1)
+        D[:, i] = np.median(pool[:, len(la):], axis=1) - np.median(pool[:, :len(la)], axis=1)
     ZtZ_inv = np.linalg.pinv(Z.T @ Z)
     coef = D @ (ZtZ_inv @ Z.T).T
     resid = D - coef @ Z.T

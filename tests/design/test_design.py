@@ -109,3 +109,16 @@ def test_permutation_and_t_agree_on_clean_data():
         if c.factor == "co-runner":
             assert c.p_value < 0.01 and c.excludes_zero()
     assert np.isfinite([c.se for c in res.changes]).all()
+
+
+def test_round_plan_visits_every_host_once_per_round_in_new_orders():
+    from quiho.profile.flow import round_plan
+
+    hosts = [f"h{i}" for i in range(8)]
+    plan = round_plan(hosts, 3, 5, "batch-1")
+    assert [r for r, _o, _n in plan] == [0, 1, 2]
+    assert all(sorted(order) == hosts for _r, order, _n in plan)
+    assert plan[0][1] == hosts and plan[1][1] != hosts  # round 0 keeps the inventory order
+    assert {n for _r, _o, n in plan} == {2}  # ceil(5 / 3) runs per visit, alike
+    assert round_plan(hosts, 3, 5, "batch-1") == plan  # a resume replays it
+    assert len(round_plan(hosts, 4, 2, "b")) == 2  # never below one run a visit
