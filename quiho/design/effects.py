@@ -1,9 +1,10 @@
 """Axis sensitivities on a designed fleet: what each known factor does to each version and to each stressor.
 
 The unit of replication is a *visit*: one host in one measurement round. A version's log metric is summarised
-per visit by its median (one slow run of a few does not move it) and regressed on the factors with a fixed effect per round (blocking: a slow minute of the machine hits
-every host of its round alike and lands in the round effect, not in a factor). A factor's coefficient is its
-whole effect between its reference and far level (:mod:`quiho.design.factors`), reported as a relative change of
+per visit by its median (one slow run of a few does not move it) and regressed on the factors with a fixed
+effect per round (blocking: a slow minute of the machine hits every host of its round alike and lands in the
+round effect, not in a factor). A factor's coefficient is its whole effect between its reference and far level
+(:mod:`quiho.design.factors`), reported as a relative change of
 the metric with a t interval from the residuals between visits.
 
 The change between versions is the regression of the per-visit difference ``d = med log b - med log a`` on the

@@ -284,7 +284,8 @@ def run_interleaved(
                                spec.metric.higher_is_better, t0.isoformat())
             fleet_store.insert_app_runs(
                 store, head,
-                [AppRunRow(r.host, r.version, p.repetition_offset + r.repetition, r.status, r.value, r.reason, r.stderr_tail,
+                [AppRunRow(r.host, r.version, p.repetition_offset + r.repetition, r.status, r.value, r.reason,
+                           r.stderr_tail,
                            {"order": r.order, "wall_s": r.wall_s, **extra}) for r in recs if not r.warmup],
             )
     n_ok = sum(r.status == "ok" and not r.warmup for r in records)
