@@ -122,3 +122,23 @@ def test_round_plan_visits_every_host_once_per_round_in_new_orders():
     assert {n for _r, _o, n in plan} == {2}  # ceil(5 / 3) runs per visit, alike
     assert round_plan(hosts, 3, 5, "batch-1") == plan  # a resume replays it
     assert len(round_plan(hosts, 4, 2, "b")) == 2  # never below one run a visit
+
+
+def test_inventory_factors_and_knobs_become_design_vars():
+    from quiho.errors import InventoryError
+    from quiho.fleet.inventory import _from_listing
+
+    listing = {"all": {"hosts": ["a", "b", "c"]}, "_meta": {"hostvars": {
+        "a": {"quiho_factors": {"cpu": "epyc", "channels": 8}},
+        "b": {"quiho_factors": {"cpu": "xeon", "channels": 4}},
+        "c": {},
+    }}}
+    inv = _from_listing("hosts.yml", listing)
+    assert inv.design_vars() == {"a": {"quiho_factors": {"cpu": "epyc", "channels": 8}},
+                                 "b": {"quiho_factors": {"cpu": "xeon", "channels": 4}}, "c": {}}
+    t = factor_table(local_fleet_vars(inv.design_vars()))
+    assert not t and all("have no value" in n for n in t.notes)  # host c names no factor: both left out
+    real = _from_listing("hosts.yml", {"all": {"hosts": ["x", "y"]}, "_meta": {"hostvars": {}}})
+    assert real.design_vars() == {"x": {}, "y": {}}
+    with pytest.raises(InventoryError, match="quiho_factors"):
+        _from_listing("hosts.yml", {"all": {"hosts": ["x"]}, "_meta": {"hostvars": {"x": {"quiho_factors": [1]}}}})
