@@ -115,7 +115,8 @@ class AutoDetector(Detector):
     variances by the AR(1) long-run factor ``(1 + rho) / (1 - rho)``. With
     independent noise ``rho`` is about 0 and nothing changes. It is the
     standard correction for serial dependence in change-point tests, not a
-    threshold: alpha and min_size are untouched.
+    threshold: alpha and min_size are untouched. ``dependence=False`` leaves
+    it out (rho = 0).
 
     References
     ----------
@@ -129,9 +130,15 @@ class AutoDetector(Detector):
 
     name = "auto"
 
+    def __init__(self, *, dependence: bool = True, min_size: int = 5, magnitude_floor: float = 0.0,
+                 alpha: float = 0.01, random_state: int | None = 0) -> None:
+        super().__init__(min_size=min_size, magnitude_floor=magnitude_floor, alpha=alpha,
+                         random_state=random_state)
+        self.dependence = dependence
+
     def _locate(self, y: np.ndarray) -> list[tuple[int, float]]:
         found: list[tuple[int, float]] = []
-        rho = short_range_rho(y, 2 * self.min_size + 1)
+        rho = short_range_rho(y, 2 * self.min_size + 1) if self.dependence else 0.0
         self.rho_ = rho
         infl = (1 + rho) / (1 - rho)
         todo = [(0, y.size)]
