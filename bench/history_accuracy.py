@@ -185,6 +185,20 @@ def _print_legacy(cands: list[P.Candidate], preds: dict[str, Predictions], legac
               f"{s.legacy_fa_null} |")
 
 
+def _print_tigerbeetle(cands: list[P.Candidate]) -> None:
+    """What each candidate reports on the otava-tigerbeetle series: looked at, never scored (it has no truth)."""
+    path = P.TCPD.parent / "otava-tigerbeetle" / "tigerbeetle.csv"
+    if not path.is_file():
+        return
+    y = np.loadtxt(path, delimiter=",", skiprows=1)[:, 1]
+    print(f"\n### Looked at, not scored: otava-tigerbeetle ({y.size} points, no truth; its test's comment marks "
+          "visible shifts near 10, 16, 71, 97)\n")
+    print("| candidate | change indexes |")
+    print("|---|---|")
+    for c in cands:
+        print(f"| {c.name} | {' '.join(map(str, c.run(y))) or '-'} |")
+
+
 def protocol(root: Path, use_cache: bool) -> None:
     """Run the selection protocol of bench/history_protocol.py; print its tables and the chosen default."""
     data = P.load_tcpd(root) if (root / "annotations.json").is_file() else []
@@ -203,6 +217,7 @@ def protocol(root: Path, use_cache: bool) -> None:
         print(f"tcpd-dev not found at {root} (pass --tcpd DIR): no tcpd table, no choice")
     _print_generated(cands, preds, gen, summaries)
     _print_legacy(cands, preds, legacy, summaries)
+    _print_tigerbeetle(cands)
     print(f"\n### Rule: eligible = FA on generated negatives <= {P.FA_MAX}, recall on generated positives >= "
           f"{P.RECALL_MIN}, synthetic >= {P.LEGACY['f1']} / {P.LEGACY['cover']} with null FA <= "
           f"{P.LEGACY['fa_null']}; then best out-of-sample tcpd-dev F1, ties within {P.TIE} -> simpler\n")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from quiho.history._model import History
+from quiho.history import History
 
 __all__ = ["PerfHistoryCase", "SHAPES", "NEGATIVE_SHAPES", "make_perf_history", "make_perf_suite"]
 

@@ -28,7 +28,7 @@ class ComboDetector(Detector):
     name = "combo"
 
     def _locate(self, y: np.ndarray) -> list[tuple[int, float]]:
-        common = {"min_size": self.min_size, "alpha": self.alpha, "magnitude_floor": self.magnitude_floor}
-        ranks = AutoDetector(**common)._locate(y)
-        seg = [k for k, _ in PeltDetector(scale="long-run", **common)._locate(y)]
+        m, a, f = self.min_size, self.alpha, self.magnitude_floor
+        ranks = AutoDetector(min_size=m, alpha=a, magnitude_floor=f)._locate(y)
+        seg = [k for k, _ in PeltDetector(scale="long-run", min_size=m, alpha=a, magnitude_floor=f)._locate(y)]
         return [(k, p) for k, p in ranks if any(abs(k - s) <= self.min_size for s in seg)]

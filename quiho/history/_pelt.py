@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
-from numba import njit
 
 from quiho.history._base import Detector, register_detector
 
@@ -61,8 +62,19 @@ def winsorise(y: np.ndarray, width: int, sigma: float, c: float = 3.0) -> np.nda
     return med + np.clip(y - med, -c * sigma, c * sigma)
 
 
-@njit(cache=True, nogil=True)
-def pelt_l2(y: np.ndarray, pen: float, min_size: int) -> np.ndarray:  # pragma: no cover - compiled
+_KERNEL: list[Callable[[np.ndarray, float, int], np.ndarray]] = []
+
+
+def pelt_l2(y: np.ndarray, pen: float, min_size: int) -> np.ndarray:
+    """:func:`_pelt_l2` compiled with numba on first use (``quiho history`` does not pay numba's import otherwise)."""
+    if not _KERNEL:
+        from numba import njit
+
+        _KERNEL.append(njit(cache=True, nogil=True)(_pelt_l2))
+    return _KERNEL[0](np.ascontiguousarray(y, dtype=np.float64), float(pen), int(min_size))
+
+
+def _pelt_l2(y: np.ndarray, pen: float, min_size: int) -> np.ndarray:  # pragma: no cover - compiled
     """Optimal partition of ``y`` under ``sum of squared errors + pen * changes``, segments >= ``min_size``.
 
     PELT: exact, linear time when changes keep coming (pruning with K = 0 holds for the L2 cost).
@@ -173,5 +185,4 @@ class PeltDetector(Detector):
         pen = self.penalty_factor * sigma**2 * np.log(n)
         # noise-free input: sigma 0; a tiny positive penalty still prefers no change over a useless one
         pen = max(pen, 1e-10 * max(1.0, float(np.mean((y - y.mean()) ** 2))) * n)
-        return [(int(b), float("nan")) for b in pelt_l2(np.ascontiguousarray(z, dtype=np.float64), pen,
-                                                          self.min_size)]
+        return [(int(b), float("nan")) for b in pelt_l2(z, pen, self.min_size)]
