@@ -44,8 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from quiho.history import detect
-from quiho.history import History
+from quiho.history import History, detect
 
 MARGIN = 5
 N_SPLITS = 50
