@@ -88,7 +88,8 @@ def _tcpd_scores(c: P.Candidate, data: list, params: dict) -> tuple[list[float],
 
 def predict_all(c: P.Candidate, data: list, gen: list, legacy: list, use_cache: bool) -> Predictions:
     """Run one candidate on tcpd-dev (every grid value), the generated and the synthetic histories."""
-    path = CACHE / f"{c.name}-{_code_hash()}-{len(data)}.pkl"
+    key = hashlib.sha256(repr([(name, y.tobytes(), anns) for name, y, anns in data]).encode()).hexdigest()[:12]
+    path = CACHE / f"{c.name}-{_code_hash()}-{key}.pkl"  # another --tcpd folder never reads these
     if use_cache and path.is_file():
         return pickle.loads(path.read_bytes())
     t0 = time.process_time()

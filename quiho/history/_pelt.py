@@ -77,7 +77,8 @@ def pelt_l2(y: np.ndarray, pen: float, min_size: int) -> np.ndarray:
 def _pelt_l2(y: np.ndarray, pen: float, min_size: int) -> np.ndarray:  # pragma: no cover - compiled
     """Optimal partition of ``y`` under ``sum of squared errors + pen * changes``, segments >= ``min_size``.
 
-    PELT: exact, linear time when changes keep coming (pruning with K = 0 holds for the L2 cost).
+    PELT: exact; linear time when changes keep coming, up to quadratic when they are rare (the pruning, with
+    K = 0 for the L2 cost, keeps every start since the last change that could still begin the best segment).
     Returns the change indexes (first index of each new segment).
 
     References
