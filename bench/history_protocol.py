@@ -117,6 +117,10 @@ def candidates() -> list[Candidate]:
         Candidate("ttest", _quiho("ttest"), 2),
         Candidate("mannwhitney", _quiho("mannwhitney"), 2),
         Candidate("gmm", _quiho("gmm"), 3),
+        # round 2, added after the first run's results (docs/history-protocol.md, "Round 2"); rule unchanged
+        Candidate("auto-cubic", _quiho("auto", trend_degree=3), 3),
+        Candidate("auto-diffrho", _quiho("auto", rho_from="differences"), 3),
+        Candidate("auto-cubic-diffrho", _quiho("auto", trend_degree=3, rho_from="differences"), 3),
         Candidate("rpt-binseg-bic", _ruptures("Binseg"), 1, peer=True),
         Candidate("rpt-pelt-bic", _ruptures("Pelt"), 1, peer=True),
     ]
