@@ -32,7 +32,7 @@ ConfigCol = Annotated[list[str] | None, typer.Option("--config-col", help="Split
                                                                           "(repeatable).")]
 SeriesOpt = Annotated[str | None, typer.Option("--series", help="Series name (pick one of a multi-series CSV).")]
 MethodOpt = Annotated[str, typer.Option("--method", "-m", help="Detector: auto, cusum, binseg, bottomup, gmm, "
-                                                              "ttest, mannwhitney.")]
+                                                              "ttest, mannwhitney, pelt, combo.")]
 MinSize = Annotated[int, typer.Option("--min-size", min=1, max=10**6, help="Minimum revisions per segment.")]
 Floor = Annotated[float, typer.Option("--magnitude-floor", callback=number(0, 1e6), help="Ignore relative changes "
                                                                                         "below this (0.02 = 2%).")]

@@ -1,7 +1,8 @@
 """Seeded generators with known truth for testing and benchmarking quiho's methods.
 
 Submodules: ``irup`` (fleets with a planted bottleneck), ``profile`` (a planted version pair), ``perun`` (Perun-style
-model pairs), ``history`` (performance histories with change points), ``design`` (a designed fleet with
+model pairs), ``history`` (performance histories with change points), ``perf_history`` (builds with repetitions,
+build effects and missing builds; imported on use: it needs ``quiho.history``), ``design`` (a designed fleet with
 planted factor effects).
 """
 

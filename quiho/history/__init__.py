@@ -11,7 +11,7 @@ harnesses (:data:`FORMATS`); :func:`verdict_of` and :func:`verdict_markdown` ans
 question (does the newest revision regress?) per series.
 """
 
-from quiho.history import _auto, _cusum, _segment, _talos, _window  # noqa: F401  (register the detectors)
+from quiho.history import _auto, _combo, _cusum, _pelt, _segment, _talos, _window  # noqa: F401  (register)
 from quiho.history._base import DETECTORS, Detector, as_history, detect, make_detector, register_detector
 from quiho.history._ci import NewestCheck, SeriesVerdict, check_newest, verdict_lines, verdict_markdown, verdict_of
 from quiho.history._formats import FORMATS, ResultFile, ResultImport, detect_format, import_results, read_results
