@@ -33,6 +33,9 @@ def planted_design(*, effects_a: Mapping[str, float], effects_b: Mapping[str, fl
                    random_state: int = 0) -> tuple[pd.DataFrame, FactorTable]:
     """Runs of versions ``v1``/``v2`` on a 2^k fleet in ``rounds`` rounds, and its factor table.
 
+    Many parameters because it is a seeded generator like scikit-learn's ``make_*``: all keyword-only with
+    defaults, each one property of the planted truth (effects, design, noise, seed).
+
     Parameters
     ----------
     effects_a, effects_b : mapping

@@ -151,6 +151,25 @@ def load_inventory(path: str | os.PathLike[str] | None = None) -> Inventory:
     return _from_listing(str(p), data)
 
 
+_VARS = {"cpu_quota_pct": "quiho_cpu_quota_pct", "corunner": "quiho_corunner", "thp": "quiho_thp",
+         "prefault_mib": "quiho_prefault_mib", "cfs_period_us": "quiho_cfs_period_us", "factors": "quiho_factors"}
+
+
+def _host(name: str, groups: tuple[str, ...], hv: dict[str, Any]) -> tuple[FleetHost | None, list[str]]:
+    """One host from its variables, or None and what is wrong with them (named by their inventory variable)."""
+    try:
+        return FleetHost(
+            name=name, groups=groups, connection=str(hv.get("ansible_connection", "ssh")),
+            address=str(hv["ansible_host"]) if "ansible_host" in hv else None,
+            cpu_quota_pct=hv.get("quiho_cpu_quota_pct", 100), corunner=hv.get("quiho_corunner", "none"),
+            thp=hv.get("quiho_thp", "keep"), prefault_mib=hv.get("quiho_prefault_mib", 0),
+            cfs_period_us=hv.get("quiho_cfs_period_us", 20000), factors=hv.get("quiho_factors") or {},
+        ), []
+    except ValidationError as exc:
+        return None, [f"host {name}: {_VARS.get(str(e['loc'][0]), str(e['loc'][0]))}: {e['msg']} "
+                      f"(got {e.get('input')!r})" for e in exc.errors()]
+
+
 def _from_listing(path: str, data: dict[str, Any]) -> Inventory:
     hostvars = (data.get("_meta") or {}).get("hostvars") or {}
     groups: dict[str, list[str]] = {}
@@ -182,30 +201,10 @@ def _from_listing(path: str, data: dict[str, Any]) -> Inventory:
         if not _HOSTNAME.match(name):
             problems.append(f"host {name!r}: use letters, digits, '.', '_' or '-' (the name becomes a path)")
             continue
-        try:
-            hosts.append(
-                FleetHost(
-                    name=name,
-                    groups=tuple(groups.get(name, [])),
-                    connection=str(hv.get("ansible_connection", "ssh")),
-                    address=str(hv["ansible_host"]) if "ansible_host" in hv else None,
-                    cpu_quota_pct=hv.get("quiho_cpu_quota_pct", 100),
-                    corunner=hv.get("quiho_corunner", "none"),
-                    thp=hv.get("quiho_thp", "keep"),
-                    prefault_mib=hv.get("quiho_prefault_mib", 0),
-                    cfs_period_us=hv.get("quiho_cfs_period_us", 20000),
-                    factors=hv.get("quiho_factors") or {},
-                )
-            )
-        except ValidationError as exc:
-            for e in exc.errors():
-                field = {"cpu_quota_pct": "quiho_cpu_quota_pct", "corunner": "quiho_corunner",
-                         "thp": "quiho_thp", "prefault_mib": "quiho_prefault_mib",
-                         "cfs_period_us": "quiho_cfs_period_us",
-                         "factors": "quiho_factors"}.get(
-                    str(e["loc"][0]), str(e["loc"][0])
-                )
-                problems.append(f"host {name}: {field}: {e['msg']} (got {e.get('input')!r})")
+        host, why = _host(name, tuple(groups.get(name, [])), hv)
+        if host is not None:
+            hosts.append(host)
+        problems.extend(why)
     if problems:
         raise InventoryError(f"inventory {path}: " + "; ".join(problems))
     for h in hosts:

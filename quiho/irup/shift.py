@@ -440,7 +440,12 @@ def shift_test(
         hosts_shared=len(strata), alpha=alpha, seeds=seeds, importance=importance, resample=resample,
         notes=tuple(notes), distance_p=float((1 + np.sum(dist[1:] >= dist[0] - 1e-12)) / (1 + permutations)),
         interaction_f=f_int, host_changes=changes,
-        class_delta={k: float(cb[0, i] - ca[0, i]) for i, k in enumerate(classes)},
-        class_a={k: float(ca[0, i]) for i, k in enumerate(classes)},
-        class_b={k: float(cb[0, i]) for i, k in enumerate(classes)},
+        **_observed_classes(classes, ca[0], cb[0]),
     )
+
+
+def _observed_classes(classes: list[str], ca: np.ndarray, cb: np.ndarray) -> dict[str, dict[str, float]]:
+    """The observed class shares of both versions and their difference, as :class:`ShiftTest` fields."""
+    return {"class_delta": {k: float(cb[i] - ca[i]) for i, k in enumerate(classes)},
+            "class_a": {k: float(ca[i]) for i, k in enumerate(classes)},
+            "class_b": {k: float(cb[i]) for i, k in enumerate(classes)}}
