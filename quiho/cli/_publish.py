@@ -25,6 +25,9 @@ def publish_(
                                                                            "page.")] = 10,
     drift_min_change: Annotated[float, typer.Option("--drift-min-change", callback=number(0, 10), help="Smallest "
                                                     "fingerprint drift reported (0.05 = 5%).")] = 0.05,
+    fingerprints: Annotated[str, typer.Option("--fingerprints-from", help="Source of the fingerprint runs on the "
+                                                                          "fleet pages: fleet, or an import such "
+                                                                          "as quiho-popper.")] = "fleet",
     title: Annotated[str, typer.Option("--title", help="Site name shown on every page.")] = "quiho",
     store: StoreOpt = None,
     json_out: JsonOpt = False,
@@ -34,7 +37,7 @@ def publish_(
     from quiho.store import open_store
 
     opts = PublishOptions(method=method, alpha=alpha, min_size=min_size, recent=recent,
-                          drift_min_change=drift_min_change, title=title)
+                          drift_min_change=drift_min_change, fingerprints=fingerprints, title=title)
     with open_store(store, create=False) as st:
         r = publish(st, directory, opts)
     if json_out:

@@ -137,7 +137,7 @@ def read_fleet(store: Store, options: PublishOptions) -> FleetView:
     from quiho.fingerprint.drift import detect_drift, fingerprint_history
     from quiho.fleet.show import fleet_show
 
-    hist = fingerprint_history(store)
+    hist = fingerprint_history(store, source=options.fingerprints)
     group = _hardware(hist)
     histories = _host_histories(hist)
     known = {h.name: h for h in fleet_show(store)}
@@ -156,7 +156,8 @@ def read_fleet(store: Store, options: PublishOptions) -> FleetView:
         hardware.setdefault(g, []).append(h)
     try:
         # no staleness check: it depends on the clock, and a page must not change when the data did not
-        drift, note = detect_drift(store, alpha=options.drift_alpha, min_change=options.drift_min_change), ""
+        drift, note = detect_drift(store, alpha=options.drift_alpha, min_change=options.drift_min_change,
+                                   source=options.fingerprints), ""
     except NotEnoughData as exc:
         drift, note = None, str(exc)
     runs = int(hist["run_id"].nunique()) if not hist.empty else 0

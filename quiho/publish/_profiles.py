@@ -88,8 +88,10 @@ def profile_page(p: ProfileView, site_title: str) -> str:
     r, doc = p.row, p.document or {}
     a, b = str(r["version_a"]), str(r["version_b"])
     title = f"{r['application']}@{a} → {r['application']}@{b}"
-    body = [f"<h1>{text(title)}</h1>", "<p id='verdict'>", *profile_cells(p)[2:4], f" · resource profile "
-            f"{badge(str(r['irup_verdict'] or '–'))} · batch {text(profile_key(p))}</p>"]
+    cells = profile_cells(p)
+    body = [f"<h1>{text(title)}</h1>",
+            f"<p id='verdict'>{cells[2]} metric change {cells[3]}, Wilcoxon p = {cells[4]} · resource profile "
+            f"{cells[5]} · {cells[6]} · batch {text(profile_key(p))} · {cells[7]}</p>"]
     if p.document is None:
         body.append(f"<p>The stored document cannot be read: {text(p.error)}</p>")
         return page(title, site_title, body, 1)
@@ -110,7 +112,8 @@ def profile_page(p: ProfileView, site_title: str) -> str:
         ([text(h.get("host")), "yes" if h.get("fingerprinted") else "MISSING", str(h.get("ok_a")), str(h.get("ok_b")),
           str((h.get("failed_a") or 0) + (h.get("failed_b") or 0)), text("; ".join(h.get("reasons") or []))]
          for h in doc.get("hosts") or []), table_id="profile-hosts", num=(2, 3, 4)))
-    body.append("<h2>Method</h2><pre>" + text(json.dumps(doc.get("params") or {}, indent=1, default=str)) + "</pre>")
+    params = json.dumps(doc.get("params") or {}, indent=1, default=str)
+    body.append(f"<h2>Method</h2><pre>{text(params, lines=True)}</pre>")
     body.append(f"<p><a href='{page_file('profile', profile_key(p))[:-4]}json'>The stored document (JSON)</a> · "
                 f"notes: {text('; '.join(doc.get('notes') or []) or '–')}</p>")
     return page(title, site_title, body, 1)

@@ -22,13 +22,16 @@ __all__ = ["text", "num", "pct", "json_script", "page_file", "key_bytes"]
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def text(value: object, limit: int | None = None) -> str:
+def text(value: object, limit: int | None = None, *, lines: bool = False) -> str:
     r"""``value`` as HTML text, safe inside an element and inside a single- or double-quoted attribute.
 
     Control characters become visible escapes (:func:`quiho._text.printable`), lone surrogates (bytes that were
     not UTF-8) ``\udcNN``, then ``& < > " '`` become entities. ``limit`` shortens the visible text to that many
-    characters plus ``…`` (the full name stays on the page that is about it).
+    characters plus ``…`` (the full name stays on the page that is about it). ``lines=True`` keeps newlines (a
+    ``<pre>`` block of our own JSON); names never get it.
     """
+    if lines:
+        return "\n".join(text(part, limit) for part in str(value).split("\n"))
     s = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", printable(value))
     if limit is not None and len(s) > limit:
         s = s[:limit] + "…"

@@ -41,7 +41,7 @@ def render_site(data: SiteData, options: PublishOptions) -> dict[str, bytes]:
         pages[profile_file(p)] = profile_page(p, t)
         if p.document is not None:
             pages[profile_file(p, "json")] = json.dumps(p.document, indent=1, sort_keys=True, default=str) + "\n"
-    return {k: v.encode("utf-8", "surrogateescape") for k, v in pages.items()}
+    return {k: v.encode("utf-8") for k, v in pages.items()}  # strict: a raw surrogate here is a bug
 
 
 def _inside(root: Path, rel: str) -> Path:

@@ -17,7 +17,8 @@ class PublishOptions:
     check of every series (:func:`quiho.history.verdict_of`). ``recent``: a change point within this many
     newest revisions of its series is listed on the index page. ``drift_alpha``, ``drift_min_change``: the fleet's
     drift alerts (:func:`quiho.fingerprint.drift.detect_drift`, family-wise α over every host × stressor).
-    ``title``: the site's name in every page title.
+    ``fingerprints``: the source of the fingerprint runs the fleet pages show (``fleet``: ``quiho fingerprint``'s;
+    ``quiho-popper``: the imported data set of the quiho paper). ``title``: the site's name in every page title.
     """
 
     method: str = "auto"
@@ -27,6 +28,7 @@ class PublishOptions:
     recent: int = 10
     drift_alpha: float = 0.05
     drift_min_change: float = 0.05
+    fingerprints: str = "fleet"
     title: str = "quiho"
 
 
