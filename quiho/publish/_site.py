@@ -40,8 +40,17 @@ def render_site(data: SiteData, options: PublishOptions) -> dict[str, bytes]:
     for p in data.profiles:
         pages[profile_file(p)] = profile_page(p, t)
         if p.document is not None:
-            pages[profile_file(p, "json")] = json.dumps(p.document, indent=1, sort_keys=True, default=str) + "\n"
+            pages[profile_file(p, "json")] = json_text(p.document)
     return {k: v.encode("utf-8") for k, v in pages.items()}  # strict: a raw surrogate here is a bug
+
+
+def json_text(doc: object) -> str:
+    """A document as JSON whose text holds no ``<``, ``>`` or ``&`` (escaped, still the same JSON).
+
+    A host serving it with a wrong content type, or a browser sniffing it, then finds no markup in it.
+    """
+    s = json.dumps(doc, indent=1, sort_keys=True, default=str)
+    return s.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
 
 
 def _inside(root: Path, rel: str) -> Path:
