@@ -57,7 +57,10 @@ def json_script(element_id: str, data: Any) -> str:
     element; U+2028/U+2029 likewise. Non-finite numbers become null (JSON has none). The page reads it with
     ``JSON.parse(el.textContent)``, never ``eval``.
     """
-    doc = json.dumps(_finite(data), ensure_ascii=True, separators=(",", ":"))
+    try:  # the common case, all numbers finite, without walking the data
+        doc = json.dumps(data, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        doc = json.dumps(_finite(data), ensure_ascii=True, separators=(",", ":"))
     doc = doc.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return f"<script type='application/json' id='{text(element_id)}'>{doc}</script>"
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from quiho.history import ChangePoint
 from quiho.publish._collect import SeriesView
 from quiho.publish._layout import badge, page, table
 from quiho.publish._safe import json_script, num, page_file, pct, text
-from quiho.publish._svg import Mark, series_svg
+from quiho.publish._svg import Mark, PerRevision, series_svg
 
 __all__ = ["series_index", "series_page", "series_file", "newest_cells", "cp_label"]
 
@@ -73,11 +71,11 @@ def series_index(series: list[SeriesView], site_title: str) -> str:
     return page("Series", site_title, body, 1)
 
 
-def _values_table(s: SeriesView) -> str:
+def _values_table(s: SeriesView, stats: PerRevision) -> str:
     rows = []
-    for rev, smp in zip(s.revisions, s.samples, strict=True):
-        shown = ", ".join(num(float(v)) for v in smp[:20]) + (" …" if len(smp) > 20 else "")
-        rows.append([text(rev, 60), str(len(smp)), num(float(np.mean(smp))), text(shown)])
+    for rev, smp, mean in zip(s.revisions, s.samples, stats.means, strict=True):
+        shown = ", ".join(num(v) for v in smp[:20].tolist()) + (" …" if len(smp) > 20 else "")
+        rows.append([text(rev, 60), str(len(smp)), num(mean), shown])
     return table(["revision", "repetitions", "mean", "values"], rows, table_id="values", num=(1, 2))
 
 
@@ -111,11 +109,11 @@ def series_page(s: SeriesView, site_title: str) -> str:
     """One series: the newest check, the plot with change-point tooltips, the change points and every value."""
     marks = [] if s.verdict is None else [Mark(c.index, cp_label(c, s.unit), (c.before, c.after))
                                           for c in s.verdict.detection.change_points]
-    svg = series_svg(s.revisions, s.samples, marks, unit=s.unit, title=f"{s.name}: mean and range per revision",
+    stats = PerRevision.of(s.samples)
+    svg = series_svg(s.revisions, stats, marks, unit=s.unit, title=f"{s.name}: mean and range per revision",
                      width=_W)
-    data = {"revisions": list(s.revisions), "means": [float(np.mean(x)) for x in s.samples],
-            "reps": [len(x) for x in s.samples], "n": len(s.samples), "unit": s.unit, "width": _W, "left": _LEFT,
-            "right": _RIGHT}
+    data = {"revisions": list(s.revisions), "means": stats.means, "reps": stats.counts, "n": len(s.samples),
+            "unit": s.unit, "width": _W, "left": _LEFT, "right": _RIGHT}
     body = [f"<h1>{text(s.name)}</h1>",
             f"<p class='muted'>unit {text(s.unit or '–')} · source {text(s.source)} · {s.n_ok} measured, "
             f"{s.n_failed} failed, {s.n_pending} pending revisions</p>",
@@ -124,6 +122,7 @@ def series_page(s: SeriesView, site_title: str) -> str:
             "lines: change points (hover for revision, magnitude and p); square: newest revision.</figcaption>"
             "</figure><p class='readout' id='readout'></p>",
             "<h2>Change points</h2>", _cp_table(s),
-            f"<h2>Values</h2><details><summary>{len(s.revisions)} revisions</summary>{_values_table(s)}</details>",
+            f"<h2>Values</h2><details><summary>{len(s.revisions)} revisions</summary>{_values_table(s, stats)}"
+            "</details>",
             json_script("series-data", data)]
     return page(s.name, site_title, body, 1)

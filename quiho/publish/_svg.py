@@ -15,7 +15,7 @@ import numpy as np
 
 from quiho.publish._safe import num, text
 
-__all__ = ["Mark", "series_svg", "spark_svg"]
+__all__ = ["Mark", "PerRevision", "series_svg", "spark_svg"]
 
 
 @dataclass(frozen=True)
@@ -88,22 +88,43 @@ def _axes(f: _Frame, unit: str, first: str, last: str) -> list[str]:
     return out
 
 
-def series_svg(revisions: Sequence[str], samples: Sequence[np.ndarray], marks: Sequence[Mark], *, unit: str,
+@dataclass(frozen=True)
+class PerRevision:
+    """Mean, minimum, maximum and count of the repetitions at each revision (plain lists: cheap to format)."""
+
+    means: list[float]
+    mins: list[float]
+    maxs: list[float]
+    counts: list[int]
+
+    @classmethod
+    def of(cls, samples: Sequence[np.ndarray]) -> PerRevision:
+        """Vectorised over all revisions at once (``reduceat``): 100 k revisions in milliseconds."""
+        if not samples:
+            return cls([], [], [], [])
+        counts = np.fromiter((len(s) for s in samples), dtype=np.int64, count=len(samples))
+        flat = np.concatenate([np.asarray(s, dtype=float) for s in samples])
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        return cls((np.add.reduceat(flat, starts) / counts).tolist(), np.minimum.reduceat(flat, starts).tolist(),
+                   np.maximum.reduceat(flat, starts).tolist(), counts.tolist())
+
+
+def series_svg(revisions: Sequence[str], stats: PerRevision, marks: Sequence[Mark], *, unit: str,
                title: str, width: int = 760, height: int = 260) -> str:
     """A history: repetition range per revision (grey bar), mean per revision (black line), change points.
 
     Each change point is a dashed vertical line whose ``<title>`` (the browser's tooltip) states the revision,
     the segment means, the magnitude and p; the dashed step shows the segment levels around it.
     """
-    n = len(samples)
-    lo, hi = _bounds(samples)
+    n = len(stats.means)
+    lo, hi = _bounds([np.asarray(stats.mins + stats.maxs)]) if n else (0.0, 1.0)
     f = _Frame(n, lo, hi, width, height)
     parts = [f"<svg class='plot' role='img' viewBox='0 0 {width} {height}' width='{width}' height='{height}' "
              f"xmlns='http://www.w3.org/2000/svg'><title>{text(title)}</title>"]
     parts += _axes(f, unit, revisions[0] if n else "", revisions[-1] if n else "")
-    means = [float(np.mean(s)) for s in samples]
-    ranges = [f"M{f.x(i):.1f} {f.y(float(np.min(s))):.1f}V{f.y(float(np.max(s))):.1f}"
-              for i, s in enumerate(samples) if len(s) > 1]
+    means = stats.means
+    ranges = [f"M{f.x(i):.1f} {f.y(lo_):.1f}V{f.y(hi_):.1f}"
+              for i, (lo_, hi_, c) in enumerate(zip(stats.mins, stats.maxs, stats.counts, strict=True)) if c > 1]
     if ranges:
         parts.append(f"<path class='reps' d='{''.join(ranges)}'/>")
     if n:
