@@ -21,18 +21,24 @@ _NAV = (("index.html", "Overview"), ("series/index.html", "Series"), ("fleet/ind
         ("profiles/index.html", "Profiles"))
 
 
-def page(title: str, site_title: str, body: Iterable[str], depth: int) -> str:
-    """A whole HTML page; ``depth`` is how many directories below the site root it lives (for relative links)."""
+def page(title: str, site_title: str, body: Iterable[str], depth: int, *, chart: bool = False) -> str:
+    """A whole HTML page; ``depth`` is how many directories below the site root it lives (for relative links).
+
+    ``chart``: the page loads the vendored chart library (uPlot) before the site's script, which then draws an
+    interactive chart over the page's static SVG plot.
+    """
     root = "../" * depth
+    css = f"<link rel='stylesheet' href='{root}assets/uplot.min.css'>" if chart else ""
+    lib = f"<script src='{root}assets/uplot.min.js'></script>" if chart else ""
     nav = "".join(f"<a href='{root}{href}'>{label}</a>" for href, label in _NAV)
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"{_CSP}\">"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>{text(title, 200)} · {text(site_title, 80)}</title>"
-            f"<link rel='stylesheet' href='{root}assets/site.css'></head><body>"
+            f"{css}<link rel='stylesheet' href='{root}assets/site.css'></head><body>"
             f"<nav><b>{text(site_title, 80)}</b> {nav}</nav><main>{''.join(body)}</main>"
             f"<footer>quiho {text(__version__)} · static site: no server, no network</footer>"
-            f"<script src='{root}assets/site.js'></script></body></html>\n")
+            f"{lib}<script src='{root}assets/site.js'></script></body></html>\n")
 
 
 def table(head: Sequence[str], rows: Iterable[Sequence[str]], *, table_id: str = "", names: Sequence[str] = (),
@@ -107,17 +113,60 @@ JS = r"""'use strict';
     apply();
   });
   var holder = document.getElementById('series-data');
-  var svg = document.querySelector('svg.plot');
   var out = document.getElementById('readout');
-  if (holder && svg && out) {
-    var d = JSON.parse(holder.textContent);
+  if (!holder || !out) { return; }
+  var d = JSON.parse(holder.textContent);
+  function describe(i) {
+    var text = d.revisions[i] + ': mean ' + Number(d.means[i]).toPrecision(5) + ' ' + d.unit + ' over ' +
+      d.reps[i] + ' repetition(s), range ' + Number(d.min[i]).toPrecision(5) + ' … ' + Number(d.max[i]).toPrecision(5);
+    d.cps.forEach(function (c) { if (c.index === i) { text += ' · ' + c.label; } });
+    return text;
+  }
+  var fig = document.getElementById('plot-static');
+  if (window.uPlot && fig && d.n > 0) {
+    // the interactive chart (uPlot): cursor readout, drag to zoom, double-click to reset; the SVG stays for print
+    var el = document.createElement('div');
+    el.id = 'chart';
+    fig.parentNode.insertBefore(el, fig);
+    var xs = d.means.map(function (_, i) { return i; });
+    var grey = {stroke: '#999', width: 1, dash: [3, 3]};
+    new window.uPlot({
+      width: Math.max(Math.min(fig.parentNode.clientWidth, 1100), 320), height: 280,
+      scales: {x: {time: false}},
+      legend: {show: false},
+      axes: [{values: function (u, vals) {
+        return vals.map(function (v) {
+          return d.revisions[v] === undefined ? '' : String(d.revisions[v]).slice(0, 12);
+        });
+      }}, {label: d.unit}],
+      series: [{label: 'revision'}, Object.assign({label: 'max'}, grey), {label: 'mean', stroke: '#000', width: 1.5},
+               Object.assign({label: 'min'}, grey)],
+      hooks: {
+        draw: [function (u) {
+          var ctx = u.ctx;
+          ctx.save();
+          ctx.strokeStyle = '#000';
+          ctx.lineWidth = 1.5 * (window.devicePixelRatio || 1);
+          ctx.setLineDash([6, 4]);
+          d.cps.forEach(function (c) {
+            var x = u.valToPos(c.index - 0.5, 'x', true);
+            ctx.beginPath(); ctx.moveTo(x, u.bbox.top); ctx.lineTo(x, u.bbox.top + u.bbox.height); ctx.stroke();
+          });
+          ctx.restore();
+        }],
+        setCursor: [function (u) { if (u.cursor.idx != null) { out.textContent = describe(u.cursor.idx); } }]
+      }
+    }, [xs, d.max, d.means, d.min], el);
+    fig.hidden = true;
+    return;
+  }
+  var svg = fig && fig.querySelector('svg.plot');
+  if (svg) {  // no chart library: the readout follows the mouse over the static plot
     svg.addEventListener('mousemove', function (ev) {
       var box = svg.getBoundingClientRect();
       var x = (ev.clientX - box.left) * d.width / box.width;
       var i = Math.round((x - d.left) / (d.width - d.left - d.right) * Math.max(d.n - 1, 1));
-      if (i < 0 || i >= d.n) { return; }
-      out.textContent = d.revisions[i] + ': mean ' + Number(d.means[i]).toPrecision(5) + ' ' + d.unit +
-        ' over ' + d.reps[i] + ' repetition(s)';
+      if (i >= 0 && i < d.n) { out.textContent = describe(i); }
     });
   }
 }());

@@ -112,12 +112,13 @@ def series_page(s: SeriesView, site_title: str) -> str:
     stats = PerRevision.of(s.samples)
     svg = series_svg(s.revisions, stats, marks, unit=s.unit, title=f"{s.name}: mean and range per revision",
                      width=_W)
-    data = {"revisions": list(s.revisions), "means": stats.means, "reps": stats.counts, "n": len(s.samples),
-            "unit": s.unit, "width": _W, "left": _LEFT, "right": _RIGHT}
+    data = {"revisions": list(s.revisions), "means": stats.means, "min": stats.mins, "max": stats.maxs,
+            "reps": stats.counts, "n": len(s.samples), "unit": s.unit, "width": _W, "left": _LEFT, "right": _RIGHT,
+            "cps": [{"index": m.index, "label": m.label} for m in marks]}
     body = [f"<h1>{text(s.name)}</h1>",
             f"<p class='muted'>unit {text(s.unit or '–')} · source {text(s.source)} · {s.n_ok} measured, "
             f"{s.n_failed} failed, {s.n_pending} pending revisions</p>",
-            _newest_html(s), "<figure>", svg,
+            _newest_html(s), "<figure id='plot-static'>", svg,
             "<figcaption class='muted'>Black line: mean per revision; grey bars: range of its repetitions; dashed "
             "lines: change points (hover for revision, magnitude and p); square: newest revision.</figcaption>"
             "</figure><p class='readout' id='readout'></p>",
@@ -125,4 +126,4 @@ def series_page(s: SeriesView, site_title: str) -> str:
             f"<h2>Values</h2><details><summary>{len(s.revisions)} revisions</summary>{_values_table(s, stats)}"
             "</details>",
             json_script("series-data", data)]
-    return page(s.name, site_title, body, 1)
+    return page(s.name, site_title, body, 1, chart=True)

@@ -17,6 +17,7 @@ from quiho.publish._index import index_page
 from quiho.publish._layout import CSS, JS
 from quiho.publish._profiles import profile_file, profile_page, profiles_index
 from quiho.publish._series import series_file, series_index, series_page
+from quiho.publish._vendor import vendor_files
 from quiho.publish.options import PublishOptions, PublishResult
 from quiho.store import Store
 
@@ -41,7 +42,9 @@ def render_site(data: SiteData, options: PublishOptions) -> dict[str, bytes]:
         pages[profile_file(p)] = profile_page(p, t)
         if p.document is not None:
             pages[profile_file(p, "json")] = json_text(p.document)
-    return {k: v.encode("utf-8") for k, v in pages.items()}  # strict: a raw surrogate here is a bug
+    out = {k: v.encode("utf-8") for k, v in pages.items()}  # strict: a raw surrogate here is a bug
+    out.update(vendor_files())
+    return out
 
 
 def json_text(doc: object) -> str:

@@ -61,8 +61,8 @@ def all_files(root: Path) -> list[Path]:
 def test_counts_files_and_manifest(site):
     root, res = site
     assert (res.series, res.hosts, res.profiles) == (len(NAMES), 4, len(BATCHES))
-    # pages: 1 overview + 3 lists + 1 per series, host and profile (+ its JSON) + 2 assets
-    assert res.pages == 1 + 3 + len(NAMES) + 4 + 2 * len(BATCHES) + 2
+    # pages: 1 overview + 3 lists + 1 per series, host and profile (+ its JSON) + 2 assets + 3 of uPlot
+    assert res.pages == 1 + 3 + len(NAMES) + 4 + 2 * len(BATCHES) + 2 + 3
     assert len(res.written) == res.pages and res.unchanged == 0
     manifest = json.loads((root / MANIFEST).read_text())
     assert sorted(manifest["files"]) == sorted(res.written)
@@ -80,6 +80,7 @@ def test_names_are_escaped_everywhere(site):
     # the only script elements are the site's own file and JSON data
     scripts = re.findall(r"<script[^>]*>", text)
     assert set(scripts) <= {"<script src='../assets/site.js'>", "<script src='assets/site.js'>",
+                            "<script src='../assets/uplot.min.js'>",
                             "<script type='application/json' id='series-data'>"}
     # embedded JSON cannot close its element, and it parses back to the names
     data = re.findall(r"id='series-data'>(.*?)</script>", text, flags=re.S)
@@ -220,13 +221,23 @@ def test_series_page_shows_the_change_point(site, browser, tmp_path):
     assert abs(idx - 40) <= 1 and 12 < mag < 18
     tip = tab.eval("document.querySelector('svg.plot g.cp title').textContent")
     assert rows[0][1] in tip and "p = " in tip and rows[0][5] in tip
-    # the script's readout follows the mouse over the plot
-    box = tab.eval("(function(){var r=document.querySelector('svg.plot').getBoundingClientRect();"
+    # with scripts, the uPlot chart replaces the static plot; its readout follows the cursor and names the change
+    assert tab.eval("document.querySelectorAll('#chart canvas').length") == 1
+    assert tab.eval("document.getElementById('plot-static').hidden") is True
+    box = tab.eval("(function(){var r=document.querySelector('#chart .u-over').getBoundingClientRect();"
                    "return [r.left, r.top, r.width, r.height]})()")
-    tab.mouse(box[0] + box[2] * 0.99, box[1] + box[3] / 2)
+    tab.mouse(box[0] + box[2] - 1, box[1] + box[3] / 2)
     assert tab.eval("document.getElementById('readout').textContent").startswith("rev0059: mean")
+    tab.mouse(box[0] + box[2] * idx / 59, box[1] + box[3] / 2)
+    assert tip in tab.eval("document.getElementById('readout').textContent")
     assert tab.problems() == []
     _shot_ok(tab.screenshot(tmp_path / "series.png"))
+    # without scripts: the static SVG plot with its tooltip, no chart
+    tab = Tab(browser, (root / series_file(series_name("bench0"))).as_uri(), scripts=False)
+    page = tab.html()
+    assert "<svg class=\"plot\"" in page and "id=\"chart\"" not in page and rows[0][5] in page
+    assert tab.problems() == []
+    _shot_ok(tab.screenshot(tmp_path / "series-nojs.png"))
 
 
 @pytest.mark.chromium
