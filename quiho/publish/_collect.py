@@ -32,6 +32,7 @@ class SeriesView:
     samples: tuple[np.ndarray, ...]
     verdict: Any = None  # quiho.history.SeriesVerdict
     error: str = ""
+    failed: tuple[tuple[str, str], ...] = ()  # (revision, reason) of each revision whose build or run failed
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class SiteData:
 
 def read_series(store: Store, options: PublishOptions) -> list[SeriesView]:
     """Every stored series with its verdict (:func:`quiho.history.verdict_of` with the options' detector)."""
-    from quiho.history import list_series, load_history, verdict_of
+    from quiho.history import list_series, load_history, load_state, verdict_of
 
     out = []
     for r in list_series(store):
@@ -102,8 +103,10 @@ def read_series(store: Store, options: PublishOptions) -> list[SeriesView]:
             err = ""
         except (QuihoError, ValueError) as exc:  # a series the detector refuses is shown with the reason
             v, err = None, str(exc)
+        failed = tuple((x.revision, x.reason or "") for x in load_state(store, name) if x.status == "failed") \
+            if base["n_failed"] else ()
         out.append(SeriesView(**{**base, "unit": h.unit or base["unit"]}, revisions=h.revisions,
-                              samples=h.samples, verdict=v, error=err))
+                              samples=h.samples, verdict=v, error=err, failed=failed))
     return out
 
 

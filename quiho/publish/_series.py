@@ -123,6 +123,9 @@ def series_page(s: SeriesView, site_title: str) -> str:
             "lines: change points (hover for revision, magnitude and p); square: newest revision.</figcaption>"
             "</figure><p class='readout' id='readout'></p>",
             "<h2>Change points</h2>", _cp_table(s),
+            "<h2>Failed revisions</h2>" + table(["revision", "reason"], ([text(r, 60), text(why, 500)]
+                                                                       for r, why in s.failed), table_id="failed")
+            if s.failed else "",
             f"<h2>Values</h2><details><summary>{len(s.revisions)} revisions</summary>{_values_table(s, stats)}"
             "</details>",
             json_script("series-data", data)]

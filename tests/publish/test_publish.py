@@ -300,3 +300,27 @@ def test_a_real_fleet_from_quiho_popper(shared_data, tmp_path, browser):
     groups = tab.eval("document.querySelectorAll('#hardware li').length")
     assert 1 < groups < imp.hosts
     _shot_ok(tab.screenshot(tmp_path / "popper-fleet.png"))
+
+
+def test_empty_store_and_series_without_values(tmp_path):
+    """An empty store publishes; series with no, pending-only, failed-only, one or constant revisions too."""
+    from quiho.publish._series import series_file
+
+    with open_store(tmp_path / "q.db") as st:
+        r = publish(st, tmp_path / "site")
+        assert (r.series, r.hosts, r.profiles) == (0, 0, 0) and (tmp_path / "site" / "index.html").is_file()
+        history_store.ensure_series(st, "none", "test")
+        sid = history_store.ensure_series(st, "pending", "test")
+        history_store.add_revisions(st, sid, ["a", "b"])
+        sid = history_store.ensure_series(st, "failed", "test")
+        history_store.add_revisions(st, sid, ["a"])
+        history_store.record_failure(st, sid, "a", "build <b>failed</b>")
+        sid = history_store.ensure_series(st, "constant", "test")
+        history_store.add_revisions(st, sid, [str(i) for i in range(20)])
+        for i in range(20):
+            history_store.record_measurement(st, sid, str(i), [5.0, 5.0])
+        r = publish(st, tmp_path / "site")
+    assert r.series == 4
+    failed = (tmp_path / "site" / series_file("failed")).read_text()
+    assert "<table id='failed'>" in failed and "build &lt;b&gt;failed&lt;/b&gt;" in failed
+    assert "No change point" in (tmp_path / "site" / series_file("constant")).read_text()
