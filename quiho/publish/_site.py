@@ -114,9 +114,10 @@ def write_site(root: Path, files: dict[str, bytes]) -> tuple[list[str], int, lis
     old = _old_manifest(root)
     root.mkdir(parents=True, exist_ok=True)
     new = {rel: hashlib.sha256(b).hexdigest() for rel, b in files.items()}
+    paths = {rel: _inside(root, rel) for rel in sorted(files)}  # every path checked before anything is written
     written, unchanged = [], 0
-    for rel, data in sorted(files.items()):
-        p = _inside(root, rel)
+    for rel, p in paths.items():
+        data = files[rel]
         if old.get(rel) == new[rel] and p.is_file() and hashlib.sha256(p.read_bytes()).hexdigest() == new[rel]:
             unchanged += 1
             continue

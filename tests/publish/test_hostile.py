@@ -116,3 +116,25 @@ def test_stored_hostile_series_publish_escaped(names):
             page = (Path(d) / "site" / series_file(n)).read_text(encoding="utf-8")
             h1 = re.search(r"<h1>(.*?)</h1>", page, flags=re.S)
             assert h1 is not None and html.unescape(h1.group(1)) == visible(n)
+
+
+def test_a_symlinked_subdirectory_cannot_lead_outside(tmp_path):
+    """A site whose ``series/`` was replaced by a link elsewhere is refused: nothing is written through it."""
+    import shutil
+
+    import pytest
+
+    from quiho.errors import UsageError
+
+    with open_store(tmp_path / "q.db") as store:
+        save_history(store, History.from_values([1.0, 2.0, 3.0], name="a"), "test")
+        publish(store, tmp_path / "site")
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        shutil.rmtree(tmp_path / "site" / "series")
+        (tmp_path / "site" / "series").symlink_to(outside, target_is_directory=True)
+        (tmp_path / "site" / "index.html").write_text("stale")  # would be rewritten by a publish that went ahead
+        with pytest.raises(UsageError, match="outside"):
+            publish(store, tmp_path / "site")
+    assert list(outside.iterdir()) == []
+    assert (tmp_path / "site" / "index.html").read_text() == "stale"  # refused before anything was written
