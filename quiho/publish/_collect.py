@@ -144,15 +144,17 @@ def read_fleet(store: Store, options: PublishOptions) -> FleetView:
     group = _hardware(hist)
     histories = _host_histories(hist)
     known = {h.name: h for h in fleet_show(store)}
-    last_time = ({str(h): str(t) for h, t in hist.groupby("host")["started_at"].max().items()}
-                 if not hist.empty else {})
+    last = {} if hist.empty else {  # host -> (batch, time) of its newest fingerprint run of this source
+        str(r["host"]): (str(r["batch"]), str(r["started_at"]))
+        for _, r in hist.sort_values(["started_at", "run_id"]).drop_duplicates("host", keep="last").iterrows()}
     hosts = []
     for name in sorted(set(known) | set(histories)):
         k = known.get(name)
         hosts.append(HostView(
             name=name, inventory=k.inventory if k else None, groups=k.groups if k else (),
-            last_fingerprint=k.last_fingerprint if k else None, last_status=k.last_status if k else None,
-            last_time=last_time.get(name), facts=k.facts if k else {}, hardware_group=group.get(name),
+            last_fingerprint=k.last_fingerprint if k and k.last_fingerprint else last.get(name, (None, None))[0],
+            last_status=k.last_status if k else None, last_time=last.get(name, (None, None))[1],
+            facts=k.facts if k else {}, hardware_group=group.get(name),
             history=histories.get(name, {})))
     hardware: dict[int, list[str]] = {}
     for h, g in sorted(group.items()):
