@@ -9,8 +9,9 @@ import re
 import tempfile
 from pathlib import Path
 
+from quiho._text import printable
 from quiho._version import __version__
-from quiho.errors import UsageError
+from quiho.errors import QuihoError, UsageError
 from quiho.publish._collect import SiteData, read_site
 from quiho.publish._fleet import fleet_index, host_file, host_page
 from quiho.publish._index import index_page
@@ -161,6 +162,8 @@ def publish(store: Store, directory: str | os.PathLike[str], options: PublishOpt
     ------
     UsageError
         ``directory`` is a file, or a non-empty directory without a quiho site in it.
+    QuihoError
+        The site cannot be written there (the operating system's reason in the message).
     StoreError
         The store cannot be read.
 
@@ -173,9 +176,12 @@ def publish(store: Store, directory: str | os.PathLike[str], options: PublishOpt
     """
     options = options or PublishOptions()
     root = Path(directory)
-    _old_manifest(root)  # refuse a foreign directory before reading the store
-    data = read_site(store, options)
-    files = render_site(data, options)
-    written, unchanged, removed = write_site(root, files)
+    try:
+        _old_manifest(root)  # refuse a foreign directory before reading the store
+        data = read_site(store, options)
+        files = render_site(data, options)
+        written, unchanged, removed = write_site(root, files)
+    except OSError as exc:  # a name too long, a parent that is a file, no space, no permission
+        raise QuihoError(f"cannot write the site into {printable(root)}: {exc.strerror or exc}") from None
     return PublishResult(root, len(data.series), len(data.fleet.hosts), len(data.profiles), len(files),
                          tuple(written), unchanged, tuple(removed), data.warnings)
