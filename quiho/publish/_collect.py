@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from quiho.errors import NotEnoughData, QuihoError
+from quiho.errors import HistoryError, NotEnoughData, QuihoError
 from quiho.publish.options import PublishOptions
 from quiho.store import Store
 from quiho.store import fleet as fleet_store
@@ -85,8 +85,9 @@ class SiteData:
 
 def read_series(store: Store, options: PublishOptions) -> list[SeriesView]:
     """Every stored series with its verdict (:func:`quiho.history.verdict_of` with the options' detector)."""
-    from quiho.history import list_series, load_history, load_state, verdict_of
+    from quiho.history import list_series, load_history, load_state, make_detector, verdict_of
 
+    make_detector(options.method)  # an unknown detector is a usage error, not a site of unanalysed series
     out = []
     for r in list_series(store):
         name = str(r["name"])
@@ -101,7 +102,7 @@ def read_series(store: Store, options: PublishOptions) -> list[SeriesView]:
             v = verdict_of(h, options.method, alpha=options.alpha, min_size=options.min_size,
                            magnitude_floor=options.magnitude_floor)
             err = ""
-        except (QuihoError, ValueError) as exc:  # a series the detector refuses is shown with the reason
+        except (HistoryError, NotEnoughData, ValueError) as exc:  # a series the detector refuses: shown, with why
             v, err = None, str(exc)
         failed = tuple((x.revision, x.reason or "") for x in load_state(store, name) if x.status == "failed") \
             if base["n_failed"] else ()

@@ -324,3 +324,9 @@ def test_empty_store_and_series_without_values(tmp_path):
     failed = (tmp_path / "site" / series_file("failed")).read_text()
     assert "<table id='failed'>" in failed and "build &lt;b&gt;failed&lt;/b&gt;" in failed
     assert "No change point" in (tmp_path / "site" / series_file("constant")).read_text()
+
+
+def test_an_unknown_detector_is_a_usage_error(store_path, tmp_path):
+    with open_store(store_path, create=False) as st, pytest.raises(UsageError, match="unknown detector 'nope'"):
+        publish(st, tmp_path / "site", PublishOptions(method="nope"))
+    assert not (tmp_path / "site" / "index.html").exists()
