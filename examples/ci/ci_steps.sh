@@ -4,6 +4,7 @@
 #   REVISION   the revision measured (default: git HEAD where result.json lies)
 #   QUIHO      the quiho command (default: quiho)
 #   PYTHON     the interpreter for bench.py (default: python3)
+#   SITE       where the static site of the whole store goes (default: site/; deploy it to any static host)
 # Writes the Markdown to $GITHUB_STEP_SUMMARY when set (GitHub Actions), else to summary.md.
 # Exit status: 3 when the newest revision regresses one series, 0 otherwise, 1 on an error.
 set -euo pipefail
@@ -16,4 +17,7 @@ mkdir -p "$(dirname "$store")"
 "${PYTHON:-python3}" "$here/bench.py" > result.json
 $quiho history import result.json --store "$store" ${REVISION:+--revision "$REVISION"}
 $quiho history detect --all --store "$store" --format markdown >> "$summary"
+# the static site (series, change points, fleet, profiles): published before the verdict can fail the job, so a
+# regression is on the site too; republishing into the same folder rewrites only the pages whose data changed
+$quiho publish "${SITE:-site}" --store "$store" --title "benchmarks" > /dev/null
 $quiho history detect --all --store "$store" --fail-on-change > /dev/null

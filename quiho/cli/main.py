@@ -32,6 +32,7 @@ _COMMAND_MODULES = (
     "quiho.cli._fleet",
     "quiho.cli._profile",
     "quiho.cli._schedule",
+    "quiho.cli._publish",
 )
 
 

@@ -31,7 +31,7 @@ __all__ = [
     "mark_interrupted_runs", "missing_measurements", "remember_hosts", "set_host_status", "set_run_status",
     "summarise_run", "upsert_measurements", "profile_runs", "fingerprint_run_age", "fleet_hosts", "ok_measurements",
     "save_profile_row",
-    "profile_row", "save_calibration", "latest_calibration",
+    "profile_row", "list_profiles", "save_calibration", "latest_calibration",
 ]
 
 #: pyperf's stability rule: spread ≥ 10 % of the mean is flagged.
@@ -451,6 +451,17 @@ def profile_row(store: Store, batch: str) -> dict[str, Any] | None:
     """``result_json`` and ``schema_version`` of profile ``batch``, or None."""
     row = store.conn.execute("SELECT result_json, schema_version FROM profiles WHERE batch = ?", (batch,)).fetchone()
     return dict(row) if row else None
+
+
+def list_profiles(store: Store) -> list[dict[str, Any]]:
+    """Every stored profile's identity and verdicts, newest first (its document: :func:`profile_row`).
+
+    Keys: batch, application, version_a, version_b, status, verdict, irup_verdict, created_at, schema_version.
+    """
+    rows = store.conn.execute(
+        "SELECT batch, application, version_a, version_b, status, verdict, irup_verdict, created_at, schema_version "
+        "FROM profiles ORDER BY created_at DESC, id DESC").fetchall()
+    return [dict(r) for r in rows]
 
 
 def save_calibration(
