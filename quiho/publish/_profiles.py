@@ -34,17 +34,19 @@ def profile_cells(p: ProfileView) -> list[str]:
     """Escaped cells: application, A → B, verdict, change [CI], p, IRUP verdict, status, created."""
     r, m = p.row, _metric(p.document)
     ci = m.get("ci") or [None, None]
+    # the resource-profile verdict the profile gave (its designed-fleet analysis where it had one)
+    profile_verdict = ((p.document or {}).get("resource_profile") or {}).get("verdict") or r["irup_verdict"]
     change = (f"{text(pct(m.get('change')))} [{text(pct(ci[0]))}, {text(pct(ci[1]))}]" if p.document
               else text(p.error, 120))
     return [text(r["application"], 60), f"{text(r['version_a'], 30)} → {text(r['version_b'], 30)}",
-            badge(str(r["verdict"])), change, num(m.get("wilcoxon_p"), ".3g"), badge(str(r["irup_verdict"] or "–")),
+            badge(str(r["verdict"])), change, num(m.get("wilcoxon_p"), ".3g"), badge(str(profile_verdict or "–")),
             text(r["status"]), text(r["created_at"])]
 
 
 def profiles_index(profiles: list[ProfileView], site_title: str) -> str:
     """Every stored profile, newest first: a filterable table linking to each full report."""
-    head = ["profile", "application", "versions", "verdict", "metric change [CI]", "Wilcoxon p", "IRUP", "status",
-            "created"]
+    head = ["profile", "application", "versions", "verdict", "metric change [CI]", "Wilcoxon p", "resource profile",
+            "status", "created"]
     rows = [[f"<a href='{page_file('profile', profile_key(p))}'>{text(profile_key(p), 40)}</a>", *profile_cells(p)]
             for p in profiles]
     names = [f"{p.row['application']} {p.row['version_a']} {p.row['version_b']} {profile_key(p)}" for p in profiles]
@@ -69,6 +71,37 @@ def _shift_html(cmp: dict[str, Any], a: str, b: str) -> list[str]:
                            text(s.get("stressor_b")), num(s.get("importance_b"), ".0f"),
                            "yes" if s.get("same") else "no", text(s.get("why"))] for s in walk), num=(0, 2, 4)))
     return out
+
+
+def _effect(e: dict[str, Any]) -> str:
+    """``+25 % [+16, +35]``, as quiho.design.Effect.text formats the same numbers."""
+    ci = e.get("ci") or [None, None]
+    if e.get("effect") is None or None in ci:
+        return "n/a"
+    return f"{100 * e['effect']:+.0f} % [{100 * ci[0]:+.0f}, {100 * ci[1]:+.0f}]"
+
+
+def _design_html(design: dict[str, Any], a: str, b: str) -> list[str]:
+    """The designed fleet's answer as the profile stored it: verdict, each version's class, the factor table."""
+    story = design.get("story") or {}
+    fa = {e["factor"]: e for e in (design.get("effects") or {}).get("a", {}).get("effects") or []}
+    fb = {e["factor"]: e for e in (design.get("effects") or {}).get("b", {}).get("effects") or []}
+    ch = {e["factor"]: e for e in design.get("changes") or []}
+    axes = {x["factor"]: x["resource"] for x in design.get("axes") or []}
+    rows = []
+    for f in (design.get("factors") or {}).get("factors") or []:
+        c = ch.get(f["name"])
+        p_txt = "n/a" if c is None or c.get("p_value") is None else \
+            f"{c['p_value']:.3g} (Holm {c.get('p_adjusted') or float('nan'):.3g})"
+        rows.append([text(f"{f['label']} {f['reference']} → {f['far']}"), text(axes.get(f["name"], "none")),
+                     _effect(fa.get(f["name"], {})), _effect(fb.get(f["name"], {})),
+                     _effect(c or {}), text(p_txt)])
+    return [f"<p id='design'>{badge(str(design.get('verdict', '–')))} {text(design.get('reason', ''))}</p>",
+            f"<p><b>{text(a)}</b>: {text((story.get('a') or {}).get('label', ''))} — "
+            f"{text((story.get('a') or {}).get('evidence', ''))}<br><b>{text(b)}</b>: "
+            f"{text((story.get('b') or {}).get('label', ''))} — {text((story.get('b') or {}).get('evidence', ''))}</p>",
+            table(["factor", "loads", f"effect on {a}", f"effect on {b}", "change", "permutation p"], rows,
+                  table_id="design-effects")]
 
 
 def _metric_html(doc: dict[str, Any]) -> list[str]:
@@ -103,7 +136,10 @@ def profile_page(p: ProfileView, site_title: str) -> str:
     body.append("<ol id='hints'>" + "".join(f"<li><b>[{text(h.get('kind'))}]</b> {text(h.get('message'))}</li>"
                                             for h in hints) + "</ol>" if hints else "<p>No hints.</p>")
     body += _metric_html(doc)
-    body.append("<h2>Resource profile (IRUP) shift</h2>")
+    if doc.get("design"):
+        body.append("<h2>Resource profile on the designed fleet</h2>")
+        body += _design_html(doc["design"], a, b)
+    body.append("<h2>Resource profile (IRUP) shift" + (" — the paper's view" if doc.get("design") else "") + "</h2>")
     irup = doc.get("irup") or {}
     cmp = irup.get("comparison")
     body += _shift_html(cmp, a, b) if cmp else [f"<p>No comparison: {text(json.dumps(irup.get('errors') or {}))}</p>"]

@@ -115,3 +115,20 @@ def test_bad_factors_are_said_in_one_line_and_lose_nothing():
     assert res.design is not None and res.design.factors.names == ["cpu-quota", "huge-pages"]
     assert len(res.runs) == len(runs) and res.metric.hosts_used == 8
     assert any(line.startswith("warning: design:") for line in summary_lines(res))
+
+
+def test_the_published_site_cites_the_same_design_estimates(tmp_path):
+    from quiho.profile.flow import save_profile
+    from quiho.publish import publish
+    from quiho.store import open_store
+
+    res = _profile(CPU_BOUND)
+    with open_store(tmp_path / "q.db") as st:
+        save_profile(st, res)
+        publish(st, tmp_path / "site")
+    pages = [html.unescape(p.read_text()) for p in (tmp_path / "site" / "profiles").glob("profile-*.html")]
+    assert len(pages) == 1
+    for row in effect_table(res.design):
+        for cell in row[2:]:  # the effects, their change and p, formatted once from the same numbers
+            assert cell in pages[0], cell
+    assert res.design.reason in pages[0] and res.design.story_b.label in pages[0]
