@@ -324,40 +324,51 @@ def axis_classes(effects: Mapping[str, tuple[Effect, ...]], factors: FactorTable
                  floor: float = 0.05) -> tuple[AxisClass, ...]:
     """The resource class each factor loads, from the stressor effects (``primary``: stressor -> class).
 
-    A class's effect is the median over its stressors (one erratic stressor does not decide). A factor loads class
-    ``c`` (not cpu) when that effect exceeds 2 SE and ``floor`` and is at least twice the cpu class's: a knob that
-    loads one resource leaves computation nearly alone, while a speed knob (a CPU quota) slows every time-based
-    stressor alike. A factor that moves the cpu class but no other class twice as much is a speed axis (``cpu``).
-    Without stressor effects the calibration's meaning of the local fleet's knobs is used
-    (:data:`FALLBACK_CLASSES`).
+    Computation is the reference: the cpu class's effect is the median over its stressors. A factor loads class
+    ``c`` when some stressor of ``c`` moves beyond 3 SE and ``floor`` and at least twice as much as computation
+    does (the strongest such stressor stands for the class): a knob that loads one resource leaves computation
+    nearly alone, while a speed knob (a CPU quota) slows every time-based stressor alike. A class is as wide as
+    the battery's list of it (the quick battery's memory class mixes bandwidth, page-clearing and cache-sized
+    stressors), so one stressor that responds is the evidence, not the class median. A factor that moves
+    computation but loads no other class is a speed axis (``cpu``). Without stressor effects the calibration's
+    meaning of the local fleet's knobs is used (:data:`FALLBACK_CLASSES`).
     """
     out = []
     step = math.log1p(floor)
     for j, f in enumerate(factors.factors):
-        by_class: dict[str, list[Effect]] = {}
+        by_class: dict[str, list[tuple[str, Effect]]] = {}
         for s, effs in effects.items():
             if j < len(effs) and np.isfinite(effs[j].se):
-                by_class.setdefault(primary.get(s, "unknown"), []).append(effs[j])
-        ce = {c: (float(np.median([e.estimate for e in es])),
-                  float(1.2533 * np.median([e.se for e in es]) / math.sqrt(len(es)))) for c, es in by_class.items()}
-        if not ce:
+                by_class.setdefault(primary.get(s, "unknown"), []).append((s, effs[j]))
+        if not by_class:
             fb = FALLBACK_CLASSES.get(f.name, "none")
             out.append(AxisClass(f.name, fb, {}, f"no fingerprint effects; {f.label} taken to load {fb} "
                                                  "(what the calibration kept it for)"))
             continue
-        cpu = ce.get("cpu")
+        cpu_effs = [e for _s, e in by_class.get("cpu", [])]
+        cpu = ((float(np.median([e.estimate for e in cpu_effs])),
+                float(1.2533 * np.median([e.se for e in cpu_effs]) / math.sqrt(len(cpu_effs))))
+               if cpu_effs else None)
         cpu_e = abs(cpu[0]) if cpu else 0.0
-        speed = cpu is not None and abs(cpu[0]) > max(2 * cpu[1], step)
-        specific = {c: abs(e) for c, (e, s) in ce.items()
-                    if c not in ("cpu", "unknown") and abs(e) > max(2 * s, step) and abs(e) >= 2 * cpu_e}
-        if specific:
-            c = max(specific, key=lambda k: specific[k])
-            why = f"moves {c} stressors {_pct(ce[c][0])} vs cpu {_pct(cpu[0]) if cpu else 'n/a'}"
+        ce: dict[str, tuple[float, float]] = {"cpu": cpu} if cpu else {}
+        best: dict[str, tuple[str, Effect]] = {}
+        for c, items in by_class.items():
+            if c in ("cpu", "unknown"):
+                continue
+            strong = [(s, e) for s, e in items if abs(e.estimate) > max(3 * e.se, step)
+                      and abs(e.estimate) >= 2 * cpu_e]
+            if strong:
+                best[c] = max(strong, key=lambda se: abs(se[1].estimate))
+                ce[c] = (best[c][1].estimate, best[c][1].se)
+        if best:
+            c = max(best, key=lambda k: abs(best[k][1].estimate))
+            s, e = best[c]
+            why = f"moves {s} ({c}) {_pct(e.estimate)} vs computation {_pct(cpu[0]) if cpu else 'n/a'}"
             out.append(AxisClass(f.name, c, ce, why))
-        elif speed and cpu is not None:
+        elif cpu is not None and abs(cpu[0]) > max(2 * cpu[1], step):
             out.append(AxisClass(f.name, "cpu", ce, f"slows every class alike (cpu stressors {_pct(cpu[0])})"))
         else:
-            out.append(AxisClass(f.name, "none", ce, "moves no stressor class beyond the noise"))
+            out.append(AxisClass(f.name, "none", ce, "moves no stressor beyond the noise"))
     return tuple(out)
 
 
