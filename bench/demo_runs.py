@@ -4,6 +4,7 @@ Usage (root, on the machine to check; each run takes the demo's ~7-8 minutes):
     python bench/demo_runs.py --runs 10 [--out /tmp/demo-runs]
     python bench/demo_runs.py --pair self --runs 10      # nadds1 vs nadds1: no class shift may be claimed
     python bench/demo_runs.py --pair pair --runs 5       # pair@loop -> pair@chase: CPU-bound -> memory-bound
+    python bench/demo_runs.py --reanalyse OUT ...        # the table of earlier runs, with this quiho's analysis
 
 Every run gets its own empty store (``QUIHO_STORE=<out>/run-N/quiho.db``), so it calibrates the local fleet
 afresh, fingerprints it and profiles ``stream@nadds1`` vs ``stream@nadds30`` exactly as the README's command does;
@@ -95,6 +96,31 @@ def one_run(i: int, out: Path, pair: str = "stream", rounds: int | None = None) 
     return row
 
 
+def reanalyse(d: Path) -> dict | None:
+    """A stored run's row recomputed with this quiho (``quiho profile --batch``: the same runs, today's analysis)."""
+    store = d / "quiho.db"
+    if not store.exists():
+        return None
+    con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    row = con.execute("SELECT batch, application, version_a, version_b FROM profiles ORDER BY id LIMIT 1").fetchone()
+    con.close()
+    if row is None:
+        return None
+    batch, app, va, vb = row
+    spec = next((p[2] for p in PAIRS.values() if p[0].startswith(app + "@")), None)
+    cmd = [str(REPO / ".venv" / "bin" / "quiho"), "profile", f"{app}@{va}", f"{app}@{vb}", "--batch", batch,
+           "--store", str(store), "--json"] + (["--spec", spec] if spec else [])
+    r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
+    if r.returncode not in (0, 3):
+        return None
+    doc = json.loads(r.stdout)
+    cal = _calibration(store)
+    cmp_ = doc["irup"].get("comparison") or {}
+    return {"run": d.name, "axes": "+".join(cal.get("kept") or []) or "-", "hosts": len(cal.get("hosts") or []),
+            "metric": f"{doc['metric']['verdict']} {doc['metric']['change']:+.0%}",
+            "irup": cmp_.get("verdict", "unavailable"), "design": design_row(doc.get("design"))}
+
+
 def design_row(design: dict | None) -> dict:
     """The design section's verdict, class story and per-factor effects (± SE, in %) of a report."""
     if not design:
@@ -168,7 +194,24 @@ def main() -> int:
     ap.add_argument("--first", type=int, default=1, help="number of the first run (to add runs to a table)")
     ap.add_argument("--noise-of", type=Path, nargs="+", metavar="OUT",
                     help="print the noise table of earlier --out directories and run nothing")
+    ap.add_argument("--reanalyse", type=Path, nargs="+", metavar="OUT",
+                    help="recompute the table of earlier --out directories from their stores (run nothing)")
     a = ap.parse_args()
+    if a.reanalyse:
+        print("| out | run | axes | hosts | metric | rounds | effect A / B (% ± SE) | design verdict | class A → B "
+              "| IRUP comparison (paper view) |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for out in a.reanalyse:
+            for d in sorted(out.glob("run-*"), key=lambda p: int(p.name.split("-")[1])):
+                r = reanalyse(d)
+                if r is None:
+                    print(f"| {out.name} | {d.name} | | | FAILED or not stored | | | | | |", flush=True)
+                    continue
+                g = r["design"]
+                print(f"| {out.name} | {d.name} | {r['axes']} | {r['hosts']} | {r['metric']} | "
+                      f"{g.get('rounds', '-')} | {g['effects']} | {g['verdict']} | {g['story'][0]} → "
+                      f"{g['story'][1]} | {r['irup']} |", flush=True)
+        return 0
     if a.noise_of:
         print_noise(a.noise_of)
         return 0

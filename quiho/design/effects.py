@@ -44,8 +44,9 @@ from quiho.design.factors import FactorTable
 __all__ = ["Effect", "VersionEffects", "AxisClass", "DesignSettings", "version_effects", "effect_changes",
            "stressor_effects", "axis_classes", "visits", "FALLBACK_CLASSES"]
 
-#: What a factor loads when no fingerprint says (the calibration keeps a memory axis only when it moves the
-#: memory probe more than the CPU probe).
+#: What the local fleet's knobs load: the calibration measured it on this machine with a memory and a CPU probe
+#: (a quota is kept as a speed axis whose levels slow both probes as they say; page size and co-runner only when
+#: they move the memory probe beyond 3 SE and more than the CPU probe).
 FALLBACK_CLASSES: dict[str, str] = {"cpu-quota": "cpu", "huge-pages": "memory", "co-runner": "memory"}
 
 
@@ -330,12 +331,16 @@ def axis_classes(effects: Mapping[str, tuple[Effect, ...]], factors: FactorTable
     nearly alone, while a speed knob (a CPU quota) slows every time-based stressor alike. A class is as wide as
     the battery's list of it (the quick battery's memory class mixes bandwidth, page-clearing and cache-sized
     stressors), so one stressor that responds is the evidence, not the class median. A factor that moves
-    computation but loads no other class is a speed axis (``cpu``). Without stressor effects the calibration's
-    meaning of the local fleet's knobs is used (:data:`FALLBACK_CLASSES`).
+    computation but loads no other class is a speed axis (``cpu``). The local fleet's knobs keep what their
+    calibration measured (:data:`FALLBACK_CLASSES`): its probes ask exactly this question, while one erratic
+    stressor (``vm`` under a CPU quota) can out-move its class.
     """
     out = []
     step = math.log1p(floor)
     for j, f in enumerate(factors.factors):
+        if f.name in FALLBACK_CLASSES:
+            out.append(_knob_class(f.name, f.label, j, effects, primary))
+            continue
         by_class: dict[str, list[tuple[str, Effect]]] = {}
         for s, effs in effects.items():
             if j < len(effs) and np.isfinite(effs[j].se):
@@ -370,6 +375,30 @@ def axis_classes(effects: Mapping[str, tuple[Effect, ...]], factors: FactorTable
         else:
             out.append(AxisClass(f.name, "none", ce, "moves no stressor beyond the noise"))
     return tuple(out)
+
+
+def _knob_class(name: str, label: str, j: int, effects: Mapping[str, tuple[Effect, ...]],
+                primary: Mapping[str, str]) -> AxisClass:
+    """A local-fleet knob's class as its calibration kept it.
+
+    Its class effects: computation's median, and for the class it loads the strongest of that class's stressors
+    beyond 3 SE (the reference a version's response is placed against; the median when none is).
+    """
+    resource = FALLBACK_CLASSES[name]
+    by_class: dict[str, list[Effect]] = {}
+    for s, effs in effects.items():
+        if j < len(effs) and np.isfinite(effs[j].se):
+            by_class.setdefault(primary.get(s, "unknown"), []).append(effs[j])
+    ce = {c: (float(np.median([e.estimate for e in es])), float("nan")) for c, es in by_class.items()}
+    strong = [e for e in by_class.get(resource, []) if abs(e.estimate) > 3 * e.se]
+    if resource != "cpu" and strong:
+        top = max(strong, key=lambda e: abs(e.estimate))
+        ce[resource] = (top.estimate, top.se)
+    moved = ", ".join(f"{c} {_pct(e)}" for c, (e, _s) in sorted(ce.items()))
+    why = ("the calibration kept it as a speed axis" if resource == "cpu" else
+           f"the calibration kept it as a {resource} axis (its memory probe moved beyond 3 SE, more than its CPU "
+           "probe)") + (f"; stressors: {moved}" if moved else "")
+    return AxisClass(name, resource, ce, why)
 
 
 def _pct(log_effect: float) -> str:
