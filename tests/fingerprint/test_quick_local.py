@@ -37,7 +37,8 @@ def test_measured_once_then_reused_until_too_old(tmp_path):
 def _dropping(tmp_path, stressor):
     """A stress-ng that runs the real one on the job without ``stressor`` (so that stressor reports nothing)."""
     exe = tmp_path / "stress-ng-without"
-    exe.write_text(f"#!/bin/sh\nfor a; do case $prev in --job) sed -i '/^{stressor} 1$/d' \"$a\";; esac; prev=$a; done\n"
+    exe.write_text("#!/bin/sh\n"
+                   f"for a; do case $prev in --job) sed -i '/^{stressor} 1$/d' \"$a\";; esac; prev=$a; done\n"
                    "exec stress-ng \"$@\"\n")
     exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     return str(exe)
