@@ -78,12 +78,15 @@ def host_fingerprint(store: Store, host: str, batch: str | None = None) -> Store
                              _values(store, int(row["id"]), int(row["hid"])))
 
 
-def fingerprint_by_id(store: Store, run_id: int) -> StoredFingerprint | None:
-    """The (single-host) fingerprint run ``run_id``, e.g. a quick local fingerprint, or None."""
-    row = store.conn.execute(
-        "SELECT r.batch, COALESCE(r.finished_at, r.started_at) AS t, h.id AS hid, h.name FROM fingerprint_runs r "
-        "JOIN measurements m ON m.run_id = r.id JOIN hosts h ON h.id = m.host_id WHERE r.id = ? LIMIT 1",
-        (run_id,)).fetchone()
+def fingerprint_by_id(store: Store, run_id: int, host: str | None = None) -> StoredFingerprint | None:
+    """Host ``host``'s part of fingerprint run ``run_id`` (None: its only or first host, as in a quick local run)."""
+    q = ("SELECT r.batch, COALESCE(r.finished_at, r.started_at) AS t, h.id AS hid, h.name FROM fingerprint_runs r "
+         "JOIN measurements m ON m.run_id = r.id JOIN hosts h ON h.id = m.host_id WHERE r.id = ?")
+    params: list[object] = [run_id]
+    if host is not None:
+        q += " AND h.name = ?"
+        params.append(host)
+    row = store.conn.execute(q + " ORDER BY h.name LIMIT 1", params).fetchone()
     if row is None:
         return None
     return StoredFingerprint(run_id, str(row["name"]), str(row["batch"]), str(row["t"] or ""),
