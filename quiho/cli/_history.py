@@ -242,6 +242,8 @@ def detect_(
         raise UsageError(f"--format must be text or markdown, got {fmt!r}")
     if all_series == (target is not None):
         raise UsageError("give either FILE_OR_SERIES or --all")
+    if all_series and normalise:
+        raise UsageError("--normalise works on one stored series: name it instead of --all")
     if all_series:
         _detect_all(store, method, min_size, magnitude_floor, alpha, fmt, fail_on_change, json_out)
         return

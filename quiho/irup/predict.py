@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from quiho._text import json_number
+from quiho._version import __version__
 from quiho.errors import FingerprintParseError, NotEnoughData, PredictionRefused, UsageError
 from quiho.irup.data import TargetData
 from quiho.irup.importance import ModelParams
@@ -42,6 +43,8 @@ __all__ = ["PredictOptions", "GroupResidual", "Predictor", "HostPrediction", "Pr
            "conformal_interval", "predict_fingerprints", "read_fingerprint_file", "EXTRAPOLATION_MARGIN",
            "MachinesToPredict", "predict_target"]
 
+#: Version of the ``quiho predict --json`` document.
+PREDICTION_SCHEMA_VERSION = 1
 #: A stressor value beyond the training range by more than this factor marks the prediction as an extrapolation
 #: (trees predict the edge value there).
 EXTRAPOLATION_MARGIN = 1.1
@@ -167,7 +170,7 @@ class Prediction:
         """The JSON contract of ``quiho predict --json``."""
         p = self.predictor
         return {
-            "target": p.target, "unit": p.unit, "higher_is_better": p.higher_is_better, "level": p.level,
+            "schema_version": PREDICTION_SCHEMA_VERSION, "quiho_version": __version__, "target": p.target, "unit": p.unit, "higher_is_better": p.higher_is_better, "level": p.level,
             "validity": p.validity.to_dict(), "logo_median_abs_log_error": json_number(p.logo_error, 4),
             "within_machine_noise": json_number(p.noise, 4), "between_machine_spread": json_number(p.spread, 4),
             "interval_method": "split-conformal on leave-one-hardware-group-out log residuals (median-centred)",

@@ -130,10 +130,14 @@ def test_cli_rotating_hosts_markdown_and_plot(popper_db, tmp_path, capsys):
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 
-def test_cli_fingerprint_and_host_together_is_usage(popper_db, tmp_path):
+def test_cli_usage_errors(popper_db, tmp_path, capsys):
     csv = tmp_path / "h.csv"
     pd.DataFrame({"revision": ["a"], "value": [1.0]}).to_csv(csv)
     assert main(["history", "import", str(csv), "--fingerprint", "--host", "x", "--store", str(popper_db)]) == 2
+    assert main(["history", "detect", "--all", "--normalise", "--store", str(popper_db)]) == 2
+    assert main(["history", "detect", "nope", "--normalise", "--store", str(popper_db)]) == 1
+    err = capsys.readouterr().err
+    assert "not both" in err and "--normalise works on one stored series" in err and "no history series" in err
 
 
 @pytest.mark.stressng

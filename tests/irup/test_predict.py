@@ -130,6 +130,7 @@ def test_cli_predicts_a_paper_host(store_file, capsys):
     rc = main(["predict", "hpccg", "--host", host, "--store", str(store_file), "--seeds", "2", "--json"])
     assert rc == 0
     doc = json.loads(capsys.readouterr().out)
+    assert doc["schema_version"] == 1 and doc["quiho_version"]
     assert doc["validity"]["verdict"] == "meaningful"
     (h,) = doc["predictions"]
     assert h["host"] == host and h["low"] < h["predicted"] < h["high"]
