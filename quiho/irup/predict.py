@@ -170,7 +170,8 @@ class Prediction:
         """The JSON contract of ``quiho predict --json``."""
         p = self.predictor
         return {
-            "schema_version": PREDICTION_SCHEMA_VERSION, "quiho_version": __version__, "target": p.target, "unit": p.unit, "higher_is_better": p.higher_is_better, "level": p.level,
+            "schema_version": PREDICTION_SCHEMA_VERSION, "quiho_version": __version__, "target": p.target,
+            "unit": p.unit, "higher_is_better": p.higher_is_better, "level": p.level,
             "validity": p.validity.to_dict(), "logo_median_abs_log_error": json_number(p.logo_error, 4),
             "within_machine_noise": json_number(p.noise, 4), "between_machine_spread": json_number(p.spread, 4),
             "interval_method": "split-conformal on leave-one-hardware-group-out log residuals (median-centred)",
