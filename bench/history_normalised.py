@@ -104,8 +104,8 @@ def _score(cps: list[int], planted: int | None, tol: int) -> tuple[int, bool]:
 
 
 def run(pool: Pool, args: argparse.Namespace) -> None:
-    opts = NormaliseOptions(method=args.method, stressors=args.stressors, min_size=args.min_size, alpha=args.alpha,
-                            ridge=args.ridge)
+    opts = NormaliseOptions(method=args.method, model=args.model, stressors=args.stressors, min_size=args.min_size,
+                            alpha=args.alpha, ridge=args.ridge)
     benches = list(pool.values)
     tally: dict[tuple[str, str], list[int]] = {}
     reasons: dict[str, int] = {}
@@ -132,12 +132,13 @@ def run(pool: Pool, args: argparse.Namespace) -> None:
                     t[1] += int(found)
                     t[2] += int(planted is not None)
                     t[3] += 1
-    print(f"detector {args.method}, model: ridge {args.ridge} on the top {args.stressors} stressor(s)")
+    model = f"ridge {args.ridge} on the top {args.stressors} stressor(s)" if args.model == "ridge" else args.model
+    print(f"detector {args.method}, machine-effect model: {model}")
     print(f"{args.seeds} seeds × {len(benches)} benchmarks ({', '.join(benches)}), {args.revisions} revisions, "
           f"{len(pool.hosts)} hosts; planted {args.shift:+.0%} at revision {args.at} in one benchmark per seed")
     print(f"{'scenario':<11} {'mode':<11} {'false alarms':>12} {'per series':>10} {'planted found':>14}")
-    for (scenario, mode), (fa, found, n_planted, n) in sorted(tally.items()):
-        print(f"{scenario:<11} {mode:<11} {fa:>12} {fa / n:>10.2f} {found:>8}/{n_planted:<5}")
+    for (scenario, mode), (fa, hits, n_planted, n) in sorted(tally.items()):
+        print(f"{scenario:<11} {mode:<11} {fa:>12} {fa / n:>10.2f} {hits:>8}/{n_planted:<5}")
     print("what --normalise decided (series):", ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())))
 
 
@@ -145,8 +146,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pool", choices=("cloudlab", "store"), default="cloudlab")
     ap.add_argument("--store", type=Path, help="store of --pool store")
-    ap.add_argument("--targets", default="stream,pchase,cpuloop", help="targets of --pool store")
-    ap.add_argument("--batch", default=None, help="batch of --pool store")
+    ap.add_argument("--targets", default=None, help="targets (default: stream,pchase,cpuloop for --pool store, "
+                                                   f"{','.join(CLOUDLAB_TARGETS)} for cloudlab)")
+    ap.add_argument("--batch", default=None, help=f"batch (default: all for --pool store, {CLOUDLAB_BATCH} for "
+                                                  "cloudlab)")
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--revisions", type=int, default=60)
     ap.add_argument("--at", type=int, default=40, help="first revision of the planted change")
@@ -154,6 +157,7 @@ def main() -> None:
     ap.add_argument("--tolerance", type=int, default=3)
     ap.add_argument("--stressors", type=int, default=2)
     ap.add_argument("--ridge", type=float, default=1.0)
+    ap.add_argument("--model", default="auto", help="machine-effect model: auto (--normalise's default), gbm, ridge")
     ap.add_argument("--method", default="auto", help="history detector (raw and normalised alike)")
     ap.add_argument("--min-size", type=int, default=5)
     ap.add_argument("--alpha", type=float, default=0.01)
@@ -161,13 +165,14 @@ def main() -> None:
     if args.pool == "store":
         if args.store is None:
             ap.error("--pool store needs --store")
-        run(load_pool(args.store, tuple(args.targets.split(",")), args.batch), args)
+        run(load_pool(args.store, tuple((args.targets or "stream,pchase,cpuloop").split(",")), args.batch), args)
         return
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "q.db"
         with open_store(path) as st:
             import_quiho_popper(st, RESULTS)
-        run(load_pool(path, CLOUDLAB_TARGETS, CLOUDLAB_BATCH), args)
+        targets = tuple(args.targets.split(",")) if args.targets else CLOUDLAB_TARGETS
+        run(load_pool(path, targets, args.batch or CLOUDLAB_BATCH), args)
 
 
 if __name__ == "__main__":
