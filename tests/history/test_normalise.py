@@ -153,3 +153,40 @@ def test_real_quick_fingerprint_on_every_revision(tmp_path, capsys):
     assert "fingerprint run" in capsys.readouterr().err and m.fingerprint_run_id is not None
     assert not nd.normalised and "one machine" in nd.reason
     assert len(nd.detection.change_points) == 1  # the raw series is still detected
+
+
+def test_cli_result_file_records_the_machine_on_its_revision_only(popper_db, capsys):
+    from pathlib import Path
+
+    from quiho.store import machines as mstore
+    from quiho.store.history import series_id
+
+    gbench = Path(__file__).parent / "data" / "formats" / "gbench.json"
+    host = "m510.quiho.schedock-PG0.utah.cloudlab.us"
+    db = str(popper_db)
+    outs = []
+    for rev, h in (("a1", host), ("a2", "nope")):
+        assert main(["history", "import", str(gbench), "--revision", rev, "--host", h, "--store", db, "--json"]) == 0
+        outs.append(capsys.readouterr())
+    names = [s["name"] for s in json.loads(outs[0].out)["series"]]
+    assert "host nope has no stored fingerprint" in outs[1].err
+    with open_store(popper_db) as st:
+        recs = mstore.revision_machines(st, series_id(st, names[0]))
+    assert recs["a1"].host == host and recs["a1"].fingerprint_run_id is not None
+    assert recs["a2"].host == "nope" and recs["a2"].fingerprint_run_id is None
+
+
+def test_cli_predict_from_a_fingerprint_file(popper_db, tmp_path, capsys):
+    from quiho.store import machines as mstore
+
+    host = "c220g1.quiho.schedock-PG0.wisc.cloudlab.us"
+    with open_store(popper_db) as st:
+        fp = mstore.host_fingerprint(st, host)
+    path = tmp_path / "fp.json"
+    path.write_text(json.dumps({"values": fp.medians().to_dict()}))
+    assert main(["predict", "hpccg", "--fingerprint", str(path), "--seeds", "2", "--json", "--store",
+                 str(popper_db)]) == 0
+    from_file = json.loads(capsys.readouterr().out)["predictions"][0]
+    assert main(["predict", "hpccg", "--host", host, "--seeds", "2", "--json", "--store", str(popper_db)]) == 0
+    stored = json.loads(capsys.readouterr().out)["predictions"][0]
+    assert from_file["source"] == "file" and from_file["predicted"] == pytest.approx(stored["predicted"])
