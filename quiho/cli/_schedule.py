@@ -26,7 +26,7 @@ def _schedule_name(value: str) -> str:
 NameOpt = Annotated[str, typer.Option("--name", callback=_schedule_name, help="Timer / cron entry name.")]
 
 
-def _store_path(store: Path | None) -> Path:
+def _store_path(store: str | None) -> Path:
     from quiho.store import default_store_path
 
     return Path(store) if store is not None else default_store_path()

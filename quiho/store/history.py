@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from quiho._version import __version__
 from quiho.errors import HistoryError
-from quiho.store._db import Store, utcnow
+from quiho.store._db import Store, insert_id, utcnow
 
 __all__ = ["StoredRevision", "ensure_series", "series_id", "series_names", "series_meta", "add_revisions",
            "record_measurement", "record_failure", "revisions", "replace_series", "list_series",
@@ -41,9 +41,9 @@ def ensure_series(store: Store, name: str, source: str, unit: str = "",
         row = c.execute("SELECT id FROM history_series WHERE name = ?", (name,)).fetchone()
         if row:
             return int(row[0])
-        cur = c.execute("INSERT INTO history_series(name, unit, source, config_json, created_at, quiho_version) "
-                        "VALUES (?, ?, ?, ?, ?, ?)", (name, unit, source, _config_json(config), utcnow(), __version__))
-        return int(cur.lastrowid or 0)
+        return insert_id(c, "INSERT INTO history_series(name, unit, source, config_json, created_at, quiho_version) "
+                         "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                         (name, unit, source, _config_json(config), utcnow(), __version__))
 
 
 def series_id(store: Store, name: str) -> int | None:
@@ -125,15 +125,16 @@ def replace_series(store: Store, name: str, unit: str, source: str, config: Mapp
     """Write series ``name`` with every revision ``ok``, replacing a stored series of that name; returns its id."""
     with store.transaction() as c:
         c.execute("DELETE FROM history_series WHERE name = ?", (name,))
-        cur = c.execute("INSERT INTO history_series(name, unit, source, config_json, created_at, quiho_version) "
-                        "VALUES (?, ?, ?, ?, ?, ?)", (name, unit, source, _config_json(config), utcnow(), __version__))
-        sid = int(cur.lastrowid or 0)
+        sid = insert_id(c, "INSERT INTO history_series(name, unit, source, config_json, created_at, quiho_version) "
+                        "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                        (name, unit, source, _config_json(config), utcnow(), __version__))
         now = utcnow()
         # two executemany calls, not one INSERT per revision: 200 k revisions in about a second
         c.executemany("INSERT INTO history_revisions(series_id, revision, ord, status, measured_at) "
                       "VALUES (?, ?, ?, 'ok', ?)",
                       [(sid, rev, int(o), now) for rev, o in zip(revisions, orders, strict=True)])
-        rid = dict(c.execute("SELECT ord, id FROM history_revisions WHERE series_id = ?", (sid,)).fetchall())
+        rid: dict[int, int] = dict(
+            c.execute("SELECT ord, id FROM history_revisions WHERE series_id = ?", (sid,)).fetchall())
         c.executemany("INSERT INTO history_points(revision_id, repetition, value) VALUES (?, ?, ?)",
                       [(rid[int(o)], i, float(v)) for o, s in zip(orders, samples, strict=True)
                        for i, v in enumerate(s)])
@@ -144,7 +145,9 @@ def list_series(store: Store) -> list[dict[str, object]]:
     """Name, unit, source and revision counts of every stored series."""
     rows = store.conn.execute(
         "SELECT s.name, s.unit, s.source, "
-        "SUM(r.status = 'ok') AS ok, SUM(r.status = 'failed') AS failed, SUM(r.status = 'pending') AS pending "
+        "SUM(CASE WHEN r.status = 'ok' THEN 1 ELSE 0 END) AS ok, "
+        "SUM(CASE WHEN r.status = 'failed' THEN 1 ELSE 0 END) AS failed, "
+        "SUM(CASE WHEN r.status = 'pending' THEN 1 ELSE 0 END) AS pending "
         "FROM history_series s LEFT JOIN history_revisions r ON r.series_id = s.id GROUP BY s.id ORDER BY s.name")
     return [dict(r) for r in rows.fetchall()]
 
