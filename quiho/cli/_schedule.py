@@ -1,4 +1,4 @@
-"""``quiho schedule ...``, ``quiho fleet drift``, ``quiho store compact``."""
+"""``quiho schedule ...``, ``quiho fleet drift``, ``quiho store compact``, ``quiho store copy``."""
 
 from __future__ import annotations
 
@@ -175,6 +175,24 @@ def compact(
         print(f"compacted {s.runs} run(s): {s.rows_before} rows → {s.rows_after}")
 
 
+def copy(
+    source: Annotated[str, typer.Argument(help="Store to copy from: a SQLite file or postgresql://... URL.")],
+    destination: Annotated[str, typer.Argument(help="Empty store to copy into (created if new).")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Copy every row and trace file of one store into an empty one (SQLite ↔ PostgreSQL); counts are checked."""
+    from quiho.store import open_store
+    from quiho.store.copy import copy_store
+
+    with open_store(source, create=False) as src, open_store(destination) as dst:
+        s = copy_store(src, dst)
+    if json_out:
+        emit_json(s.to_dict())
+    else:
+        print(f"copied {sum(s.rows.values())} rows in {len(s.rows)} tables and {s.files} trace file(s) "
+              f"from {s.source} to {s.destination}; row counts equal on both")
+
+
 def register(app: typer.Typer) -> None:
     sched = typer.Typer(help="Scheduled fleet fingerprinting (systemd timer, or cron).", no_args_is_help=True)
     app.add_typer(sched, name="schedule")
@@ -186,3 +204,4 @@ def register(app: typer.Typer) -> None:
     fleet.command("drift")(drift)
     store_grp = _group(app, "store", "Maintain the store.")
     store_grp.command("compact")(compact)
+    store_grp.command("copy")(copy)

@@ -32,6 +32,7 @@ from quiho.store._conn import Connection, one_line, sqlite_error, translate
 from quiho.store._location import DEFAULT_STORE, StoreLocation, parse_location
 
 __all__ = ["Store", "open_store", "default_store_path", "register_component", "utcnow", "Tables", "SCHEMA",
+           "ID", "TEXT", "FLOAT",
            "Connection", "StoreLocation", "parse_location", "DEFAULT_STORE"]
 
 #: Largest store checked with ``quick_check`` before its first write: at 8-12 ms per MB (bench/store_check.py)
@@ -39,6 +40,12 @@ __all__ = ["Store", "open_store", "default_store_path", "register_component", "u
 QUICK_CHECK_MAX_BYTES = 256 * 1024 * 1024
 #: The one metadata every component's tables belong to (foreign keys between components resolve in it).
 SCHEMA = sa.MetaData()
+#: Row ids: 64-bit serials on PostgreSQL, SQLite's rowid (an INTEGER PRIMARY KEY is its alias) on SQLite.
+ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+#: Text compared byte by byte on both (SQLite's BINARY; PostgreSQL's "C"), so ORDER BY and UNIQUE agree.
+TEXT = sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
+#: Measured values: 64-bit floats on both (PostgreSQL's REAL would be 32-bit).
+FLOAT: sa.Double[float] = sa.Double()
 #: Advisory lock key of the store's writers on PostgreSQL ("quiho" in ASCII).
 WRITE_LOCK_KEY = 0x717569686F
 #: Seconds a writer waits for another one (SQLite's busy timeout, PostgreSQL's lock_timeout).

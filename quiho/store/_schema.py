@@ -10,15 +10,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from quiho.store._db import SCHEMA, Tables, register_component
-
-#: Row ids: 64-bit serials on PostgreSQL, SQLite's rowid (an INTEGER PRIMARY KEY is its alias) on SQLite.
-ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
-#: Text compared byte by byte on both (SQLite's BINARY; PostgreSQL's "C"), so ORDER BY and UNIQUE agree.
-TEXT = sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
-#: Measured values: 64-bit floats on both (PostgreSQL's REAL would be 32-bit).
-FLOAT: sa.Double[float] = sa.Double()
-
+from quiho.store._db import FLOAT, ID, SCHEMA, TEXT, Tables, register_component
 
 def _id() -> sa.Column:
     return sa.Column("id", ID, primary_key=True)
