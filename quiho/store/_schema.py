@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from quiho.store._db import FLOAT, ID, SCHEMA, TEXT, Tables, register_component
 
+
 def _id() -> sa.Column:
     return sa.Column("id", ID, primary_key=True)
 

@@ -31,6 +31,7 @@ class CopySummary:
     files: int
 
     def to_dict(self) -> dict[str, object]:
+        """The ``--json`` document (with ``total_rows``)."""
         return {"source": self.source, "destination": self.destination, "rows": self.rows, "files": self.files,
                 "total_rows": sum(self.rows.values())}
 

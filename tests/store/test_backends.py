@@ -103,7 +103,8 @@ def _trace(st) -> int:  # noqa: ANN001
 
     calls = pd.DataFrame({"function": ["f", "g"], "tid": [1, 1], "order": [0, 1], "start_ns": [0, 10],
                           "inclusive_ns": [5, 7], "exclusive_ns": [5, 7], "depth": [0, 0], "arg": [0, 0]})
-    return save_trace(st, "app", "v1", calls, CallStats(2, 2, 0, 0, 0, 0, 0), TraceSource("./app", "test", ("f", "g"))).id
+    src = TraceSource("./app", "test", ("f", "g"))
+    return save_trace(st, "app", "v1", calls, CallStats(2, 2, 0, 0, 0, 0, 0), src).id
 
 
 @pytest.mark.postgres
