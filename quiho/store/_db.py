@@ -392,7 +392,17 @@ def _open_sqlite(loc: StoreLocation, create: bool) -> Connection:
 
 
 def _open_postgres(loc: StoreLocation, create: bool) -> Connection:
-    """Connect (``connect_timeout`` 10 s); a refused, unknown or unreachable database is one password-free line."""
+    """Connect (``connect_timeout`` 10 s); a refused, unknown or unreachable database is one password-free line.
+
+    psycopg's own log records (e.g. "error ignored terminating Pipeline" when the server goes away mid-batch)
+    are dropped: the same failure arrives as the command's one-line :class:`StoreError`.
+    """
+    import logging
+
+    psycopg_log = logging.getLogger("psycopg")
+    psycopg_log.propagate = False
+    if not psycopg_log.handlers:
+        psycopg_log.addHandler(logging.NullHandler())
     engine = sa.create_engine(
         loc.url, poolclass=sa.pool.NullPool, isolation_level="AUTOCOMMIT", hide_parameters=True,
         connect_args={"connect_timeout": 10, "application_name": "quiho"},
