@@ -156,8 +156,14 @@ FLEET_CALIBRATIONS = sa.Table(
     _text("quiho_version"), sa.Index("fleet_calibrations_key", "facts_key"),
 )
 
+# v3: the controller machine measuring a fleet fingerprint run: with a shared (PostgreSQL) store the measurement
+# lock is per controller, so a controller may only declare its own ``running`` runs dead.
+FLEET_V3 = """
+ALTER TABLE fingerprint_runs ADD COLUMN controller TEXT
+"""
+
 register_component("fleet", [Tables(FLEET_HOST_STATUS, FLEET_HOSTS, FLEET_FINGERPRINT_SUMMARY),
-                             Tables(FLEET_CALIBRATIONS)])
+                             Tables(FLEET_CALIBRATIONS), FLEET_V3])
 
 # --- profile -------------------------------------------------------------------------------
 # The ``profile`` store component: one row per ``quiho profile`` with its verdict and full result.

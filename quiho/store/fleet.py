@@ -216,8 +216,8 @@ def create_fingerprint_run(store: Store, batch: str, battery: str, params: dict[
     with store.transaction() as conn:
         return insert_id(
             conn, "INSERT INTO fingerprint_runs(source, batch, battery, status, params_json, started_at, "
-            "quiho_version) VALUES ('fleet', ?, ?, 'running', ?, ?, ?) RETURNING id",
-            (batch, battery, dumps(params), utcnow(), version),
+            "quiho_version, controller) VALUES ('fleet', ?, ?, 'running', ?, ?, ?, ?) RETURNING id",
+            (batch, battery, dumps(params), utcnow(), version, controller()),
         )
 
 
@@ -248,6 +248,8 @@ def set_run_status(store: Store, run_id: int, status: str, *, note: str | None =
             conn.execute("UPDATE fingerprint_runs SET params_json=? WHERE id=?", (dumps(params), run_id))
         conn.execute("UPDATE fingerprint_runs SET status=?, finished_at=? WHERE id=?",
                      (status, None if status == "running" else utcnow(), run_id))
+        if status == "running":
+            conn.execute("UPDATE fingerprint_runs SET controller=? WHERE id=?", (controller(), run_id))
 
 
 def latest_fleet_run(store: Store) -> dict[str, Any] | None:
@@ -260,14 +262,23 @@ def latest_fleet_run(store: Store) -> dict[str, Any] | None:
 def mark_interrupted_runs(store: Store) -> list[int]:
     """Mark fingerprint runs left ``running`` as ``partial``; call only while holding the measurement lock.
 
-    Holding the lock proves no live quiho process is measuring into this store, so a
-    ``running`` row was left by a process that died (``kill -9``, power loss). Returns the ids marked.
+    Holding the lock proves no live quiho process of this controller machine is measuring into this store, so a
+    ``running`` row this machine started was left by a process that died (``kill -9``, power loss); runs of other
+    controllers sharing the store are theirs to judge. Returns the ids marked.
     """
-    rows = store.conn.execute("SELECT id FROM fingerprint_runs WHERE status = 'running'").fetchall()
+    rows = store.conn.execute("SELECT id FROM fingerprint_runs WHERE status = 'running' "
+                              "AND (controller IS NULL OR controller = ?)", (controller(),)).fetchall()
     for r in rows:
         set_run_status(store, int(r["id"]), "partial",
                        note=f"found running with no live holder at {utcnow()}; resumable")
     return [int(r["id"]) for r in rows]
+
+
+def controller() -> str:
+    """Name of the controller machine quiho runs on, as recorded with the fleet fingerprint runs it measures."""
+    import socket
+
+    return socket.gethostname()
 
 
 def batch_of(store: Store, run_id: int) -> str:

@@ -204,3 +204,17 @@ def test_credentials_from_pgpassfile_and_the_environment(pg_server, tmp_path: Pa
     with pytest.raises(StoreError, match="password authentication failed"):
         open_store(bare)
     assert os.environ["PGPASSWORD"] == "wrong"
+
+
+def test_only_this_controllers_running_runs_are_declared_dead(store_spec: str) -> None:
+    """With a shared store the measurement lock is per controller: another machine's running run is left alone."""
+    from quiho.store import fleet
+
+    with open_store(store_spec) as st:
+        mine = fleet.create_fingerprint_run(st, "mine", "quick", {}, "t")
+        theirs = fleet.create_fingerprint_run(st, "theirs", "quick", {}, "t")
+        with st.transaction() as c:
+            c.execute("UPDATE fingerprint_runs SET controller = 'other-controller' WHERE id = ?", (theirs,))
+        assert fleet.mark_interrupted_runs(st) == [mine]
+        status = dict(st.conn.execute("SELECT batch, status FROM fingerprint_runs").fetchall())
+        assert status == {"mine": "partial", "theirs": "running"}

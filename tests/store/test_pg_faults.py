@@ -44,7 +44,8 @@ def _wait_for_insert(server, db: str, proc: subprocess.Popen[str]) -> None:  # n
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         rows = server.admin("SELECT query FROM pg_stat_activity WHERE application_name = 'quiho' "
-                            f"AND datname = '{db}' AND xact_start IS NOT NULL AND query ILIKE 'INSERT INTO history_p%'")
+                            f"AND datname = '{db}' AND xact_start IS NOT NULL "
+                            "AND query ~* '^(COPY|INSERT INTO) history_points'")
         if rows:
             return
         assert proc.poll() is None, proc.communicate()
