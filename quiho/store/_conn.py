@@ -155,8 +155,15 @@ class Connection:
         ``table`` are refreshed (``ANALYZE``): with none, its planner scans whole tables for one series' points.
         """
         cols = ", ".join(columns)
-        if self.backend != "postgresql":
-            self.executemany(f"INSERT INTO {table}({cols}) VALUES ({', '.join('?' * len(columns))})", rows)
+        if self.backend != "postgresql":  # sqlite3's own ? style straight to the driver: no per-row dicts
+            batch = [tuple(r) for r in rows]
+            if not batch:
+                return
+            try:
+                self.sa.exec_driver_sql(f"INSERT INTO {table}({cols}) VALUES ({', '.join('?' * len(columns))})",
+                                        batch)
+            except Exception as exc:
+                raise translate(exc, self.location) from _cause(exc)
             return
         n = 0
         try:
