@@ -124,3 +124,48 @@ def test_store_copy_on_the_command_line(pg_server, tmp_path: Path, popper_csv: P
     back = quiho("store", "copy", url, str(tmp_path / "b.db"), "--json")
     assert back.returncode == 0 and json.loads(back.stdout)["rows"] == doc["rows"]
     assert "not empty" in one_line_error(quiho("store", "copy", str(tmp_path / "a.db"), url), PASSWORD)
+
+
+def _plant_profile(store: str) -> None:
+    """A fleet profile batch as a local-fleet run leaves it (fingerprint run + interleaved app runs), planted."""
+    from quiho.datasets import planted_profile
+    from quiho.store import fleet, imports
+
+    runs, a, _ = planted_profile(n_groups=6)
+    first = a.meta["host"].drop_duplicates().index
+    fp = [(a.meta.loc[i, "host"], 1, s, float(a.X.loc[i, s])) for i in first for s in a.X.columns]
+    with open_store(store) as st:
+        (rid,) = imports.write_complete_runs(st, "fleet", "quick", [("fp-1", "2026-11-01T00:00:00+00:00", fp)])
+        head = fleet.AppRunBatch("fleet", "prof-1", rid, "planted", "run", "s", False, "2026-11-02T00:00:00+00:00")
+        fleet.insert_app_runs(st, head, [fleet.AppRunRow(r.host, r.version, int(r.repetition), r.status, r.value,
+                                                         r.reason, None, {"order": int(r.order)})
+                                         for r in runs.itertuples()])
+
+
+def _without_clock(doc: object) -> object:
+    """``doc`` without what depends on when it was computed (``created_at``, the fingerprint's ``age_s``)."""
+    if isinstance(doc, dict):
+        return {k: _without_clock(v) for k, v in doc.items() if k not in ("created_at", "age_s")}
+    if isinstance(doc, list):
+        return [_without_clock(v) for v in doc]
+    return doc
+
+
+def test_a_stored_profile_re_analysed_with_batch_gives_identical_json(pg_server, tmp_path: Path,  # noqa: ANN001
+                                                                      capsys) -> None:  # noqa: ANN001
+    """The planted batch is copied SQLite -> PostgreSQL with ``store copy`` and re-analysed on both."""
+    from quiho.store.copy import copy_store
+
+    db, url = str(tmp_path / "p.db"), pg_server.url(pg_server.new_database())
+    _plant_profile(db)
+    with open_store(db) as src, open_store(url) as dst:
+        copy_store(src, dst)
+    docs = []
+    for store in (db, url):
+        rc = main(["profile", "planted@v1", "planted@v2", "--batch", "prof-1", "--seeds", "2", "--store", store,
+                   "--json"])
+        out, err = capsys.readouterr()
+        assert rc == 0, err
+        docs.append(json.loads(out))
+    assert docs[0]["batch"] == "prof-1" and docs[0]["metric"]["hosts_used"] == 6
+    assert _without_clock(docs[1]) == _without_clock(docs[0])
