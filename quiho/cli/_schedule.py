@@ -27,9 +27,15 @@ NameOpt = Annotated[str, typer.Option("--name", callback=_schedule_name, help="T
 
 
 def _store_path(store: str | None) -> Path:
-    from quiho.store import default_store_path
+    """The SQLite file a schedule writes into; a PostgreSQL store is refused (its URL would go into a unit file)."""
+    from quiho.errors import UsageError
+    from quiho.store import parse_location
 
-    return Path(store) if store is not None else default_store_path()
+    loc = parse_location(store)
+    if loc.backend != "sqlite":
+        raise UsageError(f"schedule install/run take a SQLite store, not {loc}: for a PostgreSQL store run "
+                         "'quiho fingerprint' from your own timer with QUIHO_STORE set and the password in PGPASSFILE")
+    return loc.path
 
 
 def _drift_method(value: str) -> str:
@@ -77,14 +83,14 @@ def status(name: NameOpt = "quiho-fingerprint", root: RootOpt = Path("/"), store
            json_out: JsonOpt = False) -> None:
     """Show the installed schedule and the store's latest fingerprint run."""
     from quiho.schedule import schedule_status
-    from quiho.store import open_store
+    from quiho.store import open_store, parse_location
     from quiho.store.fleet import latest_fleet_run
 
     s = schedule_status(name=name, root=root)
     last = None
-    sp = _store_path(store)
-    if sp.exists():
-        with open_store(sp, create=False) as st:
+    loc = parse_location(store)
+    if loc.backend != "sqlite" or loc.path.exists():
+        with open_store(store, create=False) as st:
             last = latest_fleet_run(st)
     if json_out:
         emit_json({"schedule": s.to_dict() if s else None, "last_run": last})

@@ -218,3 +218,14 @@ def test_only_this_controllers_running_runs_are_declared_dead(store_spec: str) -
         assert fleet.mark_interrupted_runs(st) == [mine]
         status = dict(st.conn.execute("SELECT batch, status FROM fingerprint_runs").fetchall())
         assert status == {"mine": "partial", "theirs": "running"}
+
+
+def test_schedule_install_refuses_a_postgresql_store_without_writing_its_url(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    """A timer's unit file would hold the URL (and its password): the schedule takes SQLite stores only."""
+    from quiho.cli.main import main
+
+    url = f"postgresql://quiho:{PASSWORD}@db.example/qdb"
+    assert main(["schedule", "install", "--store", url, "--root", str(tmp_path), "--backend", "cron"]) == 2
+    out, err = capsys.readouterr()
+    assert "SQLite store" in err and PASSWORD not in out + err and "***" in err
+    assert not any(tmp_path.rglob("*"))
