@@ -94,7 +94,15 @@ class Result:
         self._rows = rows
         self._pos = 0
         self.rowcount = rowcount
-        self.lastrowid = lastrowid
+        self._lastrowid = lastrowid
+
+    @property
+    def lastrowid(self) -> int | None:
+        """SQLite's id of the row just inserted; PostgreSQL has none (a silent 0 would be a wrong id): it raises."""
+        if self._lastrowid is None:
+            raise TypeError("lastrowid exists on SQLite only: insert with 'RETURNING id' "
+                            "(quiho.store._db.insert_id) so the id comes back on both backends")
+        return self._lastrowid
 
     def fetchone(self) -> Any:
         if self._pos >= len(self._rows):
@@ -194,7 +202,7 @@ class Connection:
 
 def _result(res: Any) -> Result:
     if not res.returns_rows:
-        return Result([], res.rowcount, _lastrowid(res))
+        return Result([], res.rowcount, _lastrowid(res) if res.dialect.name == "sqlite" else None)
     keys = tuple(res.keys())
     cls = _row_class(keys)
     out = Result([cls(r) for r in res.fetchall()], res.rowcount)
