@@ -37,8 +37,9 @@ class StoreLocation:
     label : str
         How messages name the store: the file path, or the URL with the password replaced by ``***``.
     path : Path
-        The SQLite file; for PostgreSQL a name inside :attr:`files_dir` (never a database file), so code that
-        writes beside the store (``path.parent``: traces, fleet artifacts, the measurement lock) writes there.
+        The SQLite file; for PostgreSQL a name in ``.quiho/pg-HOST-PORT-DB/`` of this controller (never a database
+        file), so what belongs to this machine and the store (``path.parent``: the measurement lock, the local
+        fleet's calibration file) stays on this machine even when :attr:`files_dir` is shared.
     files_dir : Path
         Where the store's large values (trace calls in Parquet) live: beside a SQLite file; for PostgreSQL
         ``$QUIHO_STORE_FILES`` or ``.quiho/pg-HOST-PORT-DB`` on this controller.
@@ -108,8 +109,9 @@ def _postgres(rest: str) -> StoreLocation:
     service = url.query.get("service")
     name = "-".join(str(x) for x in (url.host or service or "local", url.port or 5432, url.database or "")
                     if x != "")
-    files = Path(os.environ.get("QUIHO_STORE_FILES") or Path(".quiho") / f"pg-{_safe(name)}")
-    return StoreLocation("postgresql", label, files / f"{_safe(url.database or 'store')}.pg", files,
+    local = Path(".quiho") / f"pg-{_safe(name)}"
+    files = Path(os.environ.get("QUIHO_STORE_FILES") or local)
+    return StoreLocation("postgresql", label, local / f"{_safe(url.database or 'store')}.pg", files,
                          url.render_as_string(hide_password=False), str(secret))
 
 

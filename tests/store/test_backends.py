@@ -229,3 +229,12 @@ def test_schedule_install_refuses_a_postgresql_store_without_writing_its_url(tmp
     out, err = capsys.readouterr()
     assert "SQLite store" in err and PASSWORD not in out + err and "***" in err
     assert not any(tmp_path.rglob("*"))
+
+
+def test_the_lock_stays_on_the_controller_when_the_files_are_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    from quiho.fleet.lock import lock_path
+
+    monkeypatch.setenv("QUIHO_STORE_FILES", "/mnt/shared/quiho")
+    loc = parse_location("postgresql://quiho@db.example:5433/qdb")
+    assert loc.files_dir == Path("/mnt/shared/quiho")
+    assert lock_path(loc.path).parent == Path(".quiho") / "pg-db.example-5433-qdb"
