@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PKGS=(stress-ng openssh-server bpftrace chromium iproute2 gcc make procps python3-venv)
+APT_PKGS=(stress-ng openssh-server bpftrace chromium iproute2 gcc make procps python3-venv postgresql)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,6 +1,6 @@
 """Shared fixtures and the rule for tests that need privileges or tools.
 
-A test marked ``root``, ``netns``, ``bpftrace``, ``stressng`` or ``chromium``
+A test marked ``root``, ``netns``, ``bpftrace``, ``stressng``, ``chromium`` or ``postgres``
 skips with the missing requirement named when the machine lacks it. In CI
 (``CI=true``) such a skip is an error instead: CI runs as root with every
 tool installed by ``.ci/run``, so a skip there would hide a missing test.
@@ -41,7 +41,24 @@ _REQUIREMENTS = {
     "bpftrace": (_has_bpftrace, "needs root and bpftrace (apt-get install bpftrace)"),
     "stressng": (lambda: shutil.which("stress-ng") is not None, "needs stress-ng (apt-get install stress-ng)"),
     "chromium": (lambda: shutil.which("chromium") is not None, "needs chromium (apt-get install chromium)"),
+    "postgres": (lambda: _pg_bindir() is not None and (not _is_root() or _has_user("postgres")),
+                 "needs Debian's postgresql (apt-get install postgresql: initdb and pg_ctl under /usr/lib/postgresql)"),
 }
+
+
+def _pg_bindir() -> Path | None:
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: p.parts[-3])
+    return found[-1].parent if found else None
+
+
+def _has_user(name: str) -> bool:
+    import pwd
+
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
 _cache: dict[str, bool] = {}
 
 
@@ -130,3 +147,99 @@ def planted_result():  # noqa: ANN201
     data = ProfileData(runs, a, b, application=HTML_NAME, version_a="v1", version_b="v2<script>", unit="s",
                        fingerprints=host_fingerprints(a))
     return analyse_data(data, AnalysisOptions(seeds=3, model_params=ModelParams(n_estimators=FAST_TREES), n_jobs=2))
+
+
+# --- a real PostgreSQL server ------------------------------------------------------------------------------------
+
+PG_PASSWORD = "pw-Quiho-7s3cr3t"  # the quiho role's; tests check it never shows in any output
+PG_SUPER_PASSWORD = "pw-Super-9x"
+
+
+class PgServer:
+    """A throw-away PostgreSQL cluster in a temporary directory, run as an unprivileged user on a free loopback port.
+
+    Root runs initdb/pg_ctl as the ``postgres`` system user the Debian package creates (PostgreSQL refuses root);
+    anyone else as themselves. Password (SCRAM) authentication over TCP, so a wrong password is really refused.
+    """
+
+    def __init__(self, root: Path) -> None:
+        import socket
+
+        self.root, self.bindir = root, _pg_bindir()
+        self.data, self.log = root / "data", root / "server.log"
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self._n = 0
+
+    def _run(self, *cmd: str) -> None:
+        prefix = ["runuser", "-u", "postgres", "--"] if _is_root() else []
+        subprocess.run([*prefix, *cmd], check=True, capture_output=True, timeout=120)
+
+    def init(self) -> None:
+        (self.root / "pw").write_text(PG_SUPER_PASSWORD + "\n")
+        self._run(str(self.bindir / "initdb"), "-D", str(self.data), "-U", "postgres",
+                  "--pwfile", str(self.root / "pw"), "--auth-host=scram-sha-256", "--auth-local=trust",
+                  "-E", "UTF8", "--locale=C.UTF-8")
+        self.start()
+        self.admin(f"CREATE ROLE quiho LOGIN PASSWORD '{PG_PASSWORD}'")
+        self.admin("CREATE ROLE reader LOGIN PASSWORD 'reader-pw'")
+
+    def start(self) -> None:
+        opts = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} -c fsync=off -c max_connections=60"
+        self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-o", opts, "-w", "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop")
+
+    def admin(self, sql: str, db: str = "postgres") -> list[tuple]:
+        import psycopg
+
+        with psycopg.connect(host="127.0.0.1", port=self.port, user="postgres", password=PG_SUPER_PASSWORD,
+                             dbname=db, autocommit=True) as c:
+            cur = c.execute(sql)
+            return cur.fetchall() if cur.description else []
+
+    def new_database(self) -> str:
+        """A fresh empty database owned by the quiho role."""
+        self._n += 1
+        name = f"t{os.getpid()}_{self._n}"
+        self.admin(f"CREATE DATABASE {name} OWNER quiho")
+        return name
+
+    def url(self, db: str, user: str = "quiho", password: str | None = PG_PASSWORD) -> str:
+        auth = user if password is None else f"{user}:{password}"
+        return f"postgresql://{auth}@127.0.0.1:{self.port}/{db}"
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    """The session's PostgreSQL server (tests using it are marked ``postgres``); removed at the end."""
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="quiho-pg-"))
+    if _is_root():
+        shutil.chown(root, "postgres", "postgres")
+    server = PgServer(root)
+    try:
+        server.init()
+        yield server
+    finally:
+        if (server.data / "postmaster.pid").exists():
+            subprocess.run(["runuser", "-u", "postgres", "--"] * _is_root() + [
+                str(server.bindir / "pg_ctl"), "-D", str(server.data), "-m", "immediate", "-w", "stop"],
+                capture_output=True, timeout=120)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store_spec(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``--store`` of an empty store on each backend: a SQLite file, or a fresh PostgreSQL database.
+
+    For PostgreSQL ``QUIHO_STORE_FILES`` points into ``tmp_path`` (the Parquet files beside that store).
+    """
+    if request.param == "sqlite":
+        return str(tmp_path / "q.db")
+    server = request.getfixturevalue("pg_server")
+    monkeypatch.setenv("QUIHO_STORE_FILES", str(tmp_path / "pgfiles"))
+    return server.url(server.new_database())

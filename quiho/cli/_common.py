@@ -12,8 +12,11 @@ from typing import Annotated, Any
 import typer
 
 StoreOpt = Annotated[
-    Path | None,
-    typer.Option("--store", help="SQLite store file (default $QUIHO_STORE or ./.quiho/quiho.db)."),
+    str | None,
+    typer.Option("--store", help="Store: a SQLite file or postgresql://USER@HOST:PORT/DB (password from the URL, "
+                 "PGPASSFILE, a libpq service or PGPASSWORD; never printed). Default $QUIHO_STORE or "
+                 "./.quiho/quiho.db. A PostgreSQL store keeps its Parquet files in $QUIHO_STORE_FILES "
+                 "(default ./.quiho/pg-HOST-PORT-DB/)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON document on stdout.")]
 

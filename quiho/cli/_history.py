@@ -191,7 +191,7 @@ def list_(store: StoreOpt = None, json_out: JsonOpt = False) -> None:
               f"{printable(r['source'])}")
 
 
-def _detect_all(store: Path | None, method: str, min_size: int, magnitude_floor: float, alpha: float,
+def _detect_all(store: str | None, method: str, min_size: int, magnitude_floor: float, alpha: float,
                 fmt: str, fail_on_change: bool, json_out: bool) -> None:
     from quiho.cli.main import ChangeFound
     from quiho.history import list_series, load_history, verdict_lines, verdict_markdown, verdict_of

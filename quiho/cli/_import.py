@@ -34,7 +34,7 @@ def register(app: typer.Typer) -> None:
             return
         err(printable(
             f"imported {s.path}: {s.batches} batches, {s.hosts} hosts, {s.measurements} stress-ng values, "
-            f"{s.app_runs} application values over {s.targets} targets into {st.path}"
+            f"{s.app_runs} application values over {s.targets} targets into {st}"
         ))
         for dup, orig in s.duplicate_batches.items():
             err(printable(f"  batch {dup} has the same stress-ng values as batch {orig}: marked duplicate"))

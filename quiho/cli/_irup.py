@@ -38,7 +38,7 @@ ModelOpt = Annotated[
 ]
 
 
-def _irup(store: Path | None, target: str, batch: str | None, model: str, **fit: Any):
+def _irup(store: str | None, target: str, batch: str | None, model: str, **fit: Any):
     """The IRUP of ``target`` (``fit``: importance, seeds, random_state, resample, n_jobs)."""
     from quiho.irup import ModelParams, irup_for_target
     from quiho.store import open_store

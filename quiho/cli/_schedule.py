@@ -1,4 +1,4 @@
-"""``quiho schedule ...``, ``quiho fleet drift``, ``quiho store compact``."""
+"""``quiho schedule ...``, ``quiho fleet drift``, ``quiho store compact``, ``quiho store copy``."""
 
 from __future__ import annotations
 
@@ -26,10 +26,16 @@ def _schedule_name(value: str) -> str:
 NameOpt = Annotated[str, typer.Option("--name", callback=_schedule_name, help="Timer / cron entry name.")]
 
 
-def _store_path(store: Path | None) -> Path:
-    from quiho.store import default_store_path
+def _store_path(store: str | None) -> Path:
+    """The SQLite file a schedule writes into; a PostgreSQL store is refused (its URL would go into a unit file)."""
+    from quiho.errors import UsageError
+    from quiho.store import parse_location
 
-    return Path(store) if store is not None else default_store_path()
+    loc = parse_location(store)
+    if loc.backend != "sqlite":
+        raise UsageError(f"schedule install/run take a SQLite store, not {loc}: for a PostgreSQL store run "
+                         "'quiho fingerprint' from your own timer with QUIHO_STORE set and the password in PGPASSFILE")
+    return loc.path
 
 
 def _drift_method(value: str) -> str:
@@ -77,14 +83,14 @@ def status(name: NameOpt = "quiho-fingerprint", root: RootOpt = Path("/"), store
            json_out: JsonOpt = False) -> None:
     """Show the installed schedule and the store's latest fingerprint run."""
     from quiho.schedule import schedule_status
-    from quiho.store import open_store
+    from quiho.store import open_store, parse_location
     from quiho.store.fleet import latest_fleet_run
 
     s = schedule_status(name=name, root=root)
     last = None
-    sp = _store_path(store)
-    if sp.exists():
-        with open_store(sp, create=False) as st:
+    loc = parse_location(store)
+    if loc.backend != "sqlite" or loc.path.exists():
+        with open_store(store, create=False) as st:
             last = latest_fleet_run(st)
     if json_out:
         emit_json({"schedule": s.to_dict() if s else None, "last_run": last})
@@ -175,6 +181,24 @@ def compact(
         print(f"compacted {s.runs} run(s): {s.rows_before} rows → {s.rows_after}")
 
 
+def copy(
+    source: Annotated[str, typer.Argument(help="Store to copy from: a SQLite file or postgresql://... URL.")],
+    destination: Annotated[str, typer.Argument(help="Empty store to copy into (created if new).")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Copy every row and trace file of one store into an empty one (SQLite ↔ PostgreSQL); counts are checked."""
+    from quiho.store import open_store
+    from quiho.store.copy import copy_store
+
+    with open_store(source, create=False) as src, open_store(destination) as dst:
+        s = copy_store(src, dst)
+    if json_out:
+        emit_json(s.to_dict())
+    else:
+        print(f"copied {sum(s.rows.values())} rows in {len(s.rows)} tables and {s.files} trace file(s) "
+              f"from {s.source} to {s.destination}; row counts equal on both")
+
+
 def register(app: typer.Typer) -> None:
     sched = typer.Typer(help="Scheduled fleet fingerprinting (systemd timer, or cron).", no_args_is_help=True)
     app.add_typer(sched, name="schedule")
@@ -186,3 +210,4 @@ def register(app: typer.Typer) -> None:
     fleet.command("drift")(drift)
     store_grp = _group(app, "store", "Maintain the store.")
     store_grp.command("compact")(compact)
+    store_grp.command("copy")(copy)

@@ -14,7 +14,7 @@ from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err, plot_path, time
 from quiho.errors import UsageError
 
 
-def _profile(ref: str, store: Path | None, x: str, amount: str) -> Any:
+def _profile(ref: str, store: str | None, x: str, amount: str) -> Any:
     from quiho.trace import load_perun_profile, load_trace_profile, perun_file
 
     if (p := perun_file(ref)) is not None:  # no store needed

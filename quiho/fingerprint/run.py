@@ -238,7 +238,7 @@ def _measure(
     ids = remember_inventory(store, inv)
     stressors: list[str] = list(params["stressors"])
     reps = int(params["repetitions"])
-    artifacts = store.path.parent / "fleet" / session.batch
+    artifacts = store.files_dir / "fleet" / session.batch
     errors: list[str] = []
     statuses: dict[str, tuple[str, str | None]] = {}
     passes = 0

@@ -220,7 +220,7 @@ def _series_id(store: Store, name: str) -> int:
     if sid is None:
         names = _sq.series_names(store, 20)
         hint = f"; stored series: {', '.join(names)}" if names else "; import one with 'quiho history import'"
-        raise UnknownTargetError(f"no history series {name!r} in {store.path}{hint}")
+        raise UnknownTargetError(f"no history series {name!r} in {store}{hint}")
     return sid
 
 
@@ -293,7 +293,7 @@ def import_history_from_runs(store: Store, application: str, test: str, name: st
     """
     rows = _sq.ok_app_run_values(store, application, test)
     if not rows:
-        raise UnknownTargetError(f"no successful runs of {application}/{test} in {store.path}")
+        raise UnknownTargetError(f"no successful runs of {application}/{test} in {store}")
     revs: dict[str, list[float]] = {}
     for version, value, _unit in rows:
         revs.setdefault(version, []).append(value)

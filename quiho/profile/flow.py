@@ -559,7 +559,7 @@ def load_profile(store: Store, batch: str) -> dict[str, Any]:
     """
     row = fleet_store.profile_row(store, batch)
     if row is None:
-        raise UsageError(f"no profile {batch!r} in {store.path}")
+        raise UsageError(f"no profile {batch!r} in {store}")
     if int(row["schema_version"]) != REPORT_SCHEMA_VERSION:
         raise UsageError(f"profile {batch!r} has schema v{row['schema_version']}; this quiho reads "
                          f"v{REPORT_SCHEMA_VERSION}: rerun 'quiho profile'")

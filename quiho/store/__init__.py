@@ -1,4 +1,4 @@
-"""The quiho store: one SQLite file holding hosts, fingerprints, runs and results.
+"""The quiho store: a SQLite file or a PostgreSQL database holding hosts, fingerprints, runs and results.
 
 This package is the only place that talks SQL (``tests/store/test_layering.py`` checks it). Other packages open
 a :class:`Store` here and call the typed query functions of one module per table family:
@@ -10,5 +10,7 @@ revisions, points) and :mod:`quiho.store.traces` (traced runs). ``_db`` (connect
 """
 
 from quiho.store._db import Store, default_store_path, open_store, register_component, utcnow
+from quiho.store._location import StoreLocation, parse_location
 
-__all__ = ["Store", "open_store", "default_store_path", "register_component", "utcnow"]
+__all__ = ["Store", "open_store", "default_store_path", "register_component", "utcnow", "StoreLocation",
+           "parse_location"]

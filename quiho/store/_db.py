@@ -1,10 +1,14 @@
-"""SQLite store: one file, WAL mode, per-component schema versions.
+"""The store: a SQLite file (the embedded default) or a PostgreSQL database, with per-component schema versions.
 
-Every subsystem (``core``, ``fleet``, ``trace``, ``history`` ...) owns its
-tables and registers an ordered list of migrations with
-:func:`register_component`. Opening a store applies the migrations it lacks and
-refuses a store whose component version is newer than this code knows, so an
-old quiho never misreads a newer file.
+Every subsystem (``core``, ``fleet``, ``trace``, ``history`` ...) owns its tables and registers an ordered list of
+migrations with :func:`register_component`. Opening a store applies the migrations it lacks and refuses a store
+whose component version is newer than this code knows, so an old quiho never misreads a newer store. Both backends
+run the same schema (SQLAlchemy :class:`~sqlalchemy.Table` objects in one :data:`SCHEMA`) and the same SQL
+(:mod:`quiho.store._conn`).
+
+Writes serialise on both: SQLite's ``BEGIN IMMEDIATE`` and, on PostgreSQL, a transaction-scoped advisory lock taken
+right after ``BEGIN``, so the read-then-insert steps of the store (a host's id, a series' next order) see every
+committed write of other controllers and unique keys never collide between two of them.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,17 +24,45 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
+
 from quiho._version import __version__
 from quiho.errors import SchemaVersionError, StoreError
+from quiho.store._conn import Connection, one_line, sqlite_error, translate
+from quiho.store._location import DEFAULT_STORE, StoreLocation, parse_location
 
-__all__ = ["Store", "open_store", "default_store_path", "register_component", "utcnow"]
+__all__ = ["Store", "open_store", "default_store_path", "register_component", "utcnow", "Tables", "SCHEMA",
+           "ID", "TEXT", "FLOAT",
+           "Connection", "StoreLocation", "parse_location", "DEFAULT_STORE"]
 
-DEFAULT_STORE = Path(".quiho") / "quiho.db"
 #: Largest store checked with ``quick_check`` before its first write: at 8-12 ms per MB (bench/store_check.py)
 #: about 2-3 s; a larger file would make every writing command wait longer.
 QUICK_CHECK_MAX_BYTES = 256 * 1024 * 1024
+#: The one metadata every component's tables belong to (foreign keys between components resolve in it).
+SCHEMA = sa.MetaData()
+#: Row ids: 64-bit serials on PostgreSQL, SQLite's rowid (an INTEGER PRIMARY KEY is its alias) on SQLite.
+ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+#: Text compared byte by byte on both (SQLite's BINARY; PostgreSQL's "C"), so ORDER BY and UNIQUE agree.
+TEXT = sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
+#: Measured values: 64-bit floats on both (PostgreSQL's REAL would be 32-bit).
+FLOAT: sa.Double[float] = sa.Double()
+#: Advisory lock key of the store's writers on PostgreSQL ("quiho" in ASCII).
+WRITE_LOCK_KEY = 0x717569686F
+#: Seconds a writer waits for another one (SQLite's busy timeout, PostgreSQL's lock_timeout).
+WRITE_WAIT_S = 30
 
-Migration = str | Callable[[sqlite3.Connection], None]
+
+@dataclass(frozen=True)
+class Tables:
+    """A migration step that creates tables of :data:`SCHEMA` (DDL rendered by SQLAlchemy for each backend)."""
+
+    tables: tuple[sa.Table, ...]
+
+    def __init__(self, *tables: sa.Table) -> None:
+        object.__setattr__(self, "tables", tuple(tables))
+
+
+Migration = str | Tables | Callable[[Connection], None]
 
 
 @dataclass(frozen=True)
@@ -49,9 +81,12 @@ def register_component(name: str, migrations: Sequence[Migration]) -> None:
     ----------
     name : str
         Component name, e.g. ``"fleet"``. Its version is ``len(migrations)``.
-    migrations : sequence of str or callable
-        Applied in order; a string is run with ``executescript``, a callable is
-        called with the open connection. Append new migrations, never edit old ones.
+    migrations : sequence of Tables, str or callable
+        Applied in order. :class:`Tables` creates tables defined on :data:`SCHEMA` (the way to create a table:
+        SQLAlchemy renders the ids, floats and collations of each backend). A string is split on ``;`` and each
+        statement run as it is: portable SQL only (``ALTER TABLE ... ADD COLUMN``, ``CREATE INDEX``; floats as
+        ``DOUBLE PRECISION``). A callable is called with the open :class:`Connection`. Append new migrations,
+        never edit old ones.
     """
     _COMPONENTS[name] = _Component(name, tuple(migrations))
 
@@ -62,125 +97,64 @@ def utcnow() -> str:
 
 
 def default_store_path() -> Path:
-    """``$QUIHO_STORE`` if set, else ``./.quiho/quiho.db``."""
-    env = os.environ.get("QUIHO_STORE")
-    return Path(env) if env else DEFAULT_STORE
+    """``$QUIHO_STORE`` if set, else ``./.quiho/quiho.db`` (for a URL: its place in the files directory)."""
+    return parse_location(None).path
 
 
-_BOOTSTRAP = """
-CREATE TABLE IF NOT EXISTS schema_versions (
-    component     TEXT PRIMARY KEY,
-    version       INTEGER NOT NULL,
-    quiho_version TEXT NOT NULL,
-    updated_at    TEXT NOT NULL
+_VERSIONS = sa.Table(
+    "schema_versions", sa.MetaData(),
+    sa.Column("component", sa.Text, primary_key=True),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("quiho_version", sa.Text, nullable=False),
+    sa.Column("updated_at", sa.Text, nullable=False),
 )
-"""
-
-
-def _store_error(path: Path, exc: sqlite3.Error) -> StoreError:
-    """One readable line for a SQLite failure on ``path``, saying what to do where we know it."""
-    msg = str(exc)
-    if "readonly" in msg or "read-only" in msg:
-        return StoreError(f"store {path} is read-only ({msg}): use a writable copy or another --store")
-    if "malformed" in msg or "not a database" in msg or "corrupt" in msg:
-        return StoreError(f"store {path} is damaged ({msg}): restore it from a backup or use another --store")
-    if "no such table" in msg or "no such column" in msg:
-        return StoreError(f"store {path} lacks part of its schema ({msg}): it is damaged or not a quiho store")
-    if "locked" in msg or "busy" in msg:
-        return StoreError(f"store {path} is busy or locked ({msg}): another quiho is writing; retry later")
-    return StoreError(f"store {path}: {msg}")
-
-
-def _is_store_problem(exc: sqlite3.Error) -> bool:
-    """A problem of the file or its use (read-only, locked, damaged, missing table), not a bug in a query.
-
-    Programming errors (wrong bindings, closed cursors) and constraint violations stay as they are: a
-    traceback points at the code that needs fixing.
-    """
-    return isinstance(exc, sqlite3.OperationalError | sqlite3.DataError | sqlite3.InternalError) or (
-        type(exc) is sqlite3.DatabaseError)
-
-
-def _translating(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a :class:`sqlite3.Cursor` method so store problems arrive as :class:`StoreError`."""
-
-    def wrapper(self: sqlite3.Cursor, *args: Any) -> Any:
-        try:
-            return method(self, *args)
-        except sqlite3.Error as exc:
-            if not _is_store_problem(exc):
-                raise
-            raise _store_error(self.connection.path, exc) from exc  # type: ignore[attr-defined]
-
-    wrapper.__name__ = method.__name__
-    wrapper.__doc__ = method.__doc__
-    return wrapper
-
-
-class _Cursor(sqlite3.Cursor):
-    """A cursor whose SQLite errors arrive as :class:`StoreError` (one line at the CLI, never a traceback)."""
-
-    execute = _translating(sqlite3.Cursor.execute)
-    executemany = _translating(sqlite3.Cursor.executemany)
-    fetchone = _translating(sqlite3.Cursor.fetchone)
-    fetchmany = _translating(sqlite3.Cursor.fetchmany)
-    fetchall = _translating(sqlite3.Cursor.fetchall)
-    __next__ = _translating(sqlite3.Cursor.__next__)
-
-
-class _Connection(sqlite3.Connection):
-    """The store's connection: every statement goes through :class:`_Cursor`."""
-
-    path: Path
-
-    def cursor(self, factory: Any = _Cursor) -> Any:
-        return super().cursor(factory)
-
-    def execute(self, sql: str, parameters: Any = (), /) -> Any:
-        return self.cursor().execute(sql, parameters)
-
-    def executemany(self, sql: str, parameters: Any, /) -> Any:
-        return self.cursor().executemany(sql, parameters)
 
 
 class Store:
     """An open quiho store.
 
-    Use :func:`open_store` to create one. ``store.conn`` is a plain
-    :class:`sqlite3.Connection` with ``row_factory = sqlite3.Row`` and foreign
-    keys on; write inside ``with store.transaction():`` so a failure rolls back
-    and leaves the file as it was.
+    Use :func:`open_store` to create one. ``store.conn`` is a :class:`Connection` (``execute``/``executemany``
+    with ``?`` or ``:name`` parameters, rows by index or name); write inside ``with store.transaction():`` so a
+    failure rolls back and leaves the store as it was. ``str(store)`` names it without its password.
     """
 
-    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
-        self.path = path
+    def __init__(self, location: StoreLocation, conn: Connection) -> None:
+        self.location = location
+        self.path = location.path
+        self.files_dir = location.files_dir
+        self.backend = location.backend
         self.conn = conn
-        self._checked = False
+        self._checked = location.backend != "sqlite"
+
+    def __str__(self) -> str:
+        return self.location.label
+
+    def __repr__(self) -> str:
+        return f"Store({self.location.label!r})"
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """Run a block as one transaction (BEGIN IMMEDIATE: waits for other writers).
+    def transaction(self) -> Iterator[Connection]:
+        """Run a block as one transaction that waits for other writers (see the module docstring).
 
-        The first write through a :class:`Store` runs SQLite's ``quick_check`` (linear in the file, 8-12 ms
-        per MB in ``bench/store_check.py``; no index cross-checks), so a damaged file is refused before
-        anything is written into it. Files above :data:`QUICK_CHECK_MAX_BYTES` skip it on write (call
-        :meth:`check` explicitly).
+        On SQLite the first write through a :class:`Store` runs ``quick_check`` (linear in the file, 8-12 ms per
+        MB in ``bench/store_check.py``), so a damaged file is refused before anything is written into it; files
+        above :data:`QUICK_CHECK_MAX_BYTES` skip it (call :meth:`check` explicitly).
 
         Raises
         ------
         StoreError
-            The store is read-only, locked past the busy timeout, or damaged.
+            The store is read-only, unreachable, locked past the wait, or damaged.
         """
         if not self._checked and self._size() <= QUICK_CHECK_MAX_BYTES:
             self.check()
-        self.conn.execute("BEGIN IMMEDIATE")
+        _begin(self.conn)
         try:
             yield self.conn
         except BaseException:
-            self.conn.rollback()
+            _rollback(self.conn)
             raise
         else:
-            self.conn.commit()
+            self.conn.execute("COMMIT")
 
     def _size(self) -> int:
         try:
@@ -189,16 +163,17 @@ class Store:
             return 0
 
     def check(self) -> None:
-        """Refuse a damaged file: raise :class:`StoreError` unless ``PRAGMA quick_check`` says ``ok``."""
-        rows = self.conn.execute("PRAGMA quick_check(5)").fetchall()
-        problems = [str(r[0]) for r in rows if r[0] != "ok"]
-        if problems:
-            raise StoreError(f"store {self.path} is damaged ({'; '.join(problems)[:300]}): restore it from a "
-                             "backup or use another --store; nothing was written")
+        """Refuse a damaged SQLite file: raise :class:`StoreError` unless ``PRAGMA quick_check`` says ``ok``."""
+        if self.backend == "sqlite":
+            rows = self.conn.execute("PRAGMA quick_check(5)").fetchall()
+            problems = [str(r[0]) for r in rows if r[0] != "ok"]
+            if problems:
+                raise StoreError(f"store {self} is damaged ({'; '.join(problems)[:300]}): restore it from a "
+                                 "backup or use another --store; nothing was written")
         self._checked = True
 
     def versions(self) -> dict[str, int]:
-        """Schema version of every component present in the file."""
+        """Schema version of every component present in the store."""
         rows = self.conn.execute("SELECT component, version FROM schema_versions").fetchall()
         return {r["component"]: int(r["version"]) for r in rows}
 
@@ -212,57 +187,89 @@ class Store:
         self.close()
 
 
-def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+def _begin(conn: Connection) -> None:
+    """Start a writing transaction: one writer at a time on both backends."""
+    if conn.backend == "sqlite":
+        conn.execute("BEGIN IMMEDIATE")
+        return
+    conn.execute("BEGIN")
+    try:
+        conn.execute(f"SET LOCAL lock_timeout = '{WRITE_WAIT_S}s'")
+        conn.execute("SELECT pg_advisory_xact_lock(:k)", {"k": WRITE_LOCK_KEY})
+    except BaseException:
+        _rollback(conn)
+        raise
+
+
+def _rollback(conn: Connection) -> None:
+    """Roll back; a connection the server dropped has nothing left to roll back."""
+    try:
+        conn.execute("ROLLBACK")
+    except Exception:  # noqa: BLE001  (the original error is the one to report)
+        pass
+
+
+def _migrate(conn: Connection, location: StoreLocation) -> None:
     """Bring every registered component to its latest version.
 
     Versions are read once without a lock (the common case: nothing to do, nothing written) and, when
-    something is missing, read again under ``BEGIN IMMEDIATE`` and migrated in that one transaction, so
-    two processes creating or upgrading a store at once serialise instead of both creating the tables.
+    something is missing, read again inside a writing transaction and migrated in that one transaction (DDL is
+    transactional on both backends), so two processes creating or upgrading a store at once serialise instead of
+    both creating the tables.
     """
     have = _read_versions(conn)
-    if have is not None and not _pending(have, path):
+    if have is not None and not _pending(have, location):
         return
-    conn.execute("BEGIN IMMEDIATE")
+    _begin(conn)
     try:
-        conn.execute(_BOOTSTRAP)
+        _VERSIONS.create(conn.sa, checkfirst=True)
         have = _read_versions(conn) or {}
-        for comp in _pending(have, path):
-            name = comp.name
-            for step in comp.migrations[have.get(name, 0):]:
-                if isinstance(step, str):
-                    for stmt in _split_sql(step):
-                        conn.execute(stmt)
-                else:
-                    step(conn)
+        for comp in _pending(have, location):
+            for step in comp.migrations[have.get(comp.name, 0):]:
+                _apply(conn, step)
             conn.execute(
                 "INSERT INTO schema_versions(component, version, quiho_version, updated_at) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT(component) DO UPDATE SET "
-                "version=excluded.version, quiho_version=excluded.quiho_version, "
-                "updated_at=excluded.updated_at",
-                (name, len(comp.migrations), __version__, utcnow()),
+                "VALUES (:c, :v, :q, :t) ON CONFLICT(component) DO UPDATE SET "
+                "version=excluded.version, quiho_version=excluded.quiho_version, updated_at=excluded.updated_at",
+                {"c": comp.name, "v": len(comp.migrations), "q": __version__, "t": utcnow()},
             )
-    except BaseException:
-        conn.rollback()
+    except BaseException as exc:
+        _rollback(conn)
+        if isinstance(exc, Exception):
+            raise translate(exc, location) from None
         raise
-    conn.commit()
+    conn.execute("COMMIT")
 
 
-def _read_versions(conn: sqlite3.Connection) -> dict[str, int] | None:
-    """Component versions, or None when the file has no ``schema_versions`` table yet."""
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_versions'").fetchone() \
-            is None:
+def _apply(conn: Connection, step: Migration) -> None:
+    if isinstance(step, Tables):
+        SCHEMA.create_all(conn.sa, tables=list(step.tables), checkfirst=False)
+    elif isinstance(step, str):
+        for stmt in _split_sql(step):
+            conn.sa.exec_driver_sql(stmt)
+    else:
+        step(conn)
+
+
+def _table_names(conn: Connection) -> set[str]:
+    return set(sa.inspect(conn.sa).get_table_names())
+
+
+def _read_versions(conn: Connection) -> dict[str, int] | None:
+    """Component versions, or None when the store has no ``schema_versions`` table yet."""
+    if "schema_versions" not in _table_names(conn):
         return None
     return {r[0]: int(r[1]) for r in conn.execute("SELECT component, version FROM schema_versions")}
 
 
-def _pending(have: dict[str, int], path: Path) -> list[_Component]:
+def _pending(have: dict[str, int], location: StoreLocation) -> list[_Component]:
     """Components whose stored version is behind this code's; a newer one raises :class:`SchemaVersionError`."""
     out = []
     for name, comp in _COMPONENTS.items():
         current, target = have.get(name, 0), len(comp.migrations)
         if current > target:
             raise SchemaVersionError(
-                f"store {path} has '{name}' schema v{current} but this quiho ({__version__}) "
+                f"store {location} has '{name}' schema v{current} but this quiho ({__version__}) "
                 f"knows v{target}: upgrade quiho, or use another --store"
             )
         if current < target:
@@ -274,25 +281,30 @@ _CREATED = re.compile(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.IGN
 _DROPPED = re.compile(r"DROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
 
 
-def _check_tables(conn: sqlite3.Connection, path: Path) -> None:
-    """Refuse a store that lacks a table its recorded schema versions promise (dropped or damaged)."""
-    have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    versions = _read_versions(conn) or {}
+def expected_tables(versions: dict[str, int]) -> set[str]:
+    """Tables the recorded schema versions promise (created and not dropped by the applied migrations)."""
     want: set[str] = set()
     for name, comp in _COMPONENTS.items():
         for step in comp.migrations[:versions.get(name, 0)]:
-            if isinstance(step, str):  # in order: a later migration may drop what an earlier one created
+            if isinstance(step, Tables):
+                want |= {t.name for t in step.tables}
+            elif isinstance(step, str):  # in order: a later migration may drop what an earlier one created
                 want |= set(_CREATED.findall(step))
                 want -= set(_DROPPED.findall(step))
-    missing = sorted(want - have)
+    return want
+
+
+def _check_tables(conn: Connection, location: StoreLocation) -> None:
+    """Refuse a store that lacks a table its recorded schema versions promise (dropped or damaged)."""
+    missing = sorted(expected_tables(_read_versions(conn) or {}) - _table_names(conn))
     if missing:
-        raise StoreError(f"store {path} lacks table(s) {', '.join(missing)}: it is damaged or was edited by "
+        raise StoreError(f"store {location} lacks table(s) {', '.join(missing)}: it is damaged or was edited by "
                          "hand; restore it from a backup or use another --store")
 
 
 def _split_sql(script: str) -> list[str]:
-    # executescript() would COMMIT our open transaction; split on ';' instead
-    # (our migration scripts contain no ';' inside literals or triggers).
+    # one statement at a time inside our open transaction (executescript() would COMMIT it);
+    # our migration scripts contain no ';' inside literals or triggers.
     return [s.strip() for s in script.split(";") if s.strip()]
 
 
@@ -315,21 +327,36 @@ def open_store(path: str | os.PathLike[str] | None = None, *, create: bool = Tru
 
     Parameters
     ----------
-    path : path-like, optional
-        Store file; default :func:`default_store_path`.
+    path : str or path-like, optional
+        A SQLite file or a ``postgresql://`` URL (see :mod:`quiho.store._location`); default ``$QUIHO_STORE``, else
+        ``./.quiho/quiho.db``.
     create : bool, default True
-        If False, a missing file raises :class:`StoreError` instead of being made.
+        If False, a missing store (file, or a database without quiho's tables) raises :class:`StoreError`
+        instead of being made. A PostgreSQL database itself is never created: an administrator makes it.
 
     Raises
     ------
     StoreError
-        The file cannot be opened or is not a SQLite database.
+        The store cannot be opened or reached, or is not a quiho store (one line, never the password).
     SchemaVersionError
-        The file was written by a newer quiho.
+        The store was written by a newer quiho.
     """
     _load_components()
+    loc = parse_location(path)
+    conn = _open_sqlite(loc, create) if loc.backend == "sqlite" else _open_postgres(loc, create)
+    try:
+        _migrate(conn, loc)
+        _check_tables(conn, loc)
+    except BaseException:
+        conn.close()
+        raise
+    return Store(loc, conn)
 
-    p = Path(path) if path is not None else default_store_path()
+
+def _open_sqlite(loc: StoreLocation, create: bool) -> Connection:
+    import sqlite3
+
+    p = loc.path
     if not p.exists():
         if not create:
             raise StoreError(f"no store at {p}: run an import or a fingerprint first, or pass --store")
@@ -341,30 +368,62 @@ def open_store(path: str | os.PathLike[str] | None = None, *, create: bool = Tru
             raise StoreError(f"cannot create store {p}: {why}") from exc
     elif p.is_dir():
         raise StoreError(f"store {p} is a directory: pass a file path with --store")
-    conn: _Connection | None = None
+    engine = sa.create_engine(
+        "sqlite+pysqlite://", poolclass=sa.pool.NullPool, isolation_level="AUTOCOMMIT",
+        creator=lambda: sqlite3.connect(p, timeout=float(WRITE_WAIT_S), isolation_level=None,
+                                        check_same_thread=False),
+    )
+    conn: Connection | None = None
     try:
-        conn = sqlite3.connect(p, timeout=30.0, isolation_level=None, factory=_Connection)
-        conn.path = p
-        conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA busy_timeout=30000")
+        conn = Connection(engine.connect(), loc)
+        conn.execute(f"PRAGMA busy_timeout={WRITE_WAIT_S * 1000}")
         _set_wal(conn)
         conn.execute("PRAGMA foreign_keys=ON")
-        _migrate(conn, p)
-        _check_tables(conn, p)
-    except (sqlite3.Error, StoreError) as exc:
+        _read_versions(conn)  # "not a database" shows here, before any migration
+    except Exception as exc:
         if conn is not None:
             conn.close()
         if isinstance(exc, StoreError):
             raise
-        raise StoreError(f"cannot open store {p}: {exc}") from exc
-    return Store(p, conn)
+        orig = getattr(exc, "orig", exc)
+        if isinstance(orig, sqlite3.DatabaseError) and "not a database" in str(orig):
+            raise sqlite_error(str(p), orig) from None
+        raise StoreError(f"cannot open store {p}: {orig}") from exc
+    return conn
 
 
-def _set_wal(conn: _Connection) -> None:
+def _open_postgres(loc: StoreLocation, create: bool) -> Connection:
+    """Connect (``connect_timeout`` 10 s); a refused, unknown or unreachable database is one password-free line.
+
+    psycopg's own log records (e.g. "error ignored terminating Pipeline" when the server goes away mid-batch)
+    are dropped: the same failure arrives as the command's one-line :class:`StoreError`.
+    """
+    import logging
+
+    psycopg_log = logging.getLogger("psycopg")
+    psycopg_log.propagate = False
+    if not psycopg_log.handlers:
+        psycopg_log.addHandler(logging.NullHandler())
+    engine = sa.create_engine(
+        loc.url, poolclass=sa.pool.NullPool, isolation_level="AUTOCOMMIT", hide_parameters=True,
+        connect_args={"connect_timeout": 10, "application_name": "quiho"},
+    )
+    try:
+        conn = Connection(engine.connect(), loc)
+    except Exception as exc:
+        raise StoreError(f"cannot open store {loc}: {one_line(getattr(exc, 'orig', None) or exc, loc)}") from None
+    try:
+        if not create and _read_versions(conn) is None:
+            raise StoreError(f"no quiho store in {loc}: run an import or a fingerprint first, or pass --store")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _set_wal(conn: Connection) -> None:
     """Switch to WAL; while another process creates the same new file this can report "locked": retry."""
-    import time
-
-    deadline = time.monotonic() + 30.0
+    deadline = time.monotonic() + float(WRITE_WAIT_S)
     while True:
         try:
             conn.execute("PRAGMA journal_mode=WAL")
@@ -378,3 +437,8 @@ def _set_wal(conn: _Connection) -> None:
 def dumps(obj: object) -> str:
     """JSON for a TEXT column (sorted keys, so equal content compares equal)."""
     return json.dumps(obj, sort_keys=True, default=str)
+
+
+def insert_id(conn: Connection, sql: str, params: Any) -> int:
+    """Run ``INSERT ... RETURNING id`` and return the id (both backends; psycopg has no ``lastrowid``)."""
+    return int(conn.execute(sql, params).scalar())

@@ -8,156 +8,120 @@ the store. A component may reference the tables of ``core``.
 
 from __future__ import annotations
 
-from quiho.store._db import register_component
+import sqlalchemy as sa
 
-CORE_V1 = """
-CREATE TABLE hosts (
-    id          INTEGER PRIMARY KEY,
-    name        TEXT NOT NULL UNIQUE,
-    facts_json  TEXT NOT NULL DEFAULT '{}',
-    created_at  TEXT NOT NULL
-);
-CREATE TABLE fingerprint_runs (
-    id            INTEGER PRIMARY KEY,
-    source        TEXT NOT NULL,
-    batch         TEXT,
-    battery       TEXT,
-    status        TEXT NOT NULL CHECK (status IN ('running','complete','partial','failed')),
-    duplicate_of  INTEGER REFERENCES fingerprint_runs(id),
-    params_json   TEXT NOT NULL DEFAULT '{}',
-    started_at    TEXT NOT NULL,
-    finished_at   TEXT,
-    quiho_version TEXT NOT NULL,
-    UNIQUE (source, batch)
-);
-CREATE TABLE measurements (
-    id          INTEGER PRIMARY KEY,
-    run_id      INTEGER NOT NULL REFERENCES fingerprint_runs(id) ON DELETE CASCADE,
-    host_id     INTEGER NOT NULL REFERENCES hosts(id),
-    repetition  INTEGER NOT NULL,
-    stressor    TEXT NOT NULL,
-    value       REAL,
-    unit        TEXT NOT NULL DEFAULT 'bogo-ops/s',
-    status      TEXT NOT NULL CHECK (status IN ('ok','failed')),
-    reason      TEXT,
-    extra_json  TEXT NOT NULL DEFAULT '{}',
-    UNIQUE (run_id, host_id, repetition, stressor),
-    CHECK (status = 'failed' OR value IS NOT NULL)
-);
-CREATE INDEX measurements_host ON measurements(host_id, stressor);
-CREATE TABLE app_runs (
-    id                  INTEGER PRIMARY KEY,
-    source              TEXT NOT NULL,
-    batch               TEXT,
-    fingerprint_run_id  INTEGER REFERENCES fingerprint_runs(id),
-    host_id             INTEGER NOT NULL REFERENCES hosts(id),
-    application         TEXT NOT NULL,
-    version             TEXT NOT NULL DEFAULT '',
-    test                TEXT NOT NULL,
-    repetition          INTEGER NOT NULL,
-    value               REAL,
-    unit                TEXT NOT NULL DEFAULT '',
-    higher_is_better    INTEGER NOT NULL DEFAULT 0,
-    status              TEXT NOT NULL CHECK (status IN ('ok','failed')),
-    reason              TEXT,
-    stderr_tail         TEXT,
-    started_at          TEXT,
-    extra_json          TEXT NOT NULL DEFAULT '{}',
-    UNIQUE (source, batch, host_id, application, version, test, repetition),
-    CHECK (status = 'failed' OR value IS NOT NULL)
-);
-CREATE INDEX app_runs_target ON app_runs(application, test, version);
-CREATE TABLE irups (
-    id            INTEGER PRIMARY KEY,
-    target        TEXT NOT NULL,
-    importance    TEXT NOT NULL,
-    seeds         INTEGER NOT NULL,
-    random_state  INTEGER NOT NULL,
-    params_json   TEXT NOT NULL,
-    result_json   TEXT NOT NULL,
-    created_at    TEXT NOT NULL,
-    quiho_version TEXT NOT NULL
-);
-"""
+from quiho.store._db import FLOAT, ID, SCHEMA, TEXT, Tables, register_component
 
-register_component("core", [CORE_V1])
+
+def _id() -> sa.Column:
+    return sa.Column("id", ID, primary_key=True)
+
+
+def _ref(name: str, target: str, *, nullable: bool = False, cascade: bool = False, **kw: object) -> sa.Column:
+    fk = sa.ForeignKey(target, ondelete="CASCADE" if cascade else None)
+    return sa.Column(name, ID, fk, nullable=nullable, **kw)  # type: ignore[arg-type]
+
+
+def _text(name: str, *, nullable: bool = False, default: str | None = None, **kw: object) -> sa.Column:
+    return sa.Column(name, TEXT, nullable=nullable,
+                     server_default=None if default is None else sa.text(f"'{default}'"), **kw)  # type: ignore[arg-type]
+
+
+def _int(name: str, *, nullable: bool = False, default: int | None = None) -> sa.Column:
+    return sa.Column(name, sa.Integer, nullable=nullable,
+                     server_default=None if default is None else sa.text(str(default)))
+
+
+def _float(name: str, *, nullable: bool = True) -> sa.Column:
+    return sa.Column(name, FLOAT, nullable=nullable)
+
+
+HOSTS = sa.Table(
+    "hosts", SCHEMA, _id(), _text("name", unique=True), _text("facts_json", default="{}"), _text("created_at"),
+)
+FINGERPRINT_RUNS = sa.Table(
+    "fingerprint_runs", SCHEMA, _id(), _text("source"), _text("batch", nullable=True),
+    _text("battery", nullable=True), _text("status"), _ref("duplicate_of", "fingerprint_runs.id", nullable=True),
+    _text("params_json", default="{}"), _text("started_at"), _text("finished_at", nullable=True),
+    _text("quiho_version"),
+    sa.CheckConstraint("status IN ('running','complete','partial','failed')"),
+    sa.UniqueConstraint("source", "batch"),
+)
+MEASUREMENTS = sa.Table(
+    "measurements", SCHEMA, _id(), _ref("run_id", "fingerprint_runs.id", cascade=True), _ref("host_id", "hosts.id"),
+    _int("repetition"), _text("stressor"), _float("value"), _text("unit", default="bogo-ops/s"), _text("status"),
+    _text("reason", nullable=True), _text("extra_json", default="{}"),
+    sa.CheckConstraint("status IN ('ok','failed')"),
+    sa.UniqueConstraint("run_id", "host_id", "repetition", "stressor"),
+    sa.CheckConstraint("status = 'failed' OR value IS NOT NULL"),
+    sa.Index("measurements_host", "host_id", "stressor"),
+)
+APP_RUNS = sa.Table(
+    "app_runs", SCHEMA, _id(), _text("source"), _text("batch", nullable=True),
+    _ref("fingerprint_run_id", "fingerprint_runs.id", nullable=True), _ref("host_id", "hosts.id"),
+    _text("application"), _text("version", default=""), _text("test"), _int("repetition"), _float("value"),
+    _text("unit", default=""), _int("higher_is_better", default=0), _text("status"), _text("reason", nullable=True),
+    _text("stderr_tail", nullable=True), _text("started_at", nullable=True), _text("extra_json", default="{}"),
+    sa.UniqueConstraint("source", "batch", "host_id", "application", "version", "test", "repetition"),
+    sa.CheckConstraint("status IN ('ok','failed')"),
+    sa.CheckConstraint("status = 'failed' OR value IS NOT NULL"),
+    sa.Index("app_runs_target", "application", "test", "version"),
+)
+IRUPS = sa.Table(
+    "irups", SCHEMA, _id(), _text("target"), _text("importance"), _int("seeds"),
+    sa.Column("random_state", sa.BigInteger, nullable=False), _text("params_json"), _text("result_json"),
+    _text("created_at"), _text("quiho_version"),
+)
+
+register_component("core", [Tables(HOSTS, FINGERPRINT_RUNS, MEASUREMENTS, APP_RUNS, IRUPS)])
 
 # --- history ------------------------------------------------------------------------------
 
-HISTORY_V1 = """
-CREATE TABLE history_series (
-    id            INTEGER PRIMARY KEY,
-    name          TEXT NOT NULL UNIQUE,
-    unit          TEXT NOT NULL DEFAULT '',
-    source        TEXT NOT NULL,
-    config_json   TEXT NOT NULL DEFAULT '{}',
-    created_at    TEXT NOT NULL,
-    quiho_version TEXT NOT NULL
-);
-CREATE TABLE history_revisions (
-    id           INTEGER PRIMARY KEY,
-    series_id    INTEGER NOT NULL REFERENCES history_series(id) ON DELETE CASCADE,
-    revision     TEXT NOT NULL,
-    ord          INTEGER NOT NULL,
-    status       TEXT NOT NULL CHECK (status IN ('pending','ok','failed')),
-    reason       TEXT,
-    stderr_tail  TEXT,
-    measured_at  TEXT,
-    UNIQUE (series_id, revision),
-    UNIQUE (series_id, ord)
-);
-CREATE TABLE history_points (
-    id           INTEGER PRIMARY KEY,
-    revision_id  INTEGER NOT NULL REFERENCES history_revisions(id) ON DELETE CASCADE,
-    repetition   INTEGER NOT NULL,
-    value        REAL NOT NULL,
-    UNIQUE (revision_id, repetition)
-);
-"""
+HISTORY_SERIES = sa.Table(
+    "history_series", SCHEMA, _id(), _text("name", unique=True), _text("unit", default=""), _text("source"),
+    _text("config_json", default="{}"), _text("created_at"), _text("quiho_version"),
+)
+HISTORY_REVISIONS = sa.Table(
+    "history_revisions", SCHEMA, _id(), _ref("series_id", "history_series.id", cascade=True), _text("revision"),
+    _int("ord"), _text("status"), _text("reason", nullable=True), _text("stderr_tail", nullable=True),
+    _text("measured_at", nullable=True),
+    sa.CheckConstraint("status IN ('pending','ok','failed')"),
+    sa.UniqueConstraint("series_id", "revision"), sa.UniqueConstraint("series_id", "ord"),
+)
+HISTORY_POINTS = sa.Table(
+    "history_points", SCHEMA, _id(), _ref("revision_id", "history_revisions.id", cascade=True), _int("repetition"),
+    _float("value", nullable=False), sa.UniqueConstraint("revision_id", "repetition"),
+)
 
 # v2: where and under what load each revision was measured (STYLE: machine metadata with every result)
 HISTORY_V2 = """
 ALTER TABLE history_revisions ADD COLUMN machine_json TEXT NOT NULL DEFAULT '{}'
 """
 
-register_component("history", [HISTORY_V1, HISTORY_V2])
+register_component("history", [Tables(HISTORY_SERIES, HISTORY_REVISIONS, HISTORY_POINTS), HISTORY_V2])
 
 # --- trace --------------------------------------------------------------------------------
 
-TRACE_V1 = """
-CREATE TABLE trace_runs (
-    id                 INTEGER PRIMARY KEY,
-    application        TEXT NOT NULL,
-    version            TEXT NOT NULL,
-    host               TEXT NOT NULL,
-    command            TEXT NOT NULL,
-    engine             TEXT NOT NULL,
-    functions_json     TEXT NOT NULL,
-    sample             INTEGER NOT NULL DEFAULT 1,
-    calls_path         TEXT NOT NULL,
-    unit               TEXT NOT NULL DEFAULT 'ns',
-    n_events           INTEGER NOT NULL,
-    n_calls            INTEGER NOT NULL,
-    unmatched_entries  INTEGER NOT NULL,
-    unmatched_exits    INTEGER NOT NULL,
-    mismatched         INTEGER NOT NULL,
-    bad_lines          INTEGER NOT NULL,
-    skipped_records    INTEGER NOT NULL,
-    created_at         TEXT NOT NULL,
-    quiho_version      TEXT NOT NULL
-);
-CREATE INDEX trace_runs_app ON trace_runs(application, version)
-"""
+#: The counters of a traced run (64-bit: a long trace has billions of events).
+TRACE_COUNTERS = ("n_events", "n_calls", "unmatched_entries", "unmatched_exits", "mismatched", "bad_lines",
+                  "skipped_records")
+TRACE_RUNS = sa.Table(
+    "trace_runs", SCHEMA, _id(), _text("application"), _text("version"), _text("host"), _text("command"),
+    _text("engine"), _text("functions_json"), _int("sample", default=1), _text("calls_path"),
+    _text("unit", default="ns"), *(sa.Column(c, sa.BigInteger, nullable=False) for c in TRACE_COUNTERS),
+    _text("created_at"), _text("quiho_version"),
+    sa.Index("trace_runs_app", "application", "version"),
+)
 
 # v2: traced runs made by ``quiho profile --trace`` belong to the profile's batch, with their wall time
 # (the tracing overhead is traced wall / untraced wall per host)
 TRACE_V2 = """
 ALTER TABLE trace_runs ADD COLUMN batch TEXT;
-ALTER TABLE trace_runs ADD COLUMN wall_s REAL;
+ALTER TABLE trace_runs ADD COLUMN wall_s DOUBLE PRECISION;
 CREATE INDEX trace_runs_batch ON trace_runs(batch, application)
 """
 
-register_component("trace", [TRACE_V1, TRACE_V2])
+register_component("trace", [Tables(TRACE_RUNS), TRACE_V2])
 
 # --- fleet ---------------------------------------------------------------------------------
 # The ``fleet`` store component: per-host statuses of fleet runs, host groups, fingerprint summaries.
@@ -166,78 +130,52 @@ register_component("trace", [TRACE_V1, TRACE_V2])
 # (``measurements``, ``app_runs``); these tables say how each host's part of a
 # fleet run went, so a resume knows what to rerun and ``quiho fleet show`` what to print.
 
-FLEET_V1 = """
-CREATE TABLE fleet_host_status (
-    kind        TEXT NOT NULL CHECK (kind IN ('fingerprint','app')),
-    batch       TEXT NOT NULL,
-    host_id     INTEGER NOT NULL REFERENCES hosts(id),
-    status      TEXT NOT NULL CHECK (status IN ('running','ok','partial','failed','unreachable','timeout')),
-    reason      TEXT,
-    attempts    INTEGER NOT NULL DEFAULT 1,
-    updated_at  TEXT NOT NULL,
-    PRIMARY KEY (kind, batch, host_id)
-);
-CREATE TABLE fleet_hosts (
-    host_id     INTEGER PRIMARY KEY REFERENCES hosts(id),
-    inventory   TEXT NOT NULL,
-    groups_json TEXT NOT NULL DEFAULT '[]',
-    vars_json   TEXT NOT NULL DEFAULT '{}',
-    updated_at  TEXT NOT NULL
-);
-CREATE TABLE fleet_fingerprint_summary (
-    run_id      INTEGER NOT NULL REFERENCES fingerprint_runs(id) ON DELETE CASCADE,
-    host_id     INTEGER NOT NULL REFERENCES hosts(id),
-    stressor    TEXT NOT NULL,
-    n_ok        INTEGER NOT NULL,
-    n_failed    INTEGER NOT NULL,
-    median      REAL,
-    cov         REAL,
-    min         REAL,
-    max         REAL,
-    unstable    INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (run_id, host_id, stressor)
-);
-"""
+FLEET_HOST_STATUS = sa.Table(
+    "fleet_host_status", SCHEMA, _text("kind", primary_key=True), _text("batch", primary_key=True),
+    _ref("host_id", "hosts.id", primary_key=True, autoincrement=False), _text("status"),
+    _text("reason", nullable=True), _int("attempts", default=1), _text("updated_at"),
+    sa.CheckConstraint("kind IN ('fingerprint','app')"),
+    sa.CheckConstraint("status IN ('running','ok','partial','failed','unreachable','timeout')"),
+)
+FLEET_HOSTS = sa.Table(
+    "fleet_hosts", SCHEMA, _ref("host_id", "hosts.id", primary_key=True, autoincrement=False), _text("inventory"),
+    _text("groups_json", default="[]"), _text("vars_json", default="{}"), _text("updated_at"),
+)
+FLEET_FINGERPRINT_SUMMARY = sa.Table(
+    "fleet_fingerprint_summary", SCHEMA,
+    _ref("run_id", "fingerprint_runs.id", cascade=True, primary_key=True, autoincrement=False),
+    _ref("host_id", "hosts.id", primary_key=True, autoincrement=False), _text("stressor", primary_key=True),
+    _int("n_ok"), _int("n_failed"), _float("median"), _float("cov"), _float("min"), _float("max"),
+    _int("unstable", default=0),
+)
 
 # v2: the local fleet's calibration (quiho.fleet.local.calibrate): one row per probing, keyed by the machine facts.
-FLEET_V2 = """
-CREATE TABLE fleet_calibrations (
-    id             INTEGER PRIMARY KEY,
-    facts_key      TEXT NOT NULL,
-    facts_json     TEXT NOT NULL,
-    result_json    TEXT NOT NULL,
-    inventory      TEXT NOT NULL,
-    elapsed_s      REAL NOT NULL,
-    schema_version INTEGER NOT NULL,
-    created_at     TEXT NOT NULL,
-    quiho_version  TEXT NOT NULL
-);
-CREATE INDEX fleet_calibrations_key ON fleet_calibrations(facts_key)
+FLEET_CALIBRATIONS = sa.Table(
+    "fleet_calibrations", SCHEMA, _id(), _text("facts_key"), _text("facts_json"), _text("result_json"),
+    _text("inventory"), _float("elapsed_s", nullable=False), _int("schema_version"), _text("created_at"),
+    _text("quiho_version"), sa.Index("fleet_calibrations_key", "facts_key"),
+)
+
+# v3: the controller machine measuring a fleet fingerprint run: with a shared (PostgreSQL) store the measurement
+# lock is per controller, so a controller may only declare its own ``running`` runs dead.
+FLEET_V3 = """
+ALTER TABLE fingerprint_runs ADD COLUMN controller TEXT
 """
 
-register_component("fleet", [FLEET_V1, FLEET_V2])
+register_component("fleet", [Tables(FLEET_HOST_STATUS, FLEET_HOSTS, FLEET_FINGERPRINT_SUMMARY),
+                             Tables(FLEET_CALIBRATIONS), FLEET_V3])
 
 # --- profile -------------------------------------------------------------------------------
 # The ``profile`` store component: one row per ``quiho profile`` with its verdict and full result.
 
-PROFILE_V1 = """
-CREATE TABLE profiles (
-    id                  INTEGER PRIMARY KEY,
-    batch               TEXT NOT NULL UNIQUE,
-    application         TEXT NOT NULL,
-    version_a           TEXT NOT NULL,
-    version_b           TEXT NOT NULL,
-    status              TEXT NOT NULL CHECK (status IN ('complete','partial','failed')),
-    verdict             TEXT NOT NULL CHECK (verdict IN ('regression','improvement','no-change','inconclusive')),
-    irup_verdict        TEXT,
-    partial_json        TEXT NOT NULL DEFAULT '[]',
-    fingerprint_run_id  INTEGER REFERENCES fingerprint_runs(id),
-    result_json         TEXT NOT NULL,
-    schema_version      INTEGER NOT NULL,
-    created_at          TEXT NOT NULL,
-    quiho_version       TEXT NOT NULL
-);
-CREATE INDEX profiles_app ON profiles(application, version_a, version_b)
-"""
+PROFILES = sa.Table(
+    "profiles", SCHEMA, _id(), _text("batch", unique=True), _text("application"), _text("version_a"),
+    _text("version_b"), _text("status"), _text("verdict"), _text("irup_verdict", nullable=True),
+    _text("partial_json", default="[]"), _ref("fingerprint_run_id", "fingerprint_runs.id", nullable=True),
+    _text("result_json"), _int("schema_version"), _text("created_at"), _text("quiho_version"),
+    sa.CheckConstraint("status IN ('complete','partial','failed')"),
+    sa.CheckConstraint("verdict IN ('regression','improvement','no-change','inconclusive')"),
+    sa.Index("profiles_app", "application", "version_a", "version_b"),
+)
 
-register_component("profile", [PROFILE_V1])
+register_component("profile", [Tables(PROFILES)])

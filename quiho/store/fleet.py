@@ -9,7 +9,6 @@ recorded) exist once.
 from __future__ import annotations
 
 import json
-import sqlite3
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from quiho.errors import UsageError
-from quiho.store._db import Store, dumps, utcnow
+from quiho.store._db import Connection, Store, dumps, insert_id, utcnow
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,14 +37,12 @@ __all__ = [
 UNSTABLE_COV = 0.10
 
 
-def host_id(conn: sqlite3.Connection, name: str, facts: dict[str, Any] | None = None) -> int:
+def host_id(conn: Connection, name: str, facts: dict[str, Any] | None = None) -> int:
     """Id of host ``name``, created if new; ``facts`` (if given) are merged into ``facts_json``."""
     row = conn.execute("SELECT id, facts_json FROM hosts WHERE name = ?", (name,)).fetchone()
     if row is None:
-        cur = conn.execute(
-            "INSERT INTO hosts(name, facts_json, created_at) VALUES (?, ?, ?)", (name, dumps(facts or {}), utcnow())
-        )
-        return int(cur.lastrowid or 0)
+        return insert_id(conn, "INSERT INTO hosts(name, facts_json, created_at) VALUES (?, ?, ?) RETURNING id",
+                         (name, dumps(facts or {}), utcnow()))
     if facts:
         merged = {**json.loads(row["facts_json"] or "{}"), **facts}
         conn.execute("UPDATE hosts SET facts_json = ? WHERE id = ?", (dumps(merged), row["id"]))
@@ -85,7 +82,8 @@ def fleet_hosts(store: Store, inventory: str | None = None) -> list[dict[str, An
             continue
         last = store.conn.execute(
             "SELECT fr.batch, fr.status, COALESCE(fr.finished_at, fr.started_at) AS t, "
-            "SUM(m.status='ok') AS ok, SUM(m.status='failed') AS failed FROM fingerprint_runs fr "
+            "SUM(CASE WHEN m.status='ok' THEN 1 ELSE 0 END) AS ok, "
+            "SUM(CASE WHEN m.status='failed' THEN 1 ELSE 0 END) AS failed FROM fingerprint_runs fr "
             "JOIN measurements m ON m.run_id = fr.id AND m.host_id = ? WHERE fr.source='fleet' "
             "GROUP BY fr.id ORDER BY fr.started_at DESC, fr.id DESC LIMIT 1",
             (r["id"],),
@@ -95,7 +93,7 @@ def fleet_hosts(store: Store, inventory: str | None = None) -> list[dict[str, An
 
 
 def set_host_status(
-    conn: sqlite3.Connection, kind: str, batch: str, hid: int, status: str, reason: str | None
+    conn: Connection, kind: str, batch: str, hid: int, status: str, reason: str | None
 ) -> None:
     """Upsert the status of one host in one fleet run (attempts counts invocations)."""
     conn.execute(
@@ -226,12 +224,11 @@ def applicable_fingerprint_run(
 def create_fingerprint_run(store: Store, batch: str, battery: str, params: dict[str, Any], version: str) -> int:
     """Insert a new ``running`` fleet fingerprint run; return its id."""
     with store.transaction() as conn:
-        cur = conn.execute(
-            "INSERT INTO fingerprint_runs(source, batch, battery, status, params_json, started_at, quiho_version) "
-            "VALUES ('fleet', ?, ?, 'running', ?, ?, ?)",
-            (batch, battery, dumps(params), utcnow(), version),
+        return insert_id(
+            conn, "INSERT INTO fingerprint_runs(source, batch, battery, status, params_json, started_at, "
+            "quiho_version, controller) VALUES ('fleet', ?, ?, 'running', ?, ?, ?, ?) RETURNING id",
+            (batch, battery, dumps(params), utcnow(), version, controller()),
         )
-        return int(cur.lastrowid or 0)
 
 
 def fingerprint_run(store: Store, ref: str) -> dict[str, Any]:
@@ -247,7 +244,7 @@ def fingerprint_run(store: Store, ref: str) -> dict[str, Any]:
     if row is None and ref.isdigit():
         row = conn.execute("SELECT * FROM fingerprint_runs WHERE source='fleet' AND id = ?", (int(ref),)).fetchone()
     if row is None:
-        raise UsageError(f"no fleet fingerprint run {ref!r} in {store.path} (see 'quiho fleet show')")
+        raise UsageError(f"no fleet fingerprint run {ref!r} in {store} (see 'quiho fleet show')")
     return dict(row)
 
 
@@ -261,6 +258,8 @@ def set_run_status(store: Store, run_id: int, status: str, *, note: str | None =
             conn.execute("UPDATE fingerprint_runs SET params_json=? WHERE id=?", (dumps(params), run_id))
         conn.execute("UPDATE fingerprint_runs SET status=?, finished_at=? WHERE id=?",
                      (status, None if status == "running" else utcnow(), run_id))
+        if status == "running":
+            conn.execute("UPDATE fingerprint_runs SET controller=? WHERE id=?", (controller(), run_id))
 
 
 def latest_fleet_run(store: Store) -> dict[str, Any] | None:
@@ -273,14 +272,23 @@ def latest_fleet_run(store: Store) -> dict[str, Any] | None:
 def mark_interrupted_runs(store: Store) -> list[int]:
     """Mark fingerprint runs left ``running`` as ``partial``; call only while holding the measurement lock.
 
-    Holding the lock proves no live quiho process is measuring into this store, so a
-    ``running`` row was left by a process that died (``kill -9``, power loss). Returns the ids marked.
+    Holding the lock proves no live quiho process of this controller machine is measuring into this store, so a
+    ``running`` row this machine started was left by a process that died (``kill -9``, power loss); runs of other
+    controllers sharing the store are theirs to judge. Returns the ids marked.
     """
-    rows = store.conn.execute("SELECT id FROM fingerprint_runs WHERE status = 'running'").fetchall()
+    rows = store.conn.execute("SELECT id FROM fingerprint_runs WHERE status = 'running' "
+                              "AND (controller IS NULL OR controller = ?)", (controller(),)).fetchall()
     for r in rows:
         set_run_status(store, int(r["id"]), "partial",
                        note=f"found running with no live holder at {utcnow()}; resumable")
     return [int(r["id"]) for r in rows]
+
+
+def controller() -> str:
+    """Name of the controller machine quiho runs on, as recorded with the fleet fingerprint runs it measures."""
+    import socket
+
+    return socket.gethostname()
 
 
 def batch_of(store: Store, run_id: int) -> str:
@@ -308,7 +316,8 @@ def missing_measurements(store: Store, run_id: int, hid: int, stressors: list[st
 def host_counts(store: Store, run_id: int, hid: int) -> tuple[int, int]:
     """(ok, failed) measurements of one host in one run."""
     row = store.conn.execute(
-        "SELECT SUM(status='ok') AS ok, SUM(status='failed') AS failed FROM measurements "
+        "SELECT SUM(CASE WHEN status='ok' THEN 1 ELSE 0 END) AS ok, "
+        "SUM(CASE WHEN status='failed' THEN 1 ELSE 0 END) AS failed FROM measurements "
         "WHERE run_id=? AND host_id=?",
         (run_id, hid),
     ).fetchone()
@@ -377,26 +386,22 @@ def ok_measurements(store: Store, source: str = "fleet") -> pd.DataFrame:
 
     Columns: run_id, batch, started_at, host, stressor, value.
     """
-    import pandas as pd
-
     q = (
         "SELECT r.id AS run_id, r.batch, r.started_at, h.name AS host, m.stressor, m.value "
         "FROM measurements m JOIN fingerprint_runs r ON r.id = m.run_id JOIN hosts h ON h.id = m.host_id "
         "WHERE m.status = 'ok' AND r.source = ? AND r.duplicate_of IS NULL"
     )
-    return pd.read_sql_query(q, store.conn, params=[source])
+    return store.conn.frame(q, [source])
 
 
 def profile_runs(store: Store, application: str, labels: tuple[str, str], batch: str) -> pd.DataFrame:
     """The runs of one profile batch: host, version, repetition, status, value, unit, ..., ``order``, ``round``."""
-    import pandas as pd
-
     q = (
         "SELECT h.name AS host, a.version, a.repetition, a.status, a.value, a.unit, a.higher_is_better, a.reason, "
         "a.fingerprint_run_id, a.extra_json FROM app_runs a JOIN hosts h ON h.id = a.host_id "
         "WHERE a.batch = ? AND a.application = ? AND a.version IN (?, ?) ORDER BY h.name, a.id"
     )
-    df = pd.read_sql_query(q, store.conn, params=[batch, application, *labels])
+    df = store.conn.frame(q, [batch, application, *labels])
     extra = [json.loads(x or "{}") for x in df.pop("extra_json")]
     df["order"] = [e.get("order") for e in extra]
     df["round"] = [e.get("round", 0) for e in extra]  # measurement round of a blocked design (0: one visit)
@@ -435,16 +440,16 @@ def save_profile_row(store: Store, row: ProfileRow) -> int:
     """Insert (or replace, same batch) one ``profiles`` row; return its id."""
     r = row
     with store.transaction() as c:
-        cur = c.execute(
-            "INSERT INTO profiles(batch, application, version_a, version_b, status, verdict, irup_verdict, "
+        pid = insert_id(
+            c, "INSERT INTO profiles(batch, application, version_a, version_b, status, verdict, irup_verdict, "
             "partial_json, fingerprint_run_id, result_json, schema_version, created_at, quiho_version) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(batch) DO UPDATE SET status=excluded.status, "
             "verdict=excluded.verdict, irup_verdict=excluded.irup_verdict, partial_json=excluded.partial_json, "
-            "result_json=excluded.result_json, created_at=excluded.created_at",
+            "result_json=excluded.result_json, created_at=excluded.created_at RETURNING id",
             (r.batch, r.application, r.version_a, r.version_b, r.status, r.verdict, r.irup_verdict, dumps(r.partial),
              r.fingerprint_run_id, dumps(r.document), r.schema_version, utcnow(), r.quiho_version),
         )
-    return int(cur.lastrowid or 0)
+    return pid
 
 
 def profile_row(store: Store, batch: str) -> dict[str, Any] | None:
@@ -470,13 +475,13 @@ def save_calibration(
 ) -> int:
     """Insert one ``fleet_calibrations`` row (the local fleet's probing on one machine); return its id."""
     with store.transaction() as c:
-        cur = c.execute(
-            "INSERT INTO fleet_calibrations(facts_key, facts_json, result_json, inventory, elapsed_s, schema_version, "
-            "created_at, quiho_version) VALUES (?,?,?,?,?,?,?,?)",
+        cid = insert_id(
+            c, "INSERT INTO fleet_calibrations(facts_key, facts_json, result_json, inventory, elapsed_s, "
+            "schema_version, created_at, quiho_version) VALUES (?,?,?,?,?,?,?,?) RETURNING id",
             (facts_key, dumps(facts), dumps(result), inventory, float(elapsed_s), schema_version, utcnow(),
              quiho_version),
         )
-    return int(cur.lastrowid or 0)
+    return cid
 
 
 def _calibration_row(row: Any) -> dict[str, Any]:

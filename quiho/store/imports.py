@@ -5,12 +5,11 @@ Fleet runs, which are written host by host while they happen, live in :mod:`quih
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from quiho._version import __version__
-from quiho.store._db import Store, dumps, utcnow
+from quiho.store._db import Connection, Store, dumps, insert_id, utcnow
 
 __all__ = ["ensure_hosts", "insert_complete_run", "insert_ok_measurements", "delete_batches", "write_complete_runs"]
 
@@ -18,7 +17,7 @@ __all__ = ["ensure_hosts", "insert_complete_run", "insert_ok_measurements", "del
 MeasurementRow = tuple[int, int, int, str, float]
 
 
-def ensure_hosts(conn: sqlite3.Connection, facts: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+def ensure_hosts(conn: Connection, facts: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
     """Ids of the named hosts; a new host is created with its facts, a known one is left as it is."""
     now = utcnow()
     ids: dict[str, int] = {}
@@ -29,24 +28,23 @@ def ensure_hosts(conn: sqlite3.Connection, facts: Mapping[str, Mapping[str, Any]
     return ids
 
 
-def insert_complete_run(conn: sqlite3.Connection, source: str, batch: str, battery: str,
+def insert_complete_run(conn: Connection, source: str, batch: str, battery: str,
                         params: Mapping[str, Any], started_at: str, finished_at: str) -> int:
     """A ``complete`` fingerprint run; returns its id."""
-    cur = conn.execute(
-        "INSERT INTO fingerprint_runs(source, batch, battery, status, params_json, started_at, finished_at, "
-        "quiho_version) VALUES (?, ?, ?, 'complete', ?, ?, ?, ?)",
+    return insert_id(
+        conn, "INSERT INTO fingerprint_runs(source, batch, battery, status, params_json, started_at, finished_at, "
+        "quiho_version) VALUES (?, ?, ?, 'complete', ?, ?, ?, ?) RETURNING id",
         (source, batch, battery, dumps(dict(params)), started_at, finished_at, __version__),
     )
-    return int(cur.lastrowid or 0)
 
 
-def insert_ok_measurements(conn: sqlite3.Connection, rows: Iterable[MeasurementRow]) -> None:
+def insert_ok_measurements(conn: Connection, rows: Iterable[MeasurementRow]) -> None:
     """Successful stress-ng measurements in bogo-ops/s."""
     conn.executemany("INSERT INTO measurements(run_id, host_id, repetition, stressor, value, unit, status, "
                      "extra_json) VALUES (?, ?, ?, ?, ?, 'bogo-ops/s', 'ok', '{}')", rows)
 
 
-def delete_batches(conn: sqlite3.Connection, source: str, batches: Sequence[str]) -> None:
+def delete_batches(conn: Connection, source: str, batches: Sequence[str]) -> None:
     """Forget the fingerprint and application runs of ``batches`` from ``source`` (a re-import replaces them)."""
     marks = ",".join("?" * len(batches))
     conn.execute(f"DELETE FROM app_runs WHERE source = ? AND batch IN ({marks})", (source, *batches))

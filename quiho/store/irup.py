@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from quiho._version import __version__
-from quiho.store._db import Store, dumps, utcnow
+from quiho.store._db import Store, dumps, insert_id, utcnow
 
 __all__ = ["target_counts", "fingerprint_values", "app_values", "insert_irup"]
 
@@ -17,10 +17,10 @@ FINGERPRINT_COLUMNS = ["run_id", "batch", "host", "repetition", "stressor", "val
 
 def target_counts(store: Store) -> pd.DataFrame:
     """One row per (application, version, test) with ``ok`` runs: runs, hosts, unit."""
-    return pd.read_sql_query(
+    return store.conn.frame(
         "SELECT a.application, a.version, a.test, COUNT(*) AS runs, COUNT(DISTINCT a.host_id) AS hosts, "
         "MIN(a.unit) AS unit FROM app_runs a WHERE a.status = 'ok' GROUP BY a.application, a.version, a.test "
-        "ORDER BY a.application, a.version, a.test", store.conn)
+        "ORDER BY a.application, a.version, a.test")
 
 
 def fingerprint_values(store: Store, run_ids: Sequence[int]) -> pd.DataFrame:
@@ -28,10 +28,10 @@ def fingerprint_values(store: Store, run_ids: Sequence[int]) -> pd.DataFrame:
     if not run_ids:
         return pd.DataFrame(columns=FINGERPRINT_COLUMNS)
     marks = ",".join("?" * len(run_ids))
-    return pd.read_sql_query(
+    return store.conn.frame(
         "SELECT m.run_id, r.batch, h.name AS host, m.repetition, m.stressor, m.value "
         "FROM measurements m JOIN hosts h ON h.id = m.host_id JOIN fingerprint_runs r ON r.id = m.run_id "
-        f"WHERE m.status = 'ok' AND m.run_id IN ({marks})", store.conn, params=list(run_ids))
+        f"WHERE m.status = 'ok' AND m.run_id IN ({marks})", list(run_ids))
 
 
 def app_values(store: Store, application: str, version: str, test: str = "", batch: str | None = None) -> pd.DataFrame:
@@ -49,16 +49,15 @@ def app_values(store: Store, application: str, version: str, test: str = "", bat
     if batch is not None:
         q += " AND a.batch = ?"
         params.append(batch)
-    return pd.read_sql_query(q, store.conn, params=params)
+    return store.conn.frame(q, params)
 
 
 def insert_irup(store: Store, target: str, importance: str, seeds: int, random_state: int,
                 params: Mapping[str, Any], result: Mapping[str, Any]) -> int:
     """Record a computed IRUP; returns its id."""
     with store.transaction() as c:
-        cur = c.execute(
-            "INSERT INTO irups(target, importance, seeds, random_state, params_json, result_json, created_at, "
-            "quiho_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        return insert_id(
+            c, "INSERT INTO irups(target, importance, seeds, random_state, params_json, result_json, created_at, "
+            "quiho_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (target, importance, seeds, random_state, dumps(params), dumps(result), utcnow(), __version__),
         )
-    return int(cur.lastrowid or 0)

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from quiho._version import __version__
-from quiho.store._db import Store, dumps, utcnow
+from quiho.store._db import Store, dumps, insert_id, utcnow
 
 __all__ = ["LOCAL_SOURCE", "MachineRecord", "StoredFingerprint", "host_fingerprint", "fingerprinted_hosts",
            "reusable_local_fingerprint", "write_local_fingerprint", "fingerprint_by_id", "set_revision_machine",
@@ -58,9 +58,9 @@ class MachineRecord:
 
 
 def _values(store: Store, run_id: int, host_id: int) -> pd.DataFrame:
-    return pd.read_sql_query(
+    return store.conn.frame(
         "SELECT repetition, stressor, value, status FROM measurements WHERE run_id = ? AND host_id = ? "
-        "ORDER BY stressor, repetition", store.conn, params=[run_id, host_id])
+        "ORDER BY stressor, repetition", [run_id, host_id])
 
 
 def host_fingerprint(store: Store, host: str, batch: str | None = None) -> StoredFingerprint | None:
@@ -136,11 +136,10 @@ def write_local_fingerprint(store: Store, host: str, facts: Mapping[str, Any], f
                   (host, dumps(dict(facts)), now))
         hid = int(c.execute("SELECT id FROM hosts WHERE name = ?", (host,)).fetchone()[0])
         batch = f"{LOCAL_SOURCE}-{facts_key[:12]}-{now}"
-        cur = c.execute(
-            "INSERT INTO fingerprint_runs(source, batch, battery, status, params_json, started_at, finished_at, "
-            "quiho_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        run_id = insert_id(
+            c, "INSERT INTO fingerprint_runs(source, batch, battery, status, params_json, started_at, finished_at, "
+            "quiho_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (LOCAL_SOURCE, batch, str(params.get("battery", "")), status, dumps(dict(params)), now, now, __version__))
-        run_id = int(cur.lastrowid or 0)
         c.executemany("INSERT INTO measurements(run_id, host_id, repetition, stressor, value, unit, status, reason, "
                       "extra_json) VALUES (?, ?, ?, ?, ?, 'bogo-ops/s', ?, ?, '{}')",
                       [(run_id, hid, rep, s, v, st, why) for rep, s, v, st, why in rows])

@@ -9,14 +9,13 @@ batches) are kept but marked ``duplicate_of`` so analyses can skip them.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from quiho.errors import ImportDataError
-from quiho.store._db import Store, dumps, utcnow
+from quiho.store._db import Connection, Store, dumps, utcnow
 from quiho.store.imports import delete_batches, ensure_hosts, insert_complete_run, insert_ok_measurements
 
 __all__ = ["ImportSummary", "import_quiho_popper", "read_quiho_popper", "SOURCE"]
@@ -174,7 +173,7 @@ def import_quiho_popper(store: Store, path: str | Path) -> ImportSummary:
     )
 
 
-def _write_fingerprints(c: sqlite3.Connection, stress: pd.DataFrame, dups: dict[str, str], host_ids: dict[str, int],
+def _write_fingerprints(c: Connection, stress: pd.DataFrame, dups: dict[str, str], host_ids: dict[str, int],
                         path: str) -> dict[str, int]:
     """One ``complete`` run per batch with its measurements; duplicates point at their original. Batch → run id."""
     now = utcnow()
@@ -191,7 +190,7 @@ def _write_fingerprints(c: sqlite3.Connection, stress: pd.DataFrame, dups: dict[
     return run_ids
 
 
-def _write_app_runs(c: sqlite3.Connection, apps: pd.DataFrame, run_ids: dict[str, int],
+def _write_app_runs(c: Connection, apps: pd.DataFrame, run_ids: dict[str, int],
                     host_ids: dict[str, int]) -> None:
     """Every non-stress-ng row as an ``ok`` application run ``BENCHMARK/TEST`` tied to its batch's fingerprint."""
     rows = []

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from quiho._version import __version__
-from quiho.store._db import Store, utcnow
+from quiho.store._db import Store, insert_id, utcnow
 
 __all__ = ["TraceRunRow", "TraceSource", "insert_trace_run", "trace_run", "latest_trace_run", "trace_run_ids",
            "has_trace_run", "batch_trace_runs", "untraced_walls"]
@@ -68,14 +68,14 @@ def insert_trace_run(store: Store, application: str, version: str, source: Trace
     """
     s = source
     with store.transaction() as conn:
-        cur = conn.execute(
-            "INSERT INTO trace_runs(application, version, host, command, engine, functions_json, sample, calls_path, "
+        run_id = insert_id(
+            conn, "INSERT INTO trace_runs(application, version, host, command, engine, functions_json, sample, "
+            "calls_path, "
             f"{', '.join(STATS_COLUMNS)}, created_at, quiho_version, batch, wall_s) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (application, version, s.host or socket.gethostname(), s.command, s.engine, json.dumps(list(s.functions)),
              s.sample, *stats, utcnow(), __version__, s.batch, s.wall_s),
         )
-        run_id = int(cur.lastrowid or 0)
         conn.execute("UPDATE trace_runs SET calls_path = ? WHERE id = ?", (write_calls(run_id), run_id))
     return run_id
 

@@ -65,7 +65,7 @@ def save_trace(
     missing = [c for c in CALL_COLUMNS if c not in calls.columns]
     if missing:
         raise UsageError(f"calls table lacks columns: {', '.join(missing)}")
-    tdir = store.path.parent / "traces"
+    tdir = store.files_dir / "traces"
     tdir.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pandas(calls[list(CALL_COLUMNS)], preserve_index=False)
     meta = dict(table.schema.metadata or {})
@@ -75,9 +75,9 @@ def save_trace(
     def write_calls(run_id: int) -> str:
         rel = f"traces/{store.path.name}-run-{run_id}.parquet"
         try:
-            pq.write_table(table.replace_schema_metadata(meta), store.path.parent / rel)
+            pq.write_table(table.replace_schema_metadata(meta), store.files_dir / rel)
         except OSError as exc:
-            raise StoreError(f"cannot write {store.path.parent / rel}: {exc}") from exc
+            raise StoreError(f"cannot write {store.files_dir / rel}: {exc}") from exc
         return rel
 
     run_id = insert_trace_run(store, application, version, source, tuple(stats.to_dict().values()), write_calls)
@@ -88,9 +88,9 @@ def find_trace_run(store: Store, ref: str) -> TraceRun:
     """A stored run by numeric id or ``APP@VERSION`` (the latest such run)."""
     row = trace_run(store, int(ref)) if ref.isdigit() else latest_trace_run(store, *parse_app_version(ref))
     if row is None:
-        raise UnknownTargetError(f"no stored trace run {ref!r} in {store.path}: run 'quiho trace' first")
+        raise UnknownTargetError(f"no stored trace run {ref!r} in {store}: run 'quiho trace' first")
     return TraceRun(row.id, row.application, row.version, row.host, row.command, row.engine, row.functions,
-                    row.sample, store.path.parent / row.calls_path, CallStats(*row.stats), row.created_at, row.batch,
+                    row.sample, store.files_dir / row.calls_path, CallStats(*row.stats), row.created_at, row.batch,
                     row.wall_s)
 
 
@@ -112,7 +112,7 @@ def load_version_calls(store: Store, ref: str) -> tuple[list[TraceRun], pd.DataF
         app, ver = parse_app_version(ref)
         ids = trace_run_ids(store, app, ver)
         if not ids:
-            raise UnknownTargetError(f"no stored trace run {ref!r} in {store.path}: run 'quiho trace' first")
+            raise UnknownTargetError(f"no stored trace run {ref!r} in {store}: run 'quiho trace' first")
         runs = [find_trace_run(store, str(i)) for i in ids]
     frames = []
     for r in runs:

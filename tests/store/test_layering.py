@@ -1,6 +1,7 @@
 """The package's layering rules, checked on the source (AST, not regular expressions).
 
-1. **One store query layer.** Only modules in ``quiho/store/`` talk SQL: nothing else imports ``sqlite3`` or a
+1. **One store query layer.** Only modules in ``quiho/store/`` talk SQL: nothing else imports ``sqlite3``,
+   ``sqlalchemy``, ``psycopg`` or a
    private store module (``quiho.store._db``), calls ``.execute`` / ``.executemany`` / ``.executescript``,
    reads ``pd.read_sql*``, or touches ``Store.conn``. Other packages call the typed query functions of
    ``quiho.store.<family>`` (``history``, ``traces``, ``irup``, ``imports``, ``fleet`` ...).
@@ -23,6 +24,8 @@ from pathlib import Path
 QUIHO = Path(__file__).resolve().parents[2] / "quiho"
 SQL_CALLS = {"execute", "executemany", "executescript"}
 SQL_READS = {"read_sql", "read_sql_query", "read_sql_table"}
+#: Database drivers and the query layer: only the store imports them.
+DRIVERS = {"sqlite3", "sqlalchemy", "psycopg"}
 
 
 def _modules() -> Iterator[tuple[Path, ast.Module]]:
@@ -61,8 +64,8 @@ def test_nothing_outside_the_store_talks_sql() -> None:
             continue
         for node in ast.walk(tree):
             for name in _imported(node):
-                if name == "sqlite3" or name.startswith("sqlite3."):
-                    bad.append(f"{_where(path, node)}: imports sqlite3")
+                if name.split(".")[0] in DRIVERS:
+                    bad.append(f"{_where(path, node)}: imports {name.split('.')[0]}")
                 elif name.startswith("quiho.store._"):
                     bad.append(f"{_where(path, node)}: imports private {name}")
             if isinstance(node, ast.Attribute):
@@ -100,12 +103,13 @@ def test_private_modules_are_imported_only_by_their_package() -> None:
 
 def test_the_rules_catch_what_they_claim(tmp_path: Path) -> None:
     """The checks themselves can fail: each rule flags a planted violation."""
-    src = ("import sqlite3\nfrom quiho.store._db import Store\nfrom quiho.history._io import x\n"
-           "from quiho.trace import _store\ndef f(store):\n    store.conn.execute('SELECT 1')\n")
+    src = ("import sqlite3\nimport sqlalchemy as sa\nfrom quiho.store._db import Store\n"
+           "from quiho.history._io import x\nfrom quiho.trace import _store\n"
+           "def f(store):\n    store.conn.execute('SELECT 1')\n")
     tree = ast.parse(src)
     names = [n for node in ast.walk(tree) for n in _imported(node)]
     attrs = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
-    assert {"sqlite3", "quiho.store._db", "quiho.history._io", "quiho.trace._store"} <= set(names)
+    assert {"sqlite3", "sqlalchemy", "quiho.store._db", "quiho.history._io", "quiho.trace._store"} <= set(names)
     assert {"conn", "execute"} <= attrs
 
 

@@ -1,4 +1,5 @@
-"""The typed query functions of the store, on a real SQLite file: round trips and all-or-nothing writes."""
+"""The typed query functions of the store on both backends (a SQLite file, a real PostgreSQL server): round trips
+and all-or-nothing writes."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from quiho.store import history, imports, irup, open_store, traces
 
 
 @pytest.fixture
-def st(tmp_path):  # noqa: ANN001, ANN201
-    with open_store(tmp_path / "q.db") as s:
+def st(store_spec):  # noqa: ANN001, ANN201
+    with open_store(store_spec) as s:
         yield s
 
 
