@@ -8,7 +8,7 @@ from quiho._text import printable
 from quiho.cli._common import emit_json, err
 
 
-def quick_local(store: Path | None, battery: str, seconds: int | None, repetitions: int | None, max_age_h: float,
+def quick_local(store: str | None, battery: str, seconds: int | None, repetitions: int | None, max_age_h: float,
                 json_out: bool) -> None:
     """Measure (or reuse) this machine's quick fingerprint and print it."""
     from quiho.fingerprint.local import LocalFingerprintOptions, quick_local_fingerprint
@@ -29,7 +29,7 @@ def quick_local(store: Path | None, battery: str, seconds: int | None, repetitio
         err(printable(f"warning: failed stressors (kept as failed): {', '.join(fp.failed)}"))
 
 
-def record_import_machine(store: Path | None, series: list[str], revision: str | None, quick_fp: bool,
+def record_import_machine(store: str | None, series: list[str], revision: str | None, quick_fp: bool,
                           host: str | None, max_age_h: float) -> None:
     """After ``history import``: record the machine (``--fingerprint`` or ``--host``) on the imported revisions.
 
@@ -50,7 +50,7 @@ def record_import_machine(store: Path | None, series: list[str], revision: str |
         err(printable(f"warning: {m.note}"))
 
 
-def normalised_detect(store: Path | None, name: str, opts: object, fmt: str, json_out: bool) -> bool:
+def normalised_detect(store: str | None, name: str, opts: object, fmt: str, json_out: bool) -> bool:
     """``history detect SERIES --normalise``; whether a change was found."""
     from quiho.history.machines import detect_series_normalised, revision_fingerprints
     from quiho.history.normalise import NormaliseOptions
@@ -70,7 +70,7 @@ def normalised_detect(store: Path | None, name: str, opts: object, fmt: str, jso
     return bool(nd.detection.change_points)
 
 
-def normalised_plot(store: Path | None, name: str, output: Path, opts: object) -> None:
+def normalised_plot(store: str | None, name: str, output: Path, opts: object) -> None:
     """``history plot SERIES --normalise -o FILE``: raw and normalised side by side."""
     from quiho.history.machines import detect_series_normalised
     from quiho.history.normalise import NormaliseOptions
