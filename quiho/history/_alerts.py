@@ -200,7 +200,7 @@ def _row(h: History, first_bad: int, baseline_from: str, found_by: str, baseline
     nan = float("nan")
     mag, ci, p = evidence
     return AlertRow(0, h.name, h.revisions[first_bad], baseline_from, h.revisions[-1], found_by, baseline, level,
-                    mag, ci[0], ci[1], p, n_baseline, "new", None, nan, nan, nan, nan, "", "")
+                    mag, ci[0], ci[1], p, n_baseline, "new", None, None, nan, nan, nan, nan, "", "")
 
 
 def _insert(store: Store, row: AlertRow) -> AlertRow | None:
@@ -216,8 +216,12 @@ def _follow(store: Store, h: History, d: Detection, a: AlertRow, spans: Sequence
             opts: GateOptions, event: str = "") -> SeriesVerdict:
     """The newest revision against alert ``a``'s last good level; close it as fixed when the level is back.
 
-    Fixed means: the newest revision does not regress against the good level, and it is an improvement on the
-    regressed level (the revisions from the first bad one to the one before the newest), both at ``alpha``.
+    Fixed means the newest revision does not regress against the good level, and either it is an improvement
+    on the regressed level (the revisions from the first bad one to the one before the newest; ``fixed_by`` =
+    "back to the good level", the evidence is that comparison) or the revisions after the first bad one, as
+    one level, do not regress against the good level ("not confirmed": a blip, the evidence is that level
+    against the good one), both at ``alpha``. The first bad revision stays out of that level: it was picked
+    for being extreme. A real regression's later revisions confirm it; a chance alert's do not.
     """
     idx = {r: i for i, r in enumerate(h.revisions)}
     fb, b0, n = idx.get(a.first_bad), idx.get(a.baseline_from), len(h)
@@ -236,12 +240,21 @@ def _follow(store: Store, h: History, d: Detection, a: AlertRow, spans: Sequence
     newest = [h.samples[-1]]
     if len(base) < 2:
         return _verdict(h, d, chk, a, event)
-    back = compare_levels(variance_components(base), reg, newest, opts.alpha)
-    if chk.verdict in ("no change", "improvement") \
-            and level_verdict(back, opts.alpha, direction_of_unit(h.unit)) == "improvement":
+    vc = variance_components(base)
+    better = direction_of_unit(h.unit)
+    back = compare_levels(vc, reg, newest, opts.alpha)
+    since = compare_levels(vc, base, [*reg[1:], *newest], opts.alpha)  # not the first bad: chosen as extreme
+    fix = None
+    if chk.verdict in ("no change", "improvement"):
+        if level_verdict(back, opts.alpha, better) == "improvement":
+            fix = ("back to the good level", back)
+        elif level_verdict(since, opts.alpha, better) != "regression":
+            fix = ("not confirmed", since)
+    if fix is not None:
+        how, ev = fix
         sa.update_alert(store, a.id, state="fixed", fixed_at=h.revisions[-1], last_revision=h.revisions[-1],
-                        fix_magnitude=back.magnitude, fix_ci_low=back.ci[0], fix_ci_high=back.ci[1],
-                        fix_p_value=back.p_value)
+                        fixed_by=how, fix_magnitude=ev.magnitude, fix_ci_low=ev.ci[0], fix_ci_high=ev.ci[1],
+                        fix_p_value=ev.p_value)
         event = "fixed"
     elif a.last_revision != h.revisions[-1]:
         sa.update_alert(store, a.id, last_revision=h.revisions[-1])
@@ -316,8 +329,9 @@ def alert_to_dict(a: AlertRow, now: datetime | None = None) -> dict[str, object]
     def f(x: float) -> float | None:
         return float(x) if np.isfinite(x) else None
 
-    fix = None if a.fixed_at is None else {"revision": a.fixed_at, "magnitude": f(a.fix_magnitude),
-                                           "ci": [f(a.fix_ci_low), f(a.fix_ci_high)], "p_value": f(a.fix_p_value)}
+    fix = None if a.fixed_at is None else {"revision": a.fixed_at, "by": a.fixed_by,
+                                           "magnitude": f(a.fix_magnitude), "ci": [f(a.fix_ci_low), f(a.fix_ci_high)],
+                                           "p_value": f(a.fix_p_value)}
     return {"id": a.id, "series": a.series, "state": a.state, "first_bad": a.first_bad,
             "baseline_from": a.baseline_from, "last_revision": a.last_revision, "found_by": a.found_by,
             "baseline": f(a.baseline), "level": f(a.level), "magnitude": f(a.magnitude),
@@ -331,12 +345,12 @@ def _pct(x: float) -> str:
 
 def _cells(a: AlertRow, now: datetime | None) -> list[str]:
     found = f"{_pct(a.magnitude)} [{_pct(a.ci_low)}, {_pct(a.ci_high)}], p = {a.p_value:.2g}"
-    fix = "" if a.fixed_at is None else (f"at {a.fixed_at[:12]}: {_pct(a.fix_magnitude)} [{_pct(a.fix_ci_low)}, "
-                                         f"{_pct(a.fix_ci_high)}], p = {a.fix_p_value:.2g}")
+    fix = "" if a.fixed_at is None else (f"at {a.fixed_at[:12]} ({a.fixed_by}): {_pct(a.fix_magnitude)} "
+                                         f"[{_pct(a.fix_ci_low)}, {_pct(a.fix_ci_high)}], p = {a.fix_p_value:.2g}")
     return [f"#{a.id}", a.state, _age_text(_age_s(a, now)), a.series, a.first_bad[:12], found, fix]
 
 
-_HEADER = ["alert", "state", "age", "series", "first bad", "regression (CI, p)", "fixed (vs. regressed level)"]
+_HEADER = ["alert", "state", "age", "series", "first bad", "regression (CI, p)", "fixed (evidence)"]
 
 
 def alert_lines(alerts: Sequence[AlertRow], now: datetime | None = None) -> list[str]:

@@ -37,6 +37,7 @@ CREATE TABLE history_alerts (
     n_baseline     INTEGER NOT NULL,
     state          TEXT NOT NULL CHECK (state IN ('new','acknowledged','fixed','invalid')),
     fixed_at       TEXT,
+    fixed_by       TEXT,
     fix_magnitude  REAL,
     fix_ci_low     REAL,
     fix_ci_high    REAL,
@@ -71,6 +72,7 @@ class AlertRow:
     n_baseline: int
     state: str
     fixed_at: str | None
+    fixed_by: str | None
     fix_magnitude: float
     fix_ci_low: float
     fix_ci_high: float

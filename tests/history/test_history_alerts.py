@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from quiho.cli.main import main
-from quiho.history import History, check_newest
+from quiho.history import GateOptions, History, check_newest, list_alerts, run_gate, save_history
+from quiho.store import open_store
 from quiho.history._levels import compare_levels, variance_components
 
 pytest.importorskip("pytest_benchmark", reason="pytest-benchmark (the dev extra) runs the harness")
@@ -110,7 +111,7 @@ def test_gate_stays_red_until_ack_and_closes_when_fixed(repo: Path, tmp_path: Pa
     (closed,) = json.loads(doc)["alerts"]
     assert code == 0 and closed["state"] == "fixed" and closed["fix"]["revision"] == git(repo, "rev-parse",
                                                                                          "HEAD").strip()
-    assert closed["fix"]["magnitude"] < -0.2 and closed["fix"]["ci"][1] < 0 and closed["fix"]["p_value"] < 0.01
+    assert closed["fix"]["by"] == "back to the good level" and closed["fix"]["magnitude"] < -0.2 and closed["fix"]["ci"][1] < 0 and closed["fix"]["p_value"] < 0.01
     code, text, _ = quiho("history", "alert", "list", "--format", "markdown", "--store", store, capsys=capsys)
     assert code == 0 and "None." in text  # no open alert
     # the gate stays green at the fixed revision when run again (idempotent, nothing raised anew)
@@ -197,3 +198,23 @@ def test_interval_uses_the_rounds_of_each_revision() -> None:
     cmp = compare_levels(vc, list(loud[:5]), [loud[5]], 0.01)
     one = check_newest(History.from_values([s.mean() for s in loud], unit="s"))
     assert (cmp.ci[1] - cmp.ci[0]) == pytest.approx(one.ci[1] - one.ci[0], rel=0.1)
+
+
+def test_a_blip_the_next_revisions_do_not_confirm_closes_by_itself(tmp_path: Path) -> None:
+    """One odd revision raises an alert; a next revision back near the good level closes it as "not confirmed"."""
+    good = [1.00, 1.02] * 5
+    with open_store(tmp_path / "q.db") as st:
+        states = []
+        for values in (good + [1.06], good + [1.06, 1.03]):
+            save_history(st, History.from_values(values, [f"r{i:02d}" for i in range(len(values))], "b", "s"), "t")
+            r = run_gate(st, GateOptions())
+            states.append((r.failing, r.verdicts[0].event))
+        (a,) = list_alerts(st, ("fixed",))
+    assert states == [(True, "raised"), (False, "fixed")]
+    assert a.first_bad == "r10" and a.fixed_at == "r11" and a.fixed_by == "not confirmed" and a.fix_p_value > 0.01
+    # the next revision at the regressed level keeps it new
+    with open_store(tmp_path / "q2.db") as st:
+        for values in (good + [1.06], good + [1.06, 1.065]):
+            save_history(st, History.from_values(values, [f"r{i:02d}" for i in range(len(values))], "b", "s"), "t")
+            r = run_gate(st, GateOptions())
+        assert r.failing and r.open_alerts[0].state == "new" and r.open_alerts[0].last_revision == "r11"
