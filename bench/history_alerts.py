@@ -16,13 +16,15 @@ auto, magnitude floor 0, and no person acknowledges anything:
 - **after**: :func:`quiho.history.run_gate` on a SQLite store: alerts are stored, compared with the last good
   level, closed as fixed by the data; the gate is red while an alert is ``new``.
 
-Columns: ``caught`` = true regressions with an alert raised within 3 revisions of the first bad one;
-``alerts/regr`` = alerts raised whose first bad revision lies in a regressed span, per true regression (1 is
-ideal: more means the same regression alerted again); ``red while regr`` = share of regressed revisions at which
-the gate is red; ``false alerts`` = alerts raised outside every regressed span, per 100 revisions;
-``false red`` = share of unregressed revisions at which the gate is red; ``fixed`` = fixed regressions whose
-alert closed as fixed within 3 revisions of the fix (after only); ``CI width`` = median width (percentage
-points) of the newest-vs-baseline interval at unregressed revisions.
+Columns: ``caught`` = true regressions with an alert raised within 3 revisions of the first bad one; ``alerts/regr``
+= alerts raised whose first bad revision lies in a regressed span, per true regression (1 is ideal: more means the
+same regression alerted again); ``red while regr`` = share of regressed revisions at which the gate is red; ``false
+alerts`` = alerts raised at revisions that are neither regressed nor spikes, per 100 checked revisions (noise taken
+for a regression); ``spikes alerted`` = share of spike revisions (a real +15 % measured at one build, which a gate
+cannot tell from a regression until the next build) with an alert raised there; ``false red`` = share of calm
+revisions (neither regressed nor spikes) at which the gate is red; ``fixed`` = fixed regressions whose alert closed
+as fixed within 3 revisions of the fix (after only); ``CI width`` = median width (percentage points) of the
+newest-vs-baseline interval at unregressed revisions.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ SCENARIOS = (
 class Case:
     history: History
     regressed: np.ndarray  # bool per revision: a regression is in effect
+    spike: np.ndarray  # bool per revision: one odd build (+15 %)
     starts: tuple[int, ...]  # first bad revision of each true regression
     fixes: tuple[int, ...]  # fix revision of each fixed regression (-1: never fixed)
 
@@ -83,11 +86,12 @@ def generate(sc: Scenario, rng: np.random.Generator) -> Case:
         fixes.append(end if end < N_REV else -1)
         i = end + int(rng.integers(10, 20))
     build = rng.normal(0, sc.sd_build, N_REV) if sc.sd_build > 0 else np.zeros(N_REV)
-    build += np.where(rng.random(N_REV) < sc.p_spike, 0.15, 0.0)
+    spike = (rng.random(N_REV) < sc.p_spike) & ~regressed
+    build += np.where(spike, 0.15, 0.0)
     samples = tuple(100 * level[r] * (1 + build[r]) * (1 + rng.normal(0, sc.sd_round, sc.rounds))
                     for r in range(N_REV))
     h = History("bench", tuple(f"r{r:03d}" for r in range(N_REV)), np.arange(N_REV), samples, "s")
-    return Case(h, regressed, tuple(starts), tuple(fixes))
+    return Case(h, regressed, spike, tuple(starts), tuple(fixes))
 
 
 def _prefix(h: History, t: int) -> History:
@@ -139,6 +143,8 @@ class Tally:
     caught: int = 0
     true_alerts: int = 0
     false_alerts: int = 0
+    spike_alerts: int = 0
+    spikes: int = 0
     red_regr: int = 0
     n_regr: int = 0
     red_ok: int = 0
@@ -152,8 +158,10 @@ class Tally:
         self.regressions += len(case.starts)
         self.red_regr += int((red & case.regressed & checked).sum())
         self.n_regr += int((case.regressed & checked).sum())
-        self.red_ok += int((red & ~case.regressed & checked).sum())
-        self.n_ok += int((~case.regressed & checked).sum())
+        calm = ~case.regressed & ~case.spike & checked
+        self.red_ok += int((red & calm).sum())
+        self.n_ok += int(calm.sum())
+        self.spikes += int((case.spike & checked).sum())
         for s, f in zip(case.starts, case.fixes, strict=True):
             self.caught += any(s <= a <= s + 3 for a, _ in alerts)
             if f > 0:
@@ -162,6 +170,8 @@ class Tally:
         for a, _ in alerts:
             if case.regressed[a]:
                 self.true_alerts += 1
+            elif case.spike[a]:
+                self.spike_alerts += 1
             else:
                 self.false_alerts += 1
 
@@ -169,7 +179,8 @@ class Tally:
         pct = lambda a, b: f"{100 * a / b:.0f} %" if b else "n/a"  # noqa: E731
         return [pct(self.caught, self.regressions), f"{self.true_alerts / max(self.regressions, 1):.2f}",
                 pct(self.red_regr, self.n_regr), f"{100 * self.false_alerts / max(self.revisions, 1):.2f}",
-                pct(self.red_ok, self.n_ok), pct(self.fixed_seen, self.fixed_truth) if with_fix else "-",
+                pct(self.spike_alerts, self.spikes), pct(self.red_ok, self.n_ok),
+                pct(self.fixed_seen, self.fixed_truth) if with_fix else "-",
                 f"{100 * float(np.median(widths)):.1f}" if widths else "n/a"]
 
 
@@ -179,8 +190,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=31)
     args = ap.parse_args()
     n_hist = 6 if args.quick else 25
-    header = ["scenario", "gate", "caught", "alerts/regr", "red while regr", "false alerts/100 rev", "false red",
-              "fixed", "CI width (pp)"]
+    header = ["scenario", "gate", "caught", "alerts/regr", "red while regr", "false alerts/100 rev",
+              "spikes alerted", "false red", "fixed", "CI width (pp)"]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for si, sc in enumerate(SCENARIOS):

@@ -18,8 +18,8 @@ import pytest
 
 from quiho.cli.main import main
 from quiho.history import GateOptions, History, check_newest, list_alerts, run_gate, save_history
-from quiho.store import open_store
 from quiho.history._levels import compare_levels, variance_components
+from quiho.store import open_store
 
 pytest.importorskip("pytest_benchmark", reason="pytest-benchmark (the dev extra) runs the harness")
 
@@ -109,9 +109,10 @@ def test_gate_stays_red_until_ack_and_closes_when_fixed(repo: Path, tmp_path: Pa
     assert alerts[10] is None  # no open alert left
     code, doc, _ = quiho("history", "alert", "list", "--all", "--json", "--store", store, capsys=capsys)
     (closed,) = json.loads(doc)["alerts"]
-    assert code == 0 and closed["state"] == "fixed" and closed["fix"]["revision"] == git(repo, "rev-parse",
-                                                                                         "HEAD").strip()
-    assert closed["fix"]["by"] == "back to the good level" and closed["fix"]["magnitude"] < -0.2 and closed["fix"]["ci"][1] < 0 and closed["fix"]["p_value"] < 0.01
+    fix = closed["fix"]
+    assert code == 0 and closed["state"] == "fixed" and fix["revision"] == git(repo, "rev-parse", "HEAD").strip()
+    assert fix["by"] == "back to the good level" and fix["magnitude"] < -0.2 and fix["ci"][1] < 0
+    assert fix["p_value"] < 0.01
     code, text, _ = quiho("history", "alert", "list", "--format", "markdown", "--store", store, capsys=capsys)
     assert code == 0 and "None." in text  # no open alert
     # the gate stays green at the fixed revision when run again (idempotent, nothing raised anew)
