@@ -221,7 +221,9 @@ def _follow(store: Store, h: History, d: Detection, a: AlertRow, spans: Sequence
     "back to the good level", the evidence is that comparison) or the revisions after the first bad one, as
     one level, do not regress against the good level ("not confirmed": a blip, the evidence is that level
     against the good one), both at ``alpha``. The first bad revision stays out of that level: it was picked
-    for being extreme. A real regression's later revisions confirm it; a chance alert's do not.
+    for being extreme. A real regression's later revisions confirm it; a chance alert's do not. An
+    acknowledged alert whose newest revision is worse again than its regressed level (two revisions or more)
+    gets a new alert on top, whose good level is that regressed level; the newest open alert is the one followed.
     """
     idx = {r: i for i, r in enumerate(h.revisions)}
     fb, b0, n = idx.get(a.first_bad), idx.get(a.baseline_from), len(h)
@@ -235,7 +237,7 @@ def _follow(store: Store, h: History, d: Detection, a: AlertRow, spans: Sequence
                        magnitude_floor=opts.magnitude_floor)
     if n - 1 <= fb or event:
         return _verdict(h, d, chk, a, event)
-    reg = [h.samples[i] for i in range(fb, n - 1)]
+    reg = [h.samples[i] for i in range(fb, n - 1) if not any(x <= i < y for x, y in spans)]
     base = [h.samples[i] for i in good]
     newest = [h.samples[-1]]
     if len(base) < 2:
@@ -256,7 +258,16 @@ def _follow(store: Store, h: History, d: Detection, a: AlertRow, spans: Sequence
                         fixed_by=how, fix_magnitude=ev.magnitude, fix_ci_low=ev.ci[0], fix_ci_high=ev.ci[1],
                         fix_p_value=ev.p_value)
         event = "fixed"
-    elif a.last_revision != h.revisions[-1]:
+    elif a.state == "acknowledged" and len(reg) >= 2 and level_verdict(back, opts.alpha, better) == "regression" \
+            and not abs(back.magnitude) < opts.magnitude_floor:
+        # worse again on top of a known regression: a new alert whose good level is the acknowledged one's level
+        row = _row(h, n - 1, a.first_bad, f"newest revision, on acknowledged #{a.id}", back.reference, back.test,
+                   (back.magnitude, back.ci, back.p_value), len(reg))
+        stacked = _insert(store, row)
+        if stacked is not None:
+            sa.update_alert(store, a.id, last_revision=h.revisions[-1])
+            return _follow(store, h, d, stacked, spans, opts, event="raised")
+    if fix is None and a.last_revision != h.revisions[-1]:
         sa.update_alert(store, a.id, last_revision=h.revisions[-1])
     return _verdict(h, d, chk, sa.get_alert(store, a.id), event)
 

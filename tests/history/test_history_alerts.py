@@ -220,3 +220,29 @@ def test_a_blip_the_next_revisions_do_not_confirm_closes_by_itself(tmp_path: Pat
             save_history(st, History.from_values(values, [f"r{i:02d}" for i in range(len(values))], "b", "s"), "t")
             r = run_gate(st, GateOptions())
         assert r.failing and r.open_alerts[0].state == "new" and r.open_alerts[0].last_revision == "r11"
+
+
+def test_worse_again_after_ack_raises_a_new_alert_and_each_closes_in_turn(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    levels = [1.0] * 8 + [1.2] * 3 + [1.5] * 2 + [1.2] * 2 + [1.0] * 2
+    revs = [f"r{i:02d}" for i in range(len(levels))]
+    samples = [m + rng.normal(0, 0.005, 8) for m in levels]
+    seen = []
+    with open_store(tmp_path / "q.db") as st:
+        for t in range(6, len(levels) + 1):
+            save_history(st, History("b", tuple(revs[:t]), np.arange(t), tuple(samples[:t]), "s"), "t")
+            r = run_gate(st, GateOptions())
+            if t == 9:  # alert #1 raised at r08: a person acknowledges it
+                from quiho.history import set_alert_state
+
+                set_alert_state(st, r.open_alerts[0].id, "acknowledged")
+                r = run_gate(st, GateOptions())
+            seen.append((revs[t - 1], r.failing, [(a.id, a.state) for a in r.open_alerts]))
+        every = {a.id: a for a in list_alerts(st, ("fixed",))}
+    by_rev = {rev: (failing, states) for rev, failing, states in seen}
+    assert by_rev["r08"] == (False, [(1, "acknowledged")]) and by_rev["r10"] == (False, [(1, "acknowledged")])
+    assert by_rev["r11"] == (True, [(1, "acknowledged"), (2, "new")])  # worse again: a new alert on top
+    assert by_rev["r13"] == (False, [(1, "acknowledged")])  # back to the acknowledged level: #2 fixed
+    assert by_rev["r15"] == (False, [])  # back to the first level: #1 fixed too
+    assert every[2].baseline_from == "r08" and every[2].first_bad == "r11" and every[2].fixed_at == "r13"
+    assert every[1].fixed_at == "r15" and every[1].fixed_by == "back to the good level"
