@@ -246,3 +246,14 @@ def test_worse_again_after_ack_raises_a_new_alert_and_each_closes_in_turn(tmp_pa
     assert by_rev["r15"] == (False, [])  # back to the first level: #1 fixed too
     assert every[2].baseline_from == "r08" and every[2].first_bad == "r11" and every[2].fixed_at == "r13"
     assert every[1].fixed_at == "r15" and every[1].fixed_by == "back to the good level"
+
+
+def test_one_odd_build_leaves_the_baseline_a_second_band_stays() -> None:
+    from quiho.history._alerts import _without_spikes
+
+    rng = np.random.default_rng(5)
+    quiet = list(1.0 + rng.normal(0, 0.003, 20))
+    spiky = History.from_values(quiet[:7] + [1.15] + quiet[7:], unit="s")
+    assert _without_spikes(spiky, range(21)) == [i for i in range(21) if i != 7]
+    banded = History.from_values([1.3 if i % 3 == 0 else v for i, v in enumerate(quiet)], unit="s")
+    assert _without_spikes(banded, range(20)) == list(range(20))  # a third of the builds: a band, not a spike
