@@ -9,9 +9,10 @@ from typing import Annotated
 import typer
 
 from quiho._text import printable
-from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err
+from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err, number
 
-AlertId = Annotated[int, typer.Argument(metavar="ID", help="Alert number (see 'quiho history alert list').")]
+AlertId = Annotated[int, typer.Argument(metavar="ID", callback=number(1, 2**63 - 1),
+                                        help="Alert number (see 'quiho history alert list').")]
 BaseOpt = Annotated[str | None, typer.Option("--base", help="With --all: compare each series' newest revision "
                                                             "(a PR's) with the level at this revision (the PR's "
                                                             "merge base); raises and closes no alert.")]

@@ -327,7 +327,7 @@ def set_alert_state(store: Store, alert_id: int, state: str) -> AlertRow:
     """
     if state not in _TRANSITIONS:
         raise UsageError(f"an alert can be set to {' or '.join(_TRANSITIONS)}, not {state!r}")
-    a = sa.get_alert(store, alert_id)
+    a = sa.get_alert(store, alert_id) if 0 < alert_id < 2**63 else None  # beyond SQL's integers: none either
     if a is None:
         raise UnknownTargetError(f"no alert #{alert_id} in {store.path}; see 'quiho history alert list --all'")
     if a.state not in _TRANSITIONS[state]:

@@ -75,7 +75,7 @@ def _params(cmd) -> list[dict]:  # noqa: ANN001
 
 COMMANDS = {" ".join(path): _params(cmd) for path, cmd in _leaves(get_command(app))}
 #: Commands that measure the fleet or run programs: validation paths only (see the module docstring).
-MEASURING = {"fingerprint", "run", "profile", "schedule run", "trace"}
+MEASURING = {"fingerprint", "run", "profile", "schedule run", "trace", "fleet calibrate"}
 #: Options only the guards set.
 GUARDED = {"--store", "-i", "--inventory", "--root", "--spec", "--repo", "--project"}
 

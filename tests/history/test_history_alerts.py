@@ -149,12 +149,14 @@ def test_bad_input_is_one_line_and_changes_nothing(tmp_path: Path, capsys: pytes
     assert main(["history", "detect", "--all", "--store", str(store)]) == 0  # raises alert #1 (change point)
     before = store.read_bytes()
     capsys.readouterr()
-    for args, code in ((["history", "alert", "ack", "99"], 1), (["history", "alert", "invalid", "0"], 1),
+    for args, code in ((["history", "alert", "ack", "99"], 1), (["history", "alert", "invalid", "12345"], 1),
                        (["history", "detect", "--all", "--base", "nosuchrev"], 2),
                        (["history", "detect", "h", "--base", "r01"], 2)):
         assert main([*args, "--store", str(store)]) == code, args
         got = capsys.readouterr()
         assert got.out == "" and len(got.err.strip().splitlines()) == 1 and "Traceback" not in got.err, got.err
+    assert main(["history", "alert", "ack", "0", "--store", str(store)]) == 2  # typer's usage error, as for others
+    assert "0 is not in [1, " in capsys.readouterr().err
     assert store.read_bytes() == before
     assert main(["history", "alert", "ack", "1", "--store", str(store)]) == 0
     capsys.readouterr()
