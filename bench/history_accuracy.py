@@ -1,44 +1,44 @@
-"""Accuracy of quiho's history detectors and GP revision sampling on generated histories with known truth.
+"""Accuracy of quiho's history detectors and GP revision sampling, and the selection of the default detector.
 
-Run: ``python bench/history_accuracy.py [--quick]``. Prints tables; asserts nothing.
+Run: ``python bench/history_accuracy.py [--quick] [--only-protocol] [--cache]``. Prints tables; asserts
+nothing.
 
-Part 1 - change points. F1 with a 5-revision margin and segment covering, as
-defined by TCPDBench (van den Burg & Williams, "An evaluation of change point
-detection algorithms", 2020): the first index counts as a change point in
-both truth and prediction (so a no-change series with no alarm scores 1);
-a prediction within the margin of a true change is a true positive, each
-true change matched at most once; covering is the length-weighted best
-Jaccard overlap of each true segment with a predicted one. "rpt-*" rows are
-plain ruptures with its default parameters (model l2, min_size=2, jump=5)
-and the common penalty ``log(n) * var(y)``, with no p-value filter.
+Part 0 - the selection protocol (bench/history_protocol.py, docs/history-protocol.md, fixed before results
+were looked at). Every candidate and peer (ruptures Binseg/PELT ``l2`` with penalty ``2 ln n`` on the
+standardised series, Apache Otava 0.8.0 defaults) on: tcpd-dev (``../shared/data/tcpd-dev`` or ``--tcpd DIR``)
+out of sample, by repeated split-halves, with the spread over splits; generated performance histories by
+shape (``quiho.datasets.perf_history``); the synthetic suite below. Scores as TCPDBench defines them
+(van den Burg & Williams, "An evaluation of change point detection algorithms", 2020): F1 with a 5-revision
+margin (index 0 counts as a change in truth and prediction, so a no-change series without alarm scores 1)
+and segment covering; on tcpd-dev against all five annotators, missing values skipped and indexes mapped
+back. Then the protocol's rule prints the chosen default. ``--cache`` keeps each candidate's predictions in
+/tmp, keyed by a hash of the detector and generator code.
 
-Part 0 - real series. The 16 annotated series of TCPD-dev (``../shared/data/tcpd-dev``, or
-``--tcpd DIR``), scored as TCPDBench does against all five annotators (margin 5). Missing values
-(``uk_coal_employ`` has two) are skipped: detectors see the observed values and change indexes are mapped
-back to the original positions. Baselines: "none" (no change at all) and ruptures Binseg/PELT
-(``model="l2"``) on the standardised series with the BIC-like penalty ``2 ln n``. Every detector runs with
-its defaults, no per-series settings. "half A"/"half B" are the even/odd series in file order. Honest
-account: the default detector's serial-dependence correction was designed looking at all 16 (it started
-from the false alarms on ``bank``, half A; a first variant that took the dependence from each segment's own
-residuals lost ``well_log``, half B, which led to the running median), so the halves show the gain is
-not carried by one half, not a clean hold-out. No threshold was changed (alpha, min_size as before).
+Part 1 - wandering noise (AR(1)) on its own, today's detectors and plain ruptures.
 
 Part 2 - GP. MAPE (%) of the GP posterior mean against every observed value
 of a 1000-revision history after measuring 1 %, 5 % and 10 % of the
 revisions, active (max posterior sigma) vs random, for each kernel.
+
+Part 3 - locating one step with GP bisection.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import hashlib
+import pickle
+import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+import history_protocol as P
 import numpy as np
 import ruptures as rpt
 
 from quiho.datasets.history import HistoryCase, ar_noise_history, history_suite, step_history
+from quiho.datasets.perf_history import NEGATIVE_SHAPES, SHAPES, make_perf_suite
 from quiho.history import (
     DETECTORS,
     KERNELS,
@@ -49,100 +49,197 @@ from quiho.history import (
     plain_bisection_builds,
     sample_revisions,
 )
-from quiho.history.metrics import covering, covering_annotators, f1_annotators, f1_margin
+from quiho.history.metrics import covering, covering_annotators, f1_annotators, f1_margin, true_positives
 
 MARGIN = 5
+CACHE = Path("/tmp/quiho-history-protocol")
+
+
+def _code_hash() -> str:
+    """Hash of the code a prediction depends on: a cached prediction is reused only for the same code."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for f in sorted([*root.glob("quiho/history/*.py"), *root.glob("quiho/datasets/*.py"),
+                     root / "bench" / "history_protocol.py"]):
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+@dataclass
+class Predictions:
+    """One candidate's outputs on the protocol's three data sets."""
+
+    tcpd_f1: np.ndarray  # (grid, series)
+    tcpd_cover: np.ndarray
+    gen: list[list[int]]
+    legacy: list[list[int]]
+    seconds: float
+
+
+def _tcpd_scores(c: P.Candidate, data: list, params: dict) -> tuple[list[float], list[float]]:
+    f1s, covs = [], []
+    for _, y, anns in data:
+        ok = np.flatnonzero(np.isfinite(y))  # missing values skipped, indexes mapped back
+        pred = [int(ok[i]) for i in c.run(y[ok], **params)]
+        f1s.append(f1_annotators(anns, pred, y.size, MARGIN))
+        covs.append(covering_annotators(anns, pred, y.size))
+    return f1s, covs
+
+
+def predict_all(c: P.Candidate, data: list, gen: list, legacy: list, use_cache: bool) -> Predictions:
+    """Run one candidate on tcpd-dev (every grid value), the generated and the synthetic histories."""
+    key = hashlib.sha256(repr([(name, y.tobytes(), anns) for name, y, anns in data]).encode()).hexdigest()[:12]
+    path = CACHE / f"{c.name}-{_code_hash()}-{key}.pkl"  # another --tcpd folder never reads these
+    if use_cache and path.is_file():
+        return pickle.loads(path.read_bytes())
+    t0 = time.process_time()
+    grid = c.grid or ({},)
+    rows = [_tcpd_scores(c, data, g) for g in grid]
+    f1, cover = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+    # the generated and synthetic sets tune nothing: a tuned candidate runs there with the parameter its
+    # training halves chose most often
+    params = grid[int(np.bincount(P.out_of_sample(f1, cover).chosen).argmax())] if data else grid[0]
+    out = Predictions(f1, cover, [c.run(g.history(), **params) for g in gen],
+                      [c.run(h.values, **params) for h in legacy], time.process_time() - t0)
+    if use_cache:
+        CACHE.mkdir(exist_ok=True)
+        path.write_bytes(pickle.dumps(out))
+    return out
+
+
+def _spread(x: np.ndarray) -> str:
+    q1, q3 = np.percentile(x, [25, 75])
+    return f"{x.mean():.3f} [{q1:.3f}-{q3:.3f}] ({x.min():.3f}-{x.max():.3f})"
+
+
+def _gen_counts(gen: list, preds: list[list[int]]) -> dict[str, tuple[int, int, int]]:
+    """shape -> (true changes found, true changes, false alarms)."""
+    out: dict[str, list[int]] = {}
+    for case, pred in zip(gen, preds, strict=True):
+        tp = true_positives(case.truth, pred, MARGIN)
+        row = out.setdefault(case.shape, [0, 0, 0])
+        row[0] += len(tp)
+        row[1] += len(case.truth)
+        row[2] += len(pred) - len(tp)
+    return {k: (a, b, c) for k, (a, b, c) in out.items()}
+
+
+def _summary(c: P.Candidate, pr: Predictions, gen: list, legacy: list, has_tcpd: bool) -> P.Summary:
+    oos = P.out_of_sample(pr.tcpd_f1, pr.tcpd_cover) if has_tcpd else P.OutOfSample(np.zeros(1), np.zeros(1), ())
+    counts = _gen_counts(gen, pr.gen)
+    pos = [v for k, v in counts.items() if k not in NEGATIVE_SHAPES]
+    fa_neg = sum(v[2] for k, v in counts.items() if k in NEGATIVE_SHAPES)
+    pairs = list(zip(legacy, pr.legacy, strict=True))
+    return P.Summary(c.name, c.complexity, c.peer, float(oos.f1.mean()), float(oos.cover.mean()), fa_neg,
+                     sum(v[0] for v in pos) / max(1, sum(v[1] for v in pos)),
+                     float(np.mean([f1_margin(h.truth, p, MARGIN) for h, p in pairs])),
+                     float(np.mean([covering(h.truth, p, h.values.size) for h, p in pairs])),
+                     sum(len(p) for h, p in pairs if not h.truth))
+
+
+def _print_tcpd(cands: list[P.Candidate], preds: dict[str, Predictions], n: int) -> None:
+    print(f"### tcpd-dev, out of sample: {P.N_SPLITS} random split-halves of {n} series "
+          f"(train {n // 2} / test {n - n // 2}), margin {MARGIN}")
+    print("Test-half mean over the splits: mean [IQR] (min-max). 'all 16': every series once (untuned candidates; "
+          "a tuned one is only scored out of sample). 'tuned choice': penalty factor: splits.\n")
+    print("| candidate | F1 out of sample | cover out of sample | all 16 F1 / cover | tuned choice |")
+    print("|---|---|---|---|---|")
+    for c in cands:
+        pr = preds[c.name]
+        oos = P.out_of_sample(pr.tcpd_f1, pr.tcpd_cover)
+        tuned = ""
+        if c.grid:
+            ch = np.bincount(oos.chosen, minlength=len(c.grid))
+            tuned = ", ".join(f"{c.grid[j]['penalty_factor']:g}: {ch[j]}" for j in np.flatnonzero(ch))
+        whole = "-" if c.grid else f"{pr.tcpd_f1[0].mean():.3f} / {pr.tcpd_cover[0].mean():.3f}"
+        print(f"| {c.name}{' (peer)' if c.peer else ''} | {_spread(oos.f1)} | {_spread(oos.cover)} | "
+              f"{whole} | {tuned} |")
+
+
+def _print_generated(cands: list[P.Candidate], preds: dict[str, Predictions], gen: list,
+                     summaries: list[P.Summary]) -> None:
+    shapes = list(SHAPES)
+    print(f"\n### Generated performance histories: {P.N_EACH} per shape, {P.N_BUILDS} builds, seed {P.GEN_SEED}")
+    print("Positive shapes: true changes found (within 5 builds) / true changes, false alarms. Negative shapes "
+          f"({', '.join(NEGATIVE_SHAPES)}): false alarms. Detectors see per-build means.\n")
+    print("| candidate | " + " | ".join(shapes) + " | recall | FA negatives |")
+    print("|---|" + "---|" * (len(shapes) + 2))
+    for c, s in zip(cands, summaries, strict=True):
+        counts = _gen_counts(gen, preds[c.name].gen)
+        cells = [f"{counts[k][2]}" if k in NEGATIVE_SHAPES else f"{counts[k][0]}/{counts[k][1]}, {counts[k][2]}"
+                 for k in shapes]
+        print(f"| {c.name} | " + " | ".join(cells) + f" | {s.recall:.2f} | {s.fa_negatives} |")
+
+
+def _print_legacy(cands: list[P.Candidate], preds: dict[str, Predictions], legacy: list,
+                  summaries: list[P.Summary]) -> None:
+    kinds = list(dict.fromkeys(h.name for h in legacy))
+    print(f"\n### Synthetic suite: history_suite(10, 200, 2024), {len(legacy)} series, F1 / cover per kind; "
+          "null kinds: trend, bimodal; FA = false alarms on them\n")
+    print("| candidate | " + " | ".join(kinds) + " | mean F1 | mean cover | FA null |")
+    print("|---|" + "---|" * (len(kinds) + 3))
+    for c, s in zip(cands, summaries, strict=True):
+        per = {k: [(f1_margin(h.truth, p, MARGIN), covering(h.truth, p, h.values.size))
+                   for h, p in zip(legacy, preds[c.name].legacy, strict=True) if h.name == k] for k in kinds}
+        cells = [f"{np.mean([a for a, _ in v]):.2f} / {np.mean([b for _, b in v]):.2f}" for v in per.values()]
+        print(f"| {c.name} | " + " | ".join(cells) + f" | {s.legacy_f1:.3f} | {s.legacy_cover:.3f} | "
+              f"{s.legacy_fa_null} |")
+
+
+def _print_tigerbeetle(cands: list[P.Candidate]) -> None:
+    """What each candidate reports on the otava-tigerbeetle series: looked at, never scored (it has no truth)."""
+    path = P.TCPD.parent / "otava-tigerbeetle" / "tigerbeetle.csv"
+    if not path.is_file():
+        return
+    y = np.loadtxt(path, delimiter=",", skiprows=1)[:, 1]
+    print(f"\n### Looked at, not scored: otava-tigerbeetle ({y.size} points, no truth; its test's comment marks "
+          "visible shifts near 10, 16, 71, 97)\n")
+    print("| candidate | change indexes |")
+    print("|---|---|")
+    for c in cands:
+        print(f"| {c.name} | {' '.join(map(str, c.run(y))) or '-'} |")
+
+
+def protocol(root: Path, use_cache: bool) -> None:
+    """Run the selection protocol of bench/history_protocol.py; print its tables and the chosen default."""
+    data = P.load_tcpd(root) if (root / "annotations.json").is_file() else []
+    gen = make_perf_suite(P.N_EACH, P.N_BUILDS, random_state=P.GEN_SEED)
+    legacy = history_suite(n_each=10, n=200, random_state=2024)
+    cands = P.candidates()
+    preds = {}
+    for c in cands:
+        preds[c.name] = predict_all(c, data, gen, legacy, use_cache)
+        print(f"  {c.name}: {preds[c.name].seconds:.1f} CPU s", file=sys.stderr, flush=True)
+    summaries = [_summary(c, preds[c.name], gen, legacy, bool(data)) for c in cands]
+    print("\n## Selection protocol (bench/history_protocol.py, docs/history-protocol.md)\n")
+    if data:
+        _print_tcpd(cands, preds, len(data))
+    else:
+        print(f"tcpd-dev not found at {root} (pass --tcpd DIR): no tcpd table, no choice")
+    _print_generated(cands, preds, gen, summaries)
+    _print_legacy(cands, preds, legacy, summaries)
+    _print_tigerbeetle(cands)
+    print(f"\n### Rule: eligible = FA on generated negatives <= {P.FA_MAX}, recall on generated positives >= "
+          f"{P.RECALL_MIN}, synthetic >= {P.LEGACY['f1']} / {P.LEGACY['cover']} with null FA <= "
+          f"{P.LEGACY['fa_null']}; then best out-of-sample tcpd-dev F1, ties within {P.TIE} -> simpler\n")
+    print("| candidate | complexity | eligible |")
+    print("|---|---|---|")
+    for s in summaries:
+        why = s.eligible()
+        print(f"| {s.name} | {s.complexity} | {'yes' if not why else 'no: ' + '; '.join(why)} |")
+    name, reason = P.choose(summaries) if data else ("auto", "tcpd-dev not found: today's default stays")
+    print(f"\n**Chosen default: {name}** ({reason}); the registry's 'auto' is {DETECTORS['auto'].__name__}\n",
+          flush=True)
 
 
 def ruptures_default(name: str):
+    """Plain ruptures with its defaults (model l2, min_size 2, jump 5) and penalty ``log(n) var(y)``."""
     algo = {"rpt-binseg": rpt.Binseg, "rpt-bottomup": rpt.BottomUp, "rpt-pelt": rpt.Pelt}[name]
 
     def run(y: np.ndarray) -> list[int]:
         return algo(model="l2").fit(y).predict(pen=np.log(y.size) * y.var())[:-1]
 
     return run
-
-
-def part1(n_each: int) -> None:
-    suite = history_suite(n_each=n_each, n=200, random_state=2024)
-    kinds = list(dict.fromkeys(c.name for c in suite))
-    methods: dict[str, object] = {m: (lambda y, m=m: [c.index for c in detect(y, m).change_points])
-                                  for m in ["auto", "cusum", "binseg", "bottomup", "gmm", "ttest", "mannwhitney"]}
-    assert set(methods) == set(DETECTORS)
-    methods.update({k: ruptures_default(k) for k in ("rpt-binseg", "rpt-bottomup", "rpt-pelt")})
-    print(f"\n## Change points: {len(suite)} series of 200 revisions ({n_each} per kind), margin {MARGIN}")
-    print("F1 / covering per kind (null kinds: trend, bimodal; 'variance' changes spread, not level);")
-    print("FA = false alarms summed over the null series.\n")
-    head = "| detector | " + " | ".join(kinds) + " | mean F1 | mean cover | FA null | s |"
-    print(head)
-    print("|" + "---|" * (len(kinds) + 5))
-    for name, fn in methods.items():
-        t0 = time.perf_counter()
-        per: dict[str, list[tuple[float, float]]] = {k: [] for k in kinds}
-        fa = 0
-        for c in suite:
-            pred = fn(c.values)  # type: ignore[operator]
-            per[c.name].append((f1_margin(c.truth, pred, MARGIN), covering(c.truth, pred, c.values.size)))
-            if not c.truth:
-                fa += len(pred)
-        el = time.perf_counter() - t0
-        cells = [f"{np.mean([a for a, _ in v]):.2f} / {np.mean([b for _, b in v]):.2f}" for v in per.values()]
-        allf = np.mean([a for v in per.values() for a, _ in v])
-        allc = np.mean([b for v in per.values() for _, b in v])
-        print(f"| {name} | " + " | ".join(cells) + f" | {allf:.3f} | {allc:.3f} | {fa} | {el:.1f} |")
-
-
-TCPD = Path(__file__).resolve().parents[2] / "shared" / "data" / "tcpd-dev"
-
-
-def load_tcpd(root: Path) -> list[tuple[str, np.ndarray, list[list[int]]]]:
-    """(name, values with NaN for missing, annotations) of every series in ``root``."""
-    ann = json.loads((root / "annotations.json").read_text())
-    out = []
-    for name, by_annotator in ann.items():
-        d = json.loads((root / "datasets" / name / f"{name}.json").read_text())
-        raw = d["series"][0]["raw"]
-        out.append((name, np.array([np.nan if v is None else float(v) for v in raw]),
-                    [list(v) for v in by_annotator.values()]))
-    return out
-
-
-def ruptures_bic(name: str):
-    algo = {"rpt-binseg-bic": rpt.Binseg, "rpt-pelt-bic": rpt.Pelt}[name]
-
-    def run(y: np.ndarray) -> list[int]:
-        z = (y - y.mean()) / (y.std() or 1.0)
-        return algo(model="l2").fit(z).predict(pen=2 * np.log(y.size))[:-1]
-
-    return run
-
-
-def part0(root: Path) -> None:
-    if not (root / "annotations.json").is_file():
-        print(f"\n## Real series: skipped ({root} not found; pass --tcpd DIR)")
-        return
-    data = load_tcpd(root)
-    methods: dict[str, object] = {"none": lambda y: []}
-    methods.update({k: ruptures_bic(k) for k in ("rpt-binseg-bic", "rpt-pelt-bic")})
-    methods.update({m: (lambda y, m=m: [c.index for c in detect(y, m).change_points])
-                    for m in ["auto", "cusum", "binseg", "bottomup", "gmm", "ttest", "mannwhitney"]})
-    n_missing = int(sum(np.isnan(y).sum() for _, y, _ in data))
-    print(f"\n## Real series: TCPD-dev, {len(data)} annotated series ({n_missing} missing values skipped), "
-          f"margin {MARGIN}\n")
-    print("| detector | F1 | cover | half A F1 / cover | half B F1 / cover | s |")
-    print("|---|---|---|---|---|---|")
-    for name, fn in methods.items():
-        t0 = time.perf_counter()
-        f1s, covs = [], []
-        for _, y, anns in data:
-            ok = np.flatnonzero(np.isfinite(y))
-            pred = [int(ok[i]) for i in fn(y[ok])]  # type: ignore[operator]
-            f1s.append(f1_annotators(anns, pred, y.size, MARGIN))
-            covs.append(covering_annotators(anns, pred, y.size))
-        el = time.perf_counter() - t0
-        f, c = np.array(f1s), np.array(covs)
-        print(f"| {name} | {f.mean():.3f} | {c.mean():.3f} | {f[::2].mean():.3f} / {c[::2].mean():.3f} | "
-              f"{f[1::2].mean():.3f} / {c[1::2].mean():.3f} | {el:.1f} |", flush=True)
 
 
 def part1b(n_each: int) -> None:
@@ -237,14 +334,14 @@ def part3(seeds: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="fewer series (a smoke run)")
-    ap.add_argument("--tcpd", type=Path, default=TCPD, help="folder of the TCPD-dev series")
-    ap.add_argument("--only-real", action="store_true", help="part 0 only")
+    ap.add_argument("--quick", action="store_true", help="fewer series in parts 1-3 (the protocol is fixed)")
+    ap.add_argument("--tcpd", type=Path, default=P.TCPD, help="folder of the TCPD-dev series")
+    ap.add_argument("--only-protocol", action="store_true", help="part 0 only")
+    ap.add_argument("--cache", action="store_true", help=f"reuse predictions cached in {CACHE}")
     a = ap.parse_args()
-    part0(a.tcpd)
-    if a.only_real:
+    protocol(a.tcpd, a.cache)
+    if a.only_protocol:
         return
-    part1(n_each=3 if a.quick else 10)
     part1b(n_each=5 if a.quick else 20)
     part3(seeds=5 if a.quick else 20)
     part2(seeds=2 if a.quick else 5, kernels=["brownian"] if a.quick else list(KERNELS))

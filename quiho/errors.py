@@ -18,6 +18,7 @@ __all__ = [
     "NotEnoughData",
     "NotEnoughMachines",
     "NoCommonHosts",
+    "PredictionRefused",
     "CatalogError",
     "InventoryError",
     "FingerprintParseError",
@@ -65,6 +66,10 @@ class NotEnoughMachines(NotEnoughData):
 
 class NoCommonHosts(NotEnoughData):
     """Two data sets share no host, so a within-host comparison (the calibrated IRUP-shift test) cannot apply."""
+
+
+class PredictionRefused(NotEnoughData):
+    """A prediction would be noise: the IRUP is not meaningful, or no machine has the fingerprint it needs."""
 
 
 class CatalogError(QuihoError):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from quiho._text import printable
-from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err
+from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err, number
 
 if TYPE_CHECKING:
     from quiho.store import Store
@@ -121,10 +121,19 @@ def fingerprint_cmd(
     resume: Annotated[str | None, typer.Option("--resume", help="Rerun only what RUN_ID is missing.")] = None,
     forks: ForksOpt = 1,
     insecure: InsecureOpt = False,
+    quick_local: Annotated[bool, typer.Option("--quick-local", help="Fingerprint this machine only, directly (no "
+                                              "fleet; battery quick unless --battery names another); reused while "
+                                              "its facts hold and it is younger than --max-age.")] = False,
+    max_age: Annotated[float, typer.Option("--max-age", callback=number(0, 24 * 366), help="Hours a --quick-local "
+                                           "fingerprint is reused (0: measure anew).")] = 168.0,
     store: StoreOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Fingerprint every host with a stress-ng battery (one job per host per repetition)."""
+    if quick_local:  # this machine, not a fleet: quiho.fingerprint.local
+        from quiho.cli._machines import quick_local as run_quick_local
+
+        return run_quick_local(store, battery, seconds, repetitions, max_age, json_out)
     from quiho.fingerprint import FingerprintPlan, fingerprint
     from quiho.fleet import FleetAccess, load_inventory
     from quiho.store import open_store

@@ -34,7 +34,7 @@ ConfigCol = Annotated[list[str] | None, typer.Option("--config-col", help="Split
                                                                           "(repeatable).")]
 SeriesOpt = Annotated[str | None, typer.Option("--series", help="Series name (pick one of a multi-series CSV).")]
 MethodOpt = Annotated[str, typer.Option("--method", "-m", help="Detector: auto, cusum, binseg, bottomup, gmm, "
-                                                              "ttest, mannwhitney.")]
+                                                              "ttest, mannwhitney, pelt, combo.")]
 MinSize = Annotated[int, typer.Option("--min-size", min=1, max=10**6, help="Minimum revisions per segment.")]
 Floor = Annotated[float, typer.Option("--magnitude-floor", callback=number(0, 1e6), help="Ignore relative changes "
                                                                                         "below this (0.02 = 2%).")]
@@ -52,6 +52,16 @@ MetricOpt = Annotated[str, typer.Option("--metric", help="wall (seconds per run)
 KernelOpt = Annotated[str, typer.Option("--kernel", help="GP kernel: brownian, rbf, rq, matern32, matern52.")]
 TimeoutOpt = Annotated[float, typer.Option("--timeout", callback=timeout_s, help="Seconds allowed per build or "
                                                                                   "benchmark run.")]
+FingerprintOpt = Annotated[bool, typer.Option("--fingerprint", help="Record this machine and its quick local "
+                                                                  "fingerprint (reused; see quiho fingerprint "
+                                                                  "--quick-local) on the imported revisions.")]
+HostOpt = Annotated[str | None, typer.Option("--host", help="Record this stored host and its newest fingerprint on "
+                                                            "the imported revisions.")]
+MaxAgeOpt = Annotated[float, typer.Option("--max-age", callback=number(0, 24 * 366), help="Hours a --fingerprint "
+                                          "of this machine is reused.")]
+NormaliseOpt = Annotated[bool, typer.Option("--normalise", help="Remove the machine effect the revisions' "
+                                                                "fingerprints explain, where it is validated on "
+                                                                "this series (else raw, and why).")]
 
 
 FormatOpt = Annotated[str, typer.Option("--format", help="Input format: auto (by content), csv, "
@@ -108,6 +118,9 @@ def import_(
     unit: Annotated[str, typer.Option("--unit", help="Unit of a CSV's values, e.g. s or ops/s.")] = "",
     from_runs: Annotated[str | None, typer.Option("--from-runs", help="APPLICATION/TEST from the store's "
                                                                       "application runs.")] = None,
+    fingerprint: FingerprintOpt = False,
+    host: HostOpt = None,
+    max_age: MaxAgeOpt = 168.0,
     store: StoreOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -144,6 +157,12 @@ def import_(
         with open_store(store) as st:
             s = import_history_csv(st, file, hs)
         doc = {**asdict(s), "skipped": {"missing": sum(h.missing for h in hs)}}
+    if fingerprint or host is not None:  # which machine measured these revisions (quiho.history.machines)
+        from quiho.cli._machines import record_import_machine
+
+        names = list(s.series) if s is not None else [str(x["name"]) for x in doc["series"]]
+        record_import_machine(store, names, None if s is not None else str(doc["revision"]), fingerprint, host,
+                              max_age)
     if json_out:
         emit_json(doc)
         return
@@ -194,6 +213,7 @@ def detect_(
                                                                           "--all: while an alert is new; with "
                                                                           "--base: a regression).")] = False,
     base: BaseOpt = None,
+    normalise: NormaliseOpt = False,
     store: StoreOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -208,12 +228,22 @@ def detect_(
         raise UsageError("give either FILE_OR_SERIES or --all")
     if base is not None and not all_series:
         raise UsageError("--base goes with --all")
+    if all_series and normalise:
+        raise UsageError("--normalise works on one stored series: name it instead of --all")
     if all_series:
         from quiho.history import GateOptions
 
         detect_all(store, GateOptions(method, alpha, min_size, magnitude_floor, base), fmt, fail_on_change, json_out)
         return
     assert target is not None
+    if normalise:  # remove what the machines' fingerprints explain, where validated (quiho.history.normalise)
+        from quiho.cli._machines import normalised_detect
+        from quiho.history.normalise import NormaliseOptions
+
+        opts = NormaliseOptions(method=method, min_size=min_size, magnitude_floor=magnitude_floor, alpha=alpha)
+        if normalised_detect(store, target, opts, fmt, json_out) and fail_on_change:
+            raise ChangeFound()
+        return
     h, _ = open_history(target, store_path=store, series=series, revision_col=revision_col,
                         value_col=value_col, order_col=order_col, config_cols=config_col or ())
     d = detect(h, method, min_size=min_size, magnitude_floor=magnitude_floor, alpha=alpha)
@@ -256,10 +286,19 @@ def plot_(
     order_col: OrderCol = None,
     series: SeriesOpt = None,
     unit: Annotated[str, typer.Option("--unit", help="Unit label for a CSV input.")] = "",
+    normalise: NormaliseOpt = False,
     store: StoreOpt = None,
 ) -> None:
     """Plot a history: values, change points, GP mean ± 2σ and which revisions were measured."""
     from quiho.history import detect, open_history, plot_history
+
+    if normalise:  # raw and normalised side by side
+        from quiho.cli._machines import normalised_plot
+        from quiho.history.normalise import NormaliseOptions
+
+        normalised_plot(store, target, output, NormaliseOptions(method=method, min_size=min_size,
+                                                                magnitude_floor=magnitude_floor))
+        return
 
     h, state = open_history(target, store_path=store, series=series, revision_col=revision_col,
                             value_col=value_col, order_col=order_col, unit=unit)

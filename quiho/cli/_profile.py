@@ -55,7 +55,11 @@ def profile_cmd(
     repetitions: Annotated[int | None, typer.Option("--repetitions", min=1, max=10_000, help="Runs per version per "
                                                     "host (default: the spec's).")] = None,
     warmup: Annotated[int | None, typer.Option("--warmup", min=0, max=10_000, help="Discarded warm-up runs per "
-                                               "version per host (default 1).")] = None,
+                                               "version per host visit (default 1).")] = None,
+    rounds: Annotated[int | None, typer.Option("--rounds", min=1, max=20, help="Blocked measurement rounds on a "
+                                               "fleet that shares this machine: every host visited once per "
+                                               "round in a new order, the repetitions split over the rounds "
+                                               "(default 2).")] = None,
     min_change: Annotated[float | None, typer.Option("--min-change", callback=number(0, 1, hi_open=True),
                                                      help="Magnitude floor as a fraction (default 0.05 = 5 %).")]
     = None,
@@ -134,12 +138,17 @@ def profile_cmd(
         opts = ProfileOptions.build(
             proj.profile if proj else None, inventory=str(inventory) if inventory is not None else None,
             battery=battery, max_age=max_age, fingerprint_seconds=fp_seconds, fingerprint_repetitions=fp_repetitions,
-            repetitions=repetitions, warmup=warmup, resume=resume, trace=plan, min_change=min_change, alpha=alpha,
+            repetitions=repetitions, warmup=warmup, rounds=rounds, resume=resume, trace=plan, min_change=min_change,
+            alpha=alpha,
             seeds=seeds, random_state=random_state, n_jobs=jobs,
             trace_changes=joined.changes if joined is not None else None,
             trace_note=joined.note() if joined is not None else None)
         if spec_ is None:
-            res = analyse_profile(st, app_a, v1, v2, str(batch), opts.analysis)
+            from quiho.profile import Measured
+
+            # a re-analysis of a real fleet's batch: its inventory (if given) says which factors the hosts carry
+            measured = Measured(design_vars=_design_vars(inventory)) if inventory is not None else None
+            res = analyse_profile(st, app_a, v1, v2, str(batch), opts.analysis, measured=measured)
             save_profile(st, res)
         else:
             res = _measure(st, spec_, v1, v2, opts)
@@ -179,3 +188,11 @@ def _measure(st: Store, spec: AppSpec, v1: str, v2: str, opts: ProfileOptions) -
 
 def register(app: typer.Typer) -> None:
     app.command("profile")(profile_cmd)
+
+
+def _design_vars(inventory: Path) -> dict[str, dict[str, object]] | None:
+    """The inventory's hosts' known conditions, or None when it names none (the stored calibration decides)."""
+    from quiho.fleet import load_inventory
+
+    found = load_inventory(inventory).design_vars()
+    return found if any(found.values()) else None

@@ -27,11 +27,13 @@ app = typer.Typer(
 _COMMAND_MODULES = (
     "quiho.cli._import",
     "quiho.cli._irup",
+    "quiho.cli._predict",
     "quiho.cli._history",
     "quiho.cli._trace",
     "quiho.cli._fleet",
     "quiho.cli._profile",
     "quiho.cli._schedule",
+    "quiho.cli._publish",
 )
 
 

@@ -44,6 +44,8 @@ class FleetHost(BaseModel):
     prefault_mib: int = Field(0, ge=0, le=65536)
     #: CFS period of the quota, µs (quiho_cfs_period_us; the calibrated local fleet chooses it per machine).
     cfs_period_us: int = Field(20000, ge=1000, le=1000000)
+    #: Known conditions the host was measured under (quiho_factors: {name: level}); a designed fleet's factors.
+    factors: dict[str, str | float] = Field(default_factory=dict)
 
     @property
     def emulated(self) -> bool:
@@ -75,6 +77,21 @@ class Inventory(BaseModel):
     def shares_machine(self) -> bool:
         """True when hosts are emulated on the controller: they must be measured one invocation at a time."""
         return any(h.emulated for h in self.hosts)
+
+    def design_vars(self) -> dict[str, dict[str, object]]:
+        """Each host's known conditions: its emulation knobs when it is emulated, and its ``quiho_factors``.
+
+        An empty mapping per host when the inventory names none (a real fleet without factor variables).
+        """
+        out: dict[str, dict[str, object]] = {}
+        for h in self.hosts:
+            row: dict[str, object] = {}
+            if self.shares_machine:
+                row.update(quiho_cpu_quota_pct=h.cpu_quota_pct, quiho_thp=h.thp, quiho_corunner=h.corunner)
+            if h.factors:
+                row["quiho_factors"] = dict(h.factors)
+            out[h.name] = row
+        return out
 
     def first_version(self) -> dict[str, int]:
         """Which of two interleaved versions each host runs first (0: the first, 1: the second).
@@ -134,6 +151,25 @@ def load_inventory(path: str | os.PathLike[str] | None = None) -> Inventory:
     return _from_listing(str(p), data)
 
 
+_VARS = {"cpu_quota_pct": "quiho_cpu_quota_pct", "corunner": "quiho_corunner", "thp": "quiho_thp",
+         "prefault_mib": "quiho_prefault_mib", "cfs_period_us": "quiho_cfs_period_us", "factors": "quiho_factors"}
+
+
+def _host(name: str, groups: tuple[str, ...], hv: dict[str, Any]) -> tuple[FleetHost | None, list[str]]:
+    """One host from its variables, or None and what is wrong with them (named by their inventory variable)."""
+    try:
+        return FleetHost(
+            name=name, groups=groups, connection=str(hv.get("ansible_connection", "ssh")),
+            address=str(hv["ansible_host"]) if "ansible_host" in hv else None,
+            cpu_quota_pct=hv.get("quiho_cpu_quota_pct", 100), corunner=hv.get("quiho_corunner", "none"),
+            thp=hv.get("quiho_thp", "keep"), prefault_mib=hv.get("quiho_prefault_mib", 0),
+            cfs_period_us=hv.get("quiho_cfs_period_us", 20000), factors=hv.get("quiho_factors") or {},
+        ), []
+    except ValidationError as exc:
+        return None, [f"host {name}: {_VARS.get(str(e['loc'][0]), str(e['loc'][0]))}: {e['msg']} "
+                      f"(got {e.get('input')!r})" for e in exc.errors()]
+
+
 def _from_listing(path: str, data: dict[str, Any]) -> Inventory:
     hostvars = (data.get("_meta") or {}).get("hostvars") or {}
     groups: dict[str, list[str]] = {}
@@ -165,28 +201,10 @@ def _from_listing(path: str, data: dict[str, Any]) -> Inventory:
         if not _HOSTNAME.match(name):
             problems.append(f"host {name!r}: use letters, digits, '.', '_' or '-' (the name becomes a path)")
             continue
-        try:
-            hosts.append(
-                FleetHost(
-                    name=name,
-                    groups=tuple(groups.get(name, [])),
-                    connection=str(hv.get("ansible_connection", "ssh")),
-                    address=str(hv["ansible_host"]) if "ansible_host" in hv else None,
-                    cpu_quota_pct=hv.get("quiho_cpu_quota_pct", 100),
-                    corunner=hv.get("quiho_corunner", "none"),
-                    thp=hv.get("quiho_thp", "keep"),
-                    prefault_mib=hv.get("quiho_prefault_mib", 0),
-                    cfs_period_us=hv.get("quiho_cfs_period_us", 20000),
-                )
-            )
-        except ValidationError as exc:
-            for e in exc.errors():
-                field = {"cpu_quota_pct": "quiho_cpu_quota_pct", "corunner": "quiho_corunner",
-                         "thp": "quiho_thp", "prefault_mib": "quiho_prefault_mib",
-                         "cfs_period_us": "quiho_cfs_period_us"}.get(
-                    str(e["loc"][0]), str(e["loc"][0])
-                )
-                problems.append(f"host {name}: {field}: {e['msg']} (got {e.get('input')!r})")
+        host, why = _host(name, tuple(groups.get(name, [])), hv)
+        if host is not None:
+            hosts.append(host)
+        problems.extend(why)
     if problems:
         raise InventoryError(f"inventory {path}: " + "; ".join(problems))
     for h in hosts:

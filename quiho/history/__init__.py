@@ -12,7 +12,7 @@ question (does the newest revision regress?) per series, and :func:`run_gate` ke
 every regression as a stored alert until it is fixed, acknowledged or marked invalid.
 """
 
-from quiho.history import _auto, _cusum, _segment, _talos, _window  # noqa: F401  (register the detectors)
+from quiho.history import _auto, _combo, _cusum, _pelt, _segment, _talos, _window  # noqa: F401  (register)
 from quiho.history._alerts import (
     ALERT_STATES,
     OPEN_STATES,

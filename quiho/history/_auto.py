@@ -7,7 +7,7 @@ from scipy import stats
 
 from quiho.history._base import Detector, register_detector
 
-__all__ = ["AutoDetector", "pettitt", "step_vs_trend_p", "short_range_rho"]
+__all__ = ["AutoDetector", "pettitt", "step_vs_trend_p", "short_range_rho", "differences_rho"]
 
 
 def short_range_rho(y: np.ndarray, width: int) -> float:
@@ -68,30 +68,51 @@ def pettitt(y: np.ndarray, min_size: int = 1, inflation: float = 1.0) -> tuple[i
     return int(ks[j]), p
 
 
-def step_vs_trend_p(y: np.ndarray, k: int, inflation: float = 1.0) -> float:
-    """p-value of a step at ``k`` in a regression on ranks that also has a linear trend.
+def step_vs_trend_p(y: np.ndarray, k: int, inflation: float = 1.0, degree: int = 1) -> float:
+    """p-value of a step at ``k`` in a regression on ranks that also has a polynomial trend.
 
-    Fits ``rank(y) ~ 1 + t + [t >= k]`` by least squares and returns the
-    two-sided t-test p-value of the step coefficient. A slow drift is absorbed
-    by the trend (p large); a step stays significant. Exact: 0 for a
-    noise-free step, 1 for a noise-free line. ``inflation`` multiplies the
-    variance of the step estimate for dependent noise (see :func:`pettitt`).
+    Fits ``rank(y) ~ 1 + P_1(t) + ... + P_degree(t) + [t >= k]`` (Legendre
+    polynomials on the segment) by least squares and returns the two-sided
+    t-test p-value of the step coefficient. A slow drift is absorbed by the
+    trend (p large); a step stays significant. Exact: 0 for a noise-free step,
+    1 for a noise-free line. ``inflation`` multiplies the variance of the step
+    estimate for dependent noise (see :func:`pettitt`). ``degree=3`` also
+    absorbs the S shape a linear drift takes in ranks (the ranks of a drifting
+    series are its empirical distribution function, flat where the drift is
+    within the noise of the ends).
     """
     n = y.size
     r = stats.rankdata(y)
-    t = np.arange(n, dtype=float)
-    x = np.column_stack([np.ones(n), (t - t.mean()) / n, (t >= k).astype(float)])
+    u = 2 * np.arange(n, dtype=float) / max(n - 1, 1) - 1
+    x = np.column_stack([np.polynomial.legendre.legvander(u, degree), (np.arange(n) >= k).astype(float)])
+    j = degree + 1  # column of the step
     beta, *_ = np.linalg.lstsq(x, r, rcond=None)
     resid = r - x @ beta
-    dof = n - 3
+    dof = n - degree - 2
     if dof <= 0:
         return 1.0
     s2 = float(resid @ resid) / dof
     cov = np.linalg.pinv(x.T @ x)
-    se = np.sqrt(max(s2 * cov[2, 2] * inflation, 0.0))
+    se = np.sqrt(max(s2 * cov[j, j] * inflation, 0.0))
     if se <= 1e-9 * n:
-        return 0.0 if abs(beta[2]) > 1e-6 else 1.0
-    return float(2 * stats.t.sf(abs(beta[2]) / se, dof))
+        return 0.0 if abs(beta[j]) > 1e-6 else 1.0
+    return float(2 * stats.t.sf(abs(beta[j]) / se, dof))
+
+
+def differences_rho(y: np.ndarray, lag: int) -> float:
+    """Lag-1 autocorrelation of the ranks of ``y`` from robust scales of their differences, in [0, 0.95].
+
+    For AR(1) noise, lag-``h`` differences have variance ``2 s^2 (1 - rho^h)``, so
+    ``rho ~ 1 - (sigma_1 / sigma_h)^2`` (MAD scales, centred: a slow drift shifts the
+    differences' median, not their spread; a step touches ``h`` of them). Unlike
+    :func:`short_range_rho` nothing is fitted first, so a wander slower than the
+    running median's window is not mistaken for level.
+    """
+    from quiho.history._pelt import long_run_sigma
+
+    if y.size <= lag + 1:
+        return 0.0
+    return long_run_sigma(stats.rankdata(y), lag)[1]
 
 
 @register_detector
@@ -115,7 +136,11 @@ class AutoDetector(Detector):
     variances by the AR(1) long-run factor ``(1 + rho) / (1 - rho)``. With
     independent noise ``rho`` is about 0 and nothing changes. It is the
     standard correction for serial dependence in change-point tests, not a
-    threshold: alpha and min_size are untouched.
+    threshold: alpha and min_size are untouched. ``dependence=False`` leaves
+    it out (rho = 0); ``rho_from="differences"`` estimates rho from rank
+    differences instead (:func:`differences_rho`). ``trend_degree`` is the
+    degree of the trend of the step-versus-trend check (3 absorbs the S shape
+    a linear drift has in ranks).
 
     References
     ----------
@@ -129,9 +154,30 @@ class AutoDetector(Detector):
 
     name = "auto"
 
+    def __init__(self, *, dependence: bool = True, rho_from: str = "running-median", trend_degree: int = 1,
+                 min_size: int = 5, magnitude_floor: float = 0.0, alpha: float = 0.01,
+                 random_state: int | None = 0) -> None:
+        super().__init__(min_size=min_size, magnitude_floor=magnitude_floor, alpha=alpha,
+                         random_state=random_state)
+        self.dependence = dependence
+        self.rho_from = rho_from
+        self.trend_degree = trend_degree
+
+    def _rho(self, y: np.ndarray) -> float:
+        width = 2 * self.min_size + 1
+        if not self.dependence:
+            return 0.0
+        if self.rho_from == "running-median":
+            return short_range_rho(y, width)
+        if self.rho_from == "differences":
+            return differences_rho(y, width)
+        from quiho.errors import UsageError
+
+        raise UsageError(f"auto: rho_from must be 'running-median' or 'differences', got {self.rho_from!r}")
+
     def _locate(self, y: np.ndarray) -> list[tuple[int, float]]:
         found: list[tuple[int, float]] = []
-        rho = short_range_rho(y, 2 * self.min_size + 1)
+        rho = self._rho(y)
         self.rho_ = rho
         infl = (1 + rho) / (1 - rho)
         todo = [(0, y.size)]
@@ -143,7 +189,7 @@ class AutoDetector(Detector):
             k, p1 = pettitt(seg, self.min_size, infl)
             if p1 > self.alpha:
                 continue
-            p2 = step_vs_trend_p(seg, k, infl)
+            p2 = step_vs_trend_p(seg, k, infl, self.trend_degree)
             if p2 > self.alpha:
                 continue
             before, after = float(seg[:k].mean()), float(seg[k:].mean())

@@ -265,10 +265,15 @@ def import_history_csv(store: Store, path: str | Path, histories: Sequence[Histo
                        **kwargs: object) -> HistoryImport:
     """Read ``path`` with :func:`read_history_csv` (same keyword arguments) and store every series.
 
-    Validation happens before the store is touched, so a bad file changes nothing. ``histories``, if
+    Validation happens before the store is touched, so a bad file changes nothing; a series whose values are
+    all missing is refused (:class:`~quiho.errors.ImportDataError`). ``histories``, if
     given, are what :func:`read_history_csv` already returned for ``path`` (not read twice).
     """
     hs = list(histories) if histories is not None else read_history_csv(path, **kwargs)  # type: ignore[arg-type]
+    for h in hs:  # an empty series would be stored as a history without revisions: refuse before writing
+        if not len(h):
+            raise ImportDataError(f"{path}: series {h.name!r} has no values ({h.missing} missing skipped); "
+                                  "nothing stored")
     for h in hs:
         save_history(store, h, f"csv:{Path(path).name}")
     return HistoryImport(str(path), tuple(h.name for h in hs), tuple(len(h) for h in hs),
@@ -312,6 +317,8 @@ def open_history(target: str | Path, *, store_path: str | Path | None = None, se
         A CSV file holds several series and ``series`` does not pick one.
     UnknownTargetError
         No file and no stored series of that name.
+    ImportDataError
+        The file's series has no values (all missing).
     """
     from quiho.errors import UsageError
     from quiho.store import open_store
@@ -324,10 +331,12 @@ def open_history(target: str | Path, *, store_path: str | Path | None = None, se
             pick = [h for h in hs if h.name == series]
             if not pick:
                 raise UsageError(f"{p} has no series {series!r}; it has: {', '.join(h.name for h in hs)}")
-            return pick[0], []
-        if len(hs) > 1:
+        elif len(hs) > 1:
             raise UsageError(f"{p} holds {len(hs)} series; pick one with --series: {', '.join(h.name for h in hs)}")
-        return hs[0], []
+        h = pick[0] if series is not None else hs[0]
+        if not len(h):
+            raise ImportDataError(f"{p}: series {h.name!r} has no values ({h.missing} missing skipped)")
+        return h, []
     from quiho.errors import StoreError
 
     try:

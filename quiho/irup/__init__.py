@@ -21,6 +21,7 @@ from quiho.irup.engine import (
 )
 from quiho.irup.groups import HardwareGroups, hardware_groups
 from quiho.irup.importance import FORMULAS, ModelParams, classic_importance
+from quiho.irup.predict import MachinesToPredict, Prediction, PredictOptions, Predictor, fit_predictor, predict_target
 from quiho.irup.shift import ShiftSettings, ShiftTest, shift_test
 from quiho.irup.validity import Validity
 
@@ -31,5 +32,5 @@ __all__ = [
     "compute_irup", "irup_for_target", "save_irup", "HardwareGroups", "hardware_groups", "FORMULAS", "ModelParams",
     "classic_importance", "Validity", "SeedImportances", "ShiftSettings", "ShiftTest", "shift_test",
     "stressor_tolerance",
-    "compare_runs",
+    "compare_runs", "MachinesToPredict", "Prediction", "PredictOptions", "Predictor", "fit_predictor", "predict_target",
 ]

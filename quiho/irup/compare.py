@@ -61,7 +61,8 @@ class RankStep:
 class Comparison:
     """The verdict of comparing IRUP ``a`` with IRUP ``b`` and its evidence.
 
-    ``shares_a`` / ``shares_b``: share of the total importance per class of ``a`` and ``b``;
+    ``shares_a`` / ``shares_b``: share of the total importance per class of ``a`` and ``b`` (of the permutation
+    test's own IRUPs when calibrated, so the table, the reason and the hints cite one estimate);
     ``tolerance``: the tolerance used for each stressor (0-100 scale), also used by the hints;
     ``shift``: the permutation test, None when uncalibrated.
     """
@@ -269,6 +270,10 @@ def compare_irups(
     rho, rho_p = spearmanr(va, vb)
     tau, tau_p = kendalltau(va, vb)
     ca, cb = class_shares(a), class_shares(b)
+    if shift is not None and shift.class_a:
+        # one estimate per claim: a calibrated comparison's table, reason and hints all cite the test's shares
+        ca = {k: round(v, 4) for k, v in shift.class_a.items()}
+        cb = {k: round(v, 4) for k, v in shift.class_b.items()}
     shift_ = {k: round(cb.get(k, 0.0) - ca.get(k, 0.0), 4) for k in sorted(set(ca) | set(cb))}
     raw, reason = _decide(first, steps, top_k, shift)
     bad = [f"{x.target} is {x.validity.verdict}" for x in (a, b) if x.validity.verdict == "not-meaningful"]

@@ -92,6 +92,9 @@ class ShiftTest:
         quantile: a distance the test cannot reject is not yet shown to be small).
     class_delta : dict
         Per class, the observed share of ``b`` minus that of ``a`` (the test's own IRUPs).
+    class_a, class_b : dict
+        Per class, the observed shares of ``a`` and ``b`` (the test's own IRUPs): the numbers every class
+        statement of a calibrated comparison cites.
     tolerance : dict
         Per stressor, the ``1 - alpha`` quantile of the null |Δ importance| (0-100 scale).
     class_tolerance : dict
@@ -120,6 +123,8 @@ class ShiftTest:
     interaction_f: float = float("nan")
     host_changes: dict[str, float] = field(default_factory=dict)
     class_delta: dict[str, float] = field(default_factory=dict)
+    class_a: dict[str, float] = field(default_factory=dict)
+    class_b: dict[str, float] = field(default_factory=dict)
 
     def moved_classes(self) -> dict[str, float]:
         """Classes whose observed share moved beyond their null tolerance: ``{class: b - a}``, largest first."""
@@ -435,5 +440,12 @@ def shift_test(
         hosts_shared=len(strata), alpha=alpha, seeds=seeds, importance=importance, resample=resample,
         notes=tuple(notes), distance_p=float((1 + np.sum(dist[1:] >= dist[0] - 1e-12)) / (1 + permutations)),
         interaction_f=f_int, host_changes=changes,
-        class_delta={k: float(cb[0, i] - ca[0, i]) for i, k in enumerate(classes)},
+        **_observed_classes(classes, ca[0], cb[0]),
     )
+
+
+def _observed_classes(classes: list[str], ca: np.ndarray, cb: np.ndarray) -> dict[str, dict[str, float]]:
+    """The observed class shares of both versions and their difference, as :class:`ShiftTest` fields."""
+    return {"class_delta": {k: float(cb[i] - ca[i]) for i, k in enumerate(classes)},
+            "class_a": {k: float(ca[i]) for i, k in enumerate(classes)},
+            "class_b": {k: float(cb[i]) for i, k in enumerate(classes)}}

@@ -30,6 +30,7 @@ import pandas as pd
 
 from quiho._version import __version__
 from quiho.app import AppSpec
+from quiho.design import DesignAnalysis, DesignSettings, analyse_design, factor_table, local_fleet_vars
 from quiho.errors import NotEnoughData, QuihoError, UsageError
 from quiho.fingerprint import FingerprintPlan, HostReport, fingerprint
 from quiho.fingerprint.catalog import Catalog, load_catalog
@@ -49,7 +50,7 @@ from quiho.irup import (
     load_fingerprints,
     load_target,
 )
-from quiho.profile.hints import Hint, root_cause_hints, trace_hints
+from quiho.profile.hints import Hint, design_hints, root_cause_hints, trace_hints
 from quiho.profile.interleave import InterleavePlan, run_interleaved, store_label
 from quiho.profile.options import AnalysisOptions, MeasureOptions, ProfileOptions, parse_age
 from quiho.profile.stats import MetricChange, metric_change
@@ -110,6 +111,7 @@ class ProfileResult:
     created_at: str = ""
     notes: tuple[str, ...] = ()
     traces: Any = field(default=None, repr=False)  # quiho.profile.traces.FleetTraces of --trace, or None
+    design: DesignAnalysis | None = None
 
     @property
     def status(self) -> str:
@@ -117,6 +119,21 @@ class ProfileResult:
         if self.metric.hosts_used == 0:
             return "failed"
         return "partial" if self.partial else "complete"
+
+    @property
+    def profile_source(self) -> str:
+        """What the resource-profile verdict rests on: ``design`` (factor effects) or ``irup`` (the paper's view).
+
+        On a designed fleet whose analysis can answer, the factors quiho set are the direct evidence; the IRUPs
+        stay beside it.
+        """
+        return "design" if self.design is not None and self.design.verdict != "not-meaningful" else "irup"
+
+    @property
+    def profile_verdict(self) -> str:
+        """The resource-profile verdict of :attr:`profile_source`."""
+        return self.design.verdict if self.design is not None and self.profile_source == "design" \
+            else self.irup_verdict
 
     @property
     def irup_verdict(self) -> str:
@@ -138,6 +155,8 @@ class ProfileResult:
                 "comparison": self.comparison.to_dict() if self.comparison else None,
                 "errors": dict(self.irup_errors),
             },
+            "resource_profile": {"source": self.profile_source, "verdict": self.profile_verdict},
+            "design": self.design.to_dict() if self.design is not None else None,
             "hints": [h.to_dict() for h in self.hints],
             "advice": {k: v.to_dict() for k, v in self.advice.items()},
             "hosts": [h.to_dict() for h in self.hosts],
@@ -234,6 +253,11 @@ class ProfileData:
     fleet_axes : int, optional
         Independent axes the fleet's hosts differ along, when its calibration says (fewer than 2: no
         ``equivalent``).
+    design_vars : mapping, optional
+        Host -> its known conditions (emulation knobs, ``quiho_factors``): the fleet is a designed experiment
+        and :func:`quiho.design.analyse_design` measures each version's response to each factor.
+    fingerprint_rows : DataFrame, optional
+        Long fingerprints (``host``, ``stressor``, ``value``): which resource class each factor loads.
     """
 
     runs: pd.DataFrame
@@ -250,6 +274,26 @@ class ProfileData:
     fingerprinted_hosts: Sequence[str] | None = None
     partial: Sequence[str] = ()
     fleet_axes: int | None = None
+    design_vars: Any = None
+    fingerprint_rows: pd.DataFrame | None = None
+
+
+def _design(data: ProfileData, label_b: str, opts: AnalysisOptions, catalog: Catalog,
+            notes: list[str]) -> DesignAnalysis | None:
+    """The design analysis of ``data`` when its hosts carry factors (None otherwise); left-out factors noted."""
+    if not data.design_vars:
+        return None
+    hosts = sorted({str(h) for h in data.runs["host"]})
+    table = factor_table(local_fleet_vars(data.design_vars), hosts)
+    notes.extend(f"warning: design: {n}" for n in table.notes)
+    if not table:
+        return None
+    fp = data.fingerprint_rows
+    primary = {str(s): catalog.primary(str(s)) for s in fp["stressor"].unique()} if fp is not None else {}
+    settings = DesignSettings(alpha=opts.alpha, floor=opts.min_change, random_state=opts.random_state)
+    runs = data.runs[data.runs["version"].isin([data.version_a, label_b])]
+    return analyse_design(runs, data.version_a, label_b, table, fingerprints=fp, primary=primary, settings=settings,
+                          higher_is_better=data.higher_is_better)
 
 
 def analyse_data(data: ProfileData, options: AnalysisOptions | None = None, *,
@@ -296,8 +340,16 @@ def analyse_data(data: ProfileData, options: AnalysisOptions | None = None, *,
         notes.extend([shift_note] if shift_note else [])
         comparison = _single_axis_guard(comparison, data.fleet_axes)
     advice = _advice(irups, datas, opts, notes) if opts.advise else {}
-    hints = root_cause_hints(ia, ib, comparison, catalog=catalog, advice=advice, metric_verdict=mc.verdict)
-    if ia is None or ib is None:
+    design_notes: list[str] = []
+    design = _design(data, label_b, opts, catalog, design_notes)
+    if design is not None and design.verdict != "not-meaningful":
+        # one story: on a designed fleet that can answer, the hints come from the factor effects alone
+        hints = design_hints(design, names["a"], names["b"], metric_verdict=mc.verdict)
+    else:
+        hints = root_cause_hints(ia, ib, comparison, catalog=catalog, advice=advice, metric_verdict=mc.verdict)
+        if design is not None:
+            hints = design_hints(design, names["a"], names["b"], metric_verdict=mc.verdict) + hints
+    if (ia is None or ib is None) and (design is None or design.verdict == "not-meaningful"):
         hints = (Hint("validity", "No resource-profile comparison: " + "; ".join(
             f"{names[k]}: {v}" for k, v in errors.items())
             + ". The metric verdict stands on its own; fingerprint the hosts (or add hosts) to get IRUPs.",
@@ -320,7 +372,8 @@ def analyse_data(data: ProfileData, options: AnalysisOptions | None = None, *,
         advice=advice, hosts=tuple(statuses), partial=tuple(dict.fromkeys(notes)), irup_errors=errors,
         runs=data.runs.reset_index(drop=True),
         fingerprints=data.fingerprints if data.fingerprints is not None else pd.DataFrame(),
-        params=opts.params(), created_at=utcnow(), notes=(opts.trace_note,) if opts.trace_note else (),
+        params=opts.params(), created_at=utcnow(),
+        notes=((opts.trace_note,) if opts.trace_note else ()) + tuple(design_notes), design=design,
     )
 
 
@@ -382,13 +435,14 @@ class Measured:
     ``fingerprint_run_id``: the fingerprint run the batch's runs are paired with (default: the lowest the runs
     name); ``partial``: why the profile is partial so far; ``trace_messages``: hosts that could not trace, and
     why; ``fleet_axes``: independent axes of the calibrated local fleet (None: look the batch's hosts up in the
-    stored calibrations).
+    stored calibrations); ``design_vars``: each host's known conditions (None: the stored calibration's, if any).
     """
 
     fingerprint_run_id: int | None = None
     partial: Sequence[str] = ()
     trace_messages: dict[str, str] | None = None
     fleet_axes: int | None = None
+    design_vars: dict[str, dict[str, Any]] | None = None
 
 
 def analyse_profile(
@@ -418,10 +472,12 @@ def analyse_profile(
     runs = fleet_store.profile_runs(store, application, (version_a, label_b), batch)
     if runs.empty:
         raise UsageError(f"profile batch {batch!r} has no runs of {application}@{version_a} / @{version_b}")
-    fleet_axes = m.fleet_axes
-    if fleet_axes is None:  # a stored batch of a calibrated local fleet: its calibration says how many axes
-        cal = fleet_store.calibration_for_hosts(store, set(runs["host"]))
-        fleet_axes = axes_kept(cal["result"]["choice"]) if cal is not None else None
+    fleet_axes, design_vars = m.fleet_axes, m.design_vars
+    cal = fleet_store.calibration_for_hosts(store, set(runs["host"]))
+    if fleet_axes is None and cal is not None:  # a stored batch of a calibrated local fleet
+        fleet_axes = axes_kept(cal["result"]["choice"])
+    if design_vars is None and cal is not None:  # its calibration says which conditions each host had
+        design_vars = {h["name"]: h["vars"] for h in cal["result"]["choice"].get("hosts") or []}
     ok = runs[runs["status"] == "ok"]
     unit = str(ok["unit"].iloc[0]) if len(ok) else str(runs["unit"].iloc[0])
     fp_ids = sorted({int(x) for x in runs["fingerprint_run_id"].dropna()})
@@ -437,6 +493,7 @@ def analyse_profile(
         application=application, version_a=version_a, version_b=version_b, label_b=label_b, batch=batch, unit=unit,
         higher_is_better=bool(runs["higher_is_better"].iloc[0]), fingerprints=wide,
         fingerprinted_hosts=sorted(set(fps["host"])) if len(fps) else [], partial=notes, fleet_axes=fleet_axes,
+        design_vars=design_vars, fingerprint_rows=fps if len(fps) else None,
     ), opts)
     res = _with_fleet_traces(store, res, runs, unit, m.trace_messages, opts.random_state)
     fp = fleet_store.fingerprint_run_age(store, fingerprint_run_id) if fingerprint_run_id else None
@@ -530,10 +587,12 @@ class _Job:
         plan = FingerprintPlan(battery=m.battery, seconds=m.fingerprint_seconds, repetitions=m.fingerprint_repetitions)
         return fingerprint(self.inv.path, store=self.store, on_event=self.on_event, plan=plan, **where)
 
-    def interleave(self, hosts: Sequence[str], fingerprint_run_id: int | None) -> dict[str, tuple[str, str | None]]:
+    def interleave(self, hosts: Sequence[str], fingerprint_run_id: int | None, *, round_: int = 0,
+                   repetitions: int | None = None, offset: int = 0) -> dict[str, tuple[str, str | None]]:
         """Both versions on ``hosts``, interleaved (:func:`run_interleaved`); the status per host."""
-        plan = InterleavePlan(repetitions=self.measure.repetitions, warmup=self.measure.warmup, hosts=list(hosts),
-                              fingerprint_run_id=fingerprint_run_id)
+        plan = InterleavePlan(repetitions=repetitions or self.measure.repetitions, warmup=self.measure.warmup,
+                              hosts=list(hosts), fingerprint_run_id=fingerprint_run_id, round=round_,
+                              repetition_offset=offset)
         return run_interleaved(self.spec, self.version_a, self.version_b, self.inv.path, store=self.store,
                                batch=self.batch, plan=plan, on_event=self.on_event).hosts
 
@@ -562,27 +621,59 @@ def _host_note(h: HostReport) -> str | None:
             + (f", {h.missing} missing" if h.missing else ""))
 
 
-def _fingerprint_and_run(
-    job: _Job, hosts: Sequence[str],
-) -> tuple[int | None, list[str], dict[str, tuple[str, str | None]]]:
-    """Steps 1-2 host by host on a fleet that shares one machine: fingerprint a host, then run both versions on it.
+def round_plan(hosts: Sequence[str], rounds: int, repetitions: int, seed: str) -> list[tuple[int, list[str], int]]:
+    """(round, host order, runs per version) of a blocked design: every host once per round, in a new order.
 
-    Returns (fingerprint run id, notes, run status per host). One fingerprint run holds all
-    hosts (each call measures one more of them). Why: the hosts of a local fleet are emulated one after the
-    other on the same machine, so a host measured minutes after its fingerprint meets another machine state
-    (other tenants, page-cache and THP state, frequency) than its fingerprint did; the IRUP then
-    explains the runs with a fingerprint of another moment. Back to back, the two see the same moment.
+    The order is shuffled per round (seeded by the batch, so a resume replays it). Every visit runs the same
+    number of runs, ``ceil(repetitions / rounds)``, so visits weigh alike in the analysis.
+    """
+    import random
+
+    rng = random.Random(seed)
+    rounds = max(1, min(rounds, repetitions))
+    per_visit = -(-repetitions // rounds)
+    out = []
+    for r in range(rounds):
+        order = list(hosts)
+        if r:  # the first round keeps the inventory's order (first-run alternation is planned along it)
+            rng.shuffle(order)
+        out.append((r, order, per_visit))
+    return out
+
+
+def _fingerprint_and_run(
+    job: _Job, hosts: Sequence[str], *, fingerprint_run_id: int | None = None,
+) -> tuple[int | None, list[str], dict[str, tuple[str, str | None]]]:
+    """Steps 1-2 on a fleet that shares one machine, in blocked rounds: each round visits every host once.
+
+    Returns (fingerprint run id, notes, run status per host). A host's first visit fingerprints it right before
+    its runs, so both see the same moment of the machine (a fingerprint minutes apart meets other tenants,
+    page-cache and THP state); one fingerprint run holds all hosts. Each visit runs both versions interleaved
+    (:func:`round_plan` splits the repetitions), so a slow minute of the machine hits the versions of one visit
+    alike and, across hosts, lands in its round. With ``fingerprint_run_id`` (a fingerprint young enough to
+    reuse) no host is fingerprinted.
     """
     fp_batch: str | None = None
-    run_id: int | None = None
+    run_id: int | None = fingerprint_run_id
     notes: list[str] = []
     statuses: dict[str, tuple[str, str | None]] = {}
-    for host in hosts:
-        fp = job.fingerprint(resume=fp_batch, hosts=[host])
-        fp_batch, run_id = fp.batch, fp.run_id
-        notes.extend(n for h in fp.hosts if h.name == host and (n := _host_note(h)))
-        notes.extend(fp.errors)  # this call measured only this host
-        statuses.update(job.interleave([host], run_id))
+    reps = int(job.measure.repetitions or job.spec.repetitions)
+    done = fleet_store.visits_with_runs(job.store, job.batch, job.spec.name) if job.measure.resume else set()
+    fp_done = {h for h, _r in done} | (set(hosts) if fingerprint_run_id is not None else set())
+    for rnd, order, n in round_plan(hosts, job.measure.rounds, reps, job.batch):
+        for host in order:
+            if (host, rnd) in done:
+                continue
+            if host not in fp_done:
+                fp = job.fingerprint(resume=fp_batch, hosts=[host])
+                fp_batch, run_id = fp.batch, fp.run_id
+                fp_done.add(host)
+                notes.extend(n_ for h in fp.hosts if h.name == host and (n_ := _host_note(h)))
+                notes.extend(fp.errors)  # this call measured only this host
+            got = job.interleave([host], run_id, round_=rnd, repetitions=n, offset=rnd * n)
+            for h, st in got.items():  # a host stays failed once a visit failed
+                if statuses.get(h, ("ok", None))[0] == "ok":
+                    statuses[h] = st
     return run_id, notes, statuses
 
 
@@ -614,13 +705,23 @@ def _measure(job: _Job) -> tuple[int | None, bool, bool, list[str], dict[str, st
     with measuring(store, f"quiho profile {spec.name}@{job.version_a} @{job.version_b}"):
         done = fleet_store.hosts_with_runs(store, job.batch, spec.name) if m.resume else set()
         todo = [h for h in inv.names if h not in done]
+        if inv.shares_machine and m.rounds > 1 and m.resume:  # a resume of a blocked design finishes its visits
+            todo = list(inv.names)
         found = fleet_store.applicable_fingerprint_run(store, inv.names, m.max_age_s)
+        rounds = f"in {m.rounds} blocked rounds" if m.rounds > 1 else "host by host"
         if found is None and inv.shares_machine and todo:
             job.step(f"fingerprinting {len(inv.names)} host(s) with the {m.battery} battery (no fingerprint younger "
                      f"than {m.max_age_s:g} s) and running {spec.name}@{job.version_a} and @{job.version_b} "
-                     f"interleaved, host by host (each host's runs right after its fingerprint), batch {job.batch}")
+                     f"interleaved, {rounds} (each host's first runs right after its fingerprint), batch {job.batch}")
             back_to_back = fresh = True
             run_id, notes, hosts_run = _fingerprint_and_run(job, todo)
+        elif inv.shares_machine and todo:
+            back_to_back = False
+            run_id, fresh, notes = _fingerprints_for(job, found)
+            job.step(f"running {spec.name}@{job.version_a} and @{job.version_b} interleaved on {len(todo)} host(s) "
+                     f"{rounds}, batch {job.batch}")
+            run_id, more, hosts_run = _fingerprint_and_run(job, todo, fingerprint_run_id=run_id)
+            notes.extend(more)
         else:
             back_to_back = False
             run_id, fresh, notes = _fingerprints_for(job, found)
@@ -688,7 +789,8 @@ def run_profile(
     run_id, fresh, back_to_back, notes, trace_messages = _measure(job)
     step("computing the metric change, both IRUPs and their comparison")
     res = analyse_profile(store, spec.name, version_a, version_b, batch, opts.analysis, measured=Measured(
-        fingerprint_run_id=run_id, partial=notes, trace_messages=trace_messages, fleet_axes=fleet.axes))
+        fingerprint_run_id=run_id, partial=notes, trace_messages=trace_messages, fleet_axes=fleet.axes,
+        design_vars=job.inv.design_vars()))
     warm_note = (f"{m.warmup} warm-up run(s) per version per host were run first and discarded",) if m.warmup else ()
     # Hosts whose fingerprint history shows drift: their older fingerprints describe another machine.
     drift = tuple(f"warning: {w}" for w in drift_warnings(store, job.inv.names))

@@ -17,12 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from quiho.design import DesignAnalysis
 from quiho.fingerprint.catalog import Catalog, load_catalog
 from quiho.irup.advise import Advice
 from quiho.irup.compare import Comparison
 from quiho.irup.engine import Irup
 
-__all__ = ["Hint", "root_cause_hints", "trace_hints", "seed_class_shares", "CLASS_SHIFT_MIN", "TOP_STRESSORS"]
+__all__ = ["Hint", "root_cause_hints", "design_hints", "trace_hints", "seed_class_shares", "CLASS_SHIFT_MIN",
+           "TOP_STRESSORS"]
 
 #: A class whose share of the total importance moves by at least this much is reported.
 CLASS_SHIFT_MIN = 0.10
@@ -269,7 +271,9 @@ def root_cause_hints(
     else:
         qualifier = ""
     hints += _class_hints(a, b, comparison, catalog, qualifier, class_shift_min, z)
-    hints += _stressor_hints(a, b, comparison, catalog, qualifier)
+    if "not-meaningful" not in (a.validity.verdict, b.validity.verdict):
+        # a profile that does not predict unseen hardware says nothing about single stressors
+        hints += _stressor_hints(a, b, comparison, catalog, qualifier)
     if comparison.verdict == "equivalent":
         top = ", ".join(f.stressor for f in b.top(3))
         changed = metric_verdict in ("regression", "improvement")
@@ -297,3 +301,44 @@ def trace_hints(changes: Sequence[Any], *, limit: int = 5) -> tuple[Hint, ...]:
                       "p_value": c.p_value, "confidence": c.confidence},
         ))
     return tuple(out)
+
+
+def design_hints(design: DesignAnalysis, name_a: str, name_b: str, *, metric_verdict: str = "") -> tuple[Hint, ...]:
+    """Class-level hints from a designed fleet's factor effects; each cites effects, intervals and p.
+
+    One hint per factor whose effect changed (largest change first), naming the resource class the factor loads;
+    otherwise one hint saying what the data show (same resources, or why nothing can be said).
+    """
+    words = {ax.factor: _CLASS_WORDS.get(ax.resource, ax.resource) for ax in design.axes}
+    resource = design.axis_resource()
+    ea, eb = design.a.by_factor(), design.b.by_factor()
+    story = f"{name_a}: {design.story_a.text()}; {name_b}: {design.story_b.text()}"
+    if design.verdict == "not-meaningful":
+        return (Hint("validity", f"The fleet's factors cannot say which resource moved: {design.reason}.",
+                     subject="design"),)
+    out = []
+    for c in sorted(design.moved, key=lambda c: -abs(c.estimate)):
+        a, b = ea[c.factor], eb[c.factor]
+        gained = abs(b.estimate) > abs(a.estimate)
+        lab = design.label(c.factor)
+        msg = (f"{name_b} {'leans more' if gained else 'leans less'} on {words.get(c.factor, 'an unknown class')}: "
+               f"{lab} moves {name_a} {a.text()} and {name_b} {b.text()} (change {c.text()}, permutation "
+               f"p = {c.p_value:.3g}, Holm {c.p_adjusted:.3g}). "
+               + ("Look at what the new version does more of with that resource." if gained else
+                  "Look at what the new version no longer does with that resource (or now does instead)."))
+        out.append(Hint("class", msg, "gained" if gained else "lost", resource.get(c.factor, "none"), evidence={
+            "factor": c.factor, "effect_a": a.to_dict(), "effect_b": b.to_dict(), "change": c.to_dict()}))
+    if out:
+        out.insert(0, Hint("profile", f"The resource profile changed: {design.story_a.label} → "
+                           f"{design.story_b.label}. {story}.", subject="design",
+                           evidence={"verdict": design.verdict}))
+        return tuple(out)
+    if design.verdict == "equivalent":
+        changed = metric_verdict in ("regression", "improvement")
+        msg = (f"Both versions respond to the fleet's factors alike ({story}). "
+               + ("The metric changed while the application leans on the same resources: look for more (or less) "
+                  "of the same work rather than a new bottleneck." if changed else ""))
+        return (Hint("profile", msg.strip(), subject="design", evidence={"verdict": design.verdict}),)
+    return (Hint("profile", f"No factor's effect changed beyond the noise, but the intervals are too wide to call "
+                 f"the profiles the same ({story}); more rounds would narrow them.", subject="design",
+                 evidence={"verdict": design.verdict}),)

@@ -189,6 +189,10 @@ class InterleavePlan:
         SSH host key checking of the fleet session.
     cgroup_prefix : str, default "quiho"
         Prefix of the emulated hosts' cgroups.
+    round : int, default 0
+        Measurement round of these runs (a blocked design visits every host once per round); stored with each run.
+    repetition_offset : int, default 0
+        Runs per version already stored for these hosts by earlier rounds: this call's repetitions follow them.
     """
 
     repetitions: int | None = None
@@ -197,6 +201,8 @@ class InterleavePlan:
     fingerprint_run_id: int | None = None
     host_key_checking: bool = True
     cgroup_prefix: str = "quiho"
+    round: int = 0
+    repetition_offset: int = 0
 
 
 def run_interleaved(
@@ -273,12 +279,13 @@ def run_interleaved(
                                        statuses=got)
             records.extend(recs)
             extra = {"interleaved_with": [version_a, version_b], "timeout_s": spec.timeout,
-                     "warmup_runs_per_version": warmup}
+                     "warmup_runs_per_version": warmup, "round": p.round}
             head = AppRunBatch("profile", batch, p.fingerprint_run_id, spec.name, spec.metric.test, spec.metric.unit,
                                spec.metric.higher_is_better, t0.isoformat())
             fleet_store.insert_app_runs(
                 store, head,
-                [AppRunRow(r.host, r.version, r.repetition, r.status, r.value, r.reason, r.stderr_tail,
+                [AppRunRow(r.host, r.version, p.repetition_offset + r.repetition, r.status, r.value, r.reason,
+                           r.stderr_tail,
                            {"order": r.order, "wall_s": r.wall_s, **extra}) for r in recs if not r.warmup],
             )
     n_ok = sum(r.status == "ok" and not r.warmup for r in records)

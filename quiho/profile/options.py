@@ -57,7 +57,9 @@ class MeasureOptions(BaseModel):
     ``inventory`` None is the local fleet calibrated to this machine; ``repetitions`` None the application
     spec's own; ``fingerprint_seconds`` / ``fingerprint_repetitions`` None the battery's; ``resume`` the batch
     of an interrupted profile to continue; ``trace`` a checked :class:`quiho.trace.fleet.TracePlan` to run
-    after the measured runs.
+    after the measured runs; ``rounds`` how many blocked measurement rounds a fleet that shares this machine is
+    visited in (each round every host in a new order, the repetitions split over the rounds), so a slow minute
+    of the machine lands in a round effect instead of in one host.
     """
 
     model_config = _FROZEN
@@ -69,6 +71,7 @@ class MeasureOptions(BaseModel):
     fingerprint_repetitions: int | None = Field(default=None, ge=1)
     repetitions: int | None = Field(default=None, ge=1)
     warmup: int = Field(default=1, ge=0)
+    rounds: int = Field(default=2, ge=1, le=20)
     resume: str | None = None
     trace: Any = None
 

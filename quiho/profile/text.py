@@ -7,7 +7,7 @@ from pathlib import Path
 from quiho._text import printable as p
 from quiho.profile.flow import ProfileResult
 
-__all__ = ["summary_lines", "summary_markdown"]
+__all__ = ["summary_lines", "summary_markdown", "design_lines"]
 
 
 def _metric_line(res: ProfileResult) -> str:
@@ -16,6 +16,22 @@ def _metric_line(res: ProfileResult) -> str:
         return f"verdict: {res.verdict.upper()}"
     return (f"verdict: {res.verdict.upper()}  change {m.change:+.1%} (95% CI {m.ci_low:+.1%} … {m.ci_high:+.1%}, "
             f"Wilcoxon p = {m.wilcoxon_p:.3g}, floor ±{m.min_change:.0%})")
+
+
+def design_lines(res: ProfileResult) -> list[str]:
+    """The designed fleet's answer: verdict, each version's class with its effects, what changed (or nothing).
+
+    Every number comes from ``res.design`` (the JSON's ``design`` section); empty without a design analysis.
+    """
+    d = res.design
+    if d is None:
+        return []
+    rounds = max(d.a.rounds, d.b.rounds)
+    factors = ", ".join(p(f.describe()) for f in d.factors.factors)
+    return [f"resource profile: {d.verdict}  {p(d.story_a.label)} → {p(d.story_b.label)}   (designed fleet: "
+            f"{d.visits} host visits in {rounds} round(s); factors {factors})",
+            f"  {p(res.version_a)}: {p(d.story_a.text())}", f"  {p(res.version_b)}: {p(d.story_b.text())}",
+            f"  why: {p(d.reason)}"]
 
 
 def _irup_lines(res: ProfileResult) -> list[str]:
@@ -31,7 +47,8 @@ def _irup_lines(res: ProfileResult) -> list[str]:
         cls = "  ".join(f"{p(k)} {shares[0].get(k, 0):.0%}→{shares[-1].get(k, 0):.0%}"
                         for k in sorted(set(shares[0]) | set(shares[-1]))
                         if shares[0].get(k, 0) or shares[-1].get(k, 0))
-        out.append(f"resource profile: {res.comparison.verdict}  class shares: {cls}")
+        label = "IRUP comparison (paper view)" if res.design is not None else "resource profile"
+        out.append(f"{label}: {res.comparison.verdict}  class shares: {cls}")
     return out
 
 
@@ -43,6 +60,7 @@ def summary_lines(res: ProfileResult, report_dir: Path | None = None) -> list[st
     m = res.metric
     out = [f"quiho profile {p(res.application)}@{p(res.version_a)} → @{p(res.version_b)}   "
            f"({m.hosts_used} hosts, batch {p(res.batch)})", _metric_line(res), "  " + p(m.reason)]
+    out.extend(design_lines(res))
     out.extend(_irup_lines(res))
     if res.hints:
         out.append("where to look first:")
@@ -67,10 +85,15 @@ def summary_markdown(res: ProfileResult, report_dir: Path | None = None) -> str:
     if m.hosts_used:
         rows += [["change", f"{m.change:+.1%}"], ["95% CI", f"{m.ci_low:+.1%} … {m.ci_high:+.1%}"],
                  ["Wilcoxon p", f"{m.wilcoxon_p:.3g}"], ["floor", f"±{m.min_change:.0%}"]]
-    rows += [[line.split(":", 1)[0], line.split(":", 1)[1].strip()] for line in _irup_lines(res)]
+    rows += [[line.split(":", 1)[0].strip(), line.split(":", 1)[1].strip()]
+             for line in design_lines(res) + _irup_lines(res)]
     out = [f"### quiho profile {md_escape(res.application)}: {md_escape(res.version_a)} → "
            f"{md_escape(res.version_b)}", "", f"**{md_escape(res.verdict.upper())}** — {md_escape(m.reason)}", "",
            md_table(["", "value"], rows).rstrip("\n")]
+    if res.design is not None:
+        from quiho.design.analysis import EFFECT_HEAD, effect_table
+
+        out += ["", md_table(list(EFFECT_HEAD), effect_table(res.design)).rstrip("\n")]
     if res.hints:
         out += ["", "**Where to look first**", ""] + [f"- {md_escape(h.message)}" for h in res.hints[:3]]
     out += [f"- partial: {md_escape(n)}" for n in res.partial]

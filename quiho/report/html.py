@@ -94,7 +94,8 @@ def render_html(result: ProfileResult, images: dict[str, Path] | None = None) ->
 
     traces = trace_section_html(result.traces, _img(images.get("functions"), "traced calls per function"),
                                 result.version_a, result.version_b)
-    return "".join([*_summary_html(result), *_metric_html(result, images), *_irup_html(result, images),
+    return "".join([*_summary_html(result), *_metric_html(result, images), *_design_html(result),
+                    *_irup_html(result, images),
                     *traces, *_fleet_html(result, images), *_method_html(result)])
 
 
@@ -109,7 +110,7 @@ def _summary_html(r: ProfileResult) -> list[str]:
         f"<p><span class='verdict {_e(r.verdict)}' id='verdict'>{_e(r.verdict.upper())}</span> "
         f"&nbsp; change {_e(_pct(m.change))} (CI {_e(_pct(m.ci_low))} … {_e(_pct(m.ci_high))}, "
         f"Wilcoxon p = {_e(_num(m.wilcoxon_p, '.3g'))}) &nbsp; resource profile: "
-        f"<b>{_e(r.irup_verdict)}</b></p>",
+        f"<b id='profile-verdict'>{_e(r.profile_verdict)}</b></p>",
         f"<p>{_e(m.reason)}</p>",
     ]
     if r.partial:
@@ -154,10 +155,33 @@ def _metric_html(r: ProfileResult, images: dict[str, Path]) -> list[str]:
     return parts
 
 
+def _design_html(r: ProfileResult) -> list[str]:
+    """The designed fleet's factor effects: each version's class, the effect table and the verdict's reason."""
+    d = r.design
+    if d is None:
+        return []
+    from quiho.design.analysis import EFFECT_HEAD, effect_table
+
+    head = [h.replace(" a ", f" {r.version_a} ").replace(" b ", f" {r.version_b} ") for h in EFFECT_HEAD]
+    parts = ["<h2>Resource profile on the designed fleet</h2>",
+             f"<p id='design-verdict'>Verdict: <b>{_e(d.verdict)}</b> — {_e(d.reason)}</p>",
+             f"<p><b>{_e(r.version_a)}</b>: <span id='story-a'>{_e(d.story_a.text())}</span><br>"
+             f"<b>{_e(r.version_b)}</b>: <span id='story-b'>{_e(d.story_b.text())}</span></p>",
+             _table(head, effect_table(d)),
+             "<p class='muted'>Each factor's effect is its far level against its reference, on the log metric, from "
+             f"per-visit means ({d.visits} host visits, blocked by round); a change's p is a within-visit "
+             f"permutation test (B = {d.permutations}), Holm-adjusted over the factors. A factor's class is the one "
+             "whose stressors it moves (at least twice as much as the cpu class): "
+             + "; ".join(f"{_e(d.label(ax.factor))}: {_e(ax.resource)} ({_e(ax.reason)})" for ax in d.axes)
+             + ".</p>"]
+    return parts
+
+
 def _irup_html(r: ProfileResult, images: dict[str, Path]) -> list[str]:
     """Both versions' IRUP validity, their plot, the comparison tables and fleet-size advice."""
     parts: list[str] = []
-    parts.append("<h2>Inferred resource utilization profiles</h2>")
+    title = "Inferred resource utilization profiles" + (" (the paper's view)" if r.design is not None else "")
+    parts.append(f"<h2>{title}</h2>")
     for key, irup, name in (("a", r.irup_a, r.version_a), ("b", r.irup_b, r.version_b)):
         if irup is None:
             parts.append(f"<p><b>{_e(name)}</b>: no IRUP — {_e(r.irup_errors.get(key, 'unavailable'))}</p>")

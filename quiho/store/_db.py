@@ -300,6 +300,7 @@ def _split_sql(script: str) -> list[str]:
 COMPONENT_MODULES = (
     "quiho.store._schema",
     "quiho.store.alerts",
+    "quiho.store._schema_machines",
 )
 
 

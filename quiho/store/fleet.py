@@ -26,11 +26,12 @@ __all__ = [
     "AppRunBatch", "AppRunRow", "ProfileRow", "FingerprintRunRef", "UNSTABLE_COV", "applicable_fingerprint_run",
     "batch_of",
     "create_fingerprint_run",
-    "fingerprint_run", "host_id", "host_counts", "hosts_with_runs", "insert_app_runs", "latest_fleet_run",
+    "fingerprint_run", "host_id", "host_counts", "hosts_with_runs",
+    "visits_with_runs", "insert_app_runs", "latest_fleet_run",
     "mark_interrupted_runs", "missing_measurements", "remember_hosts", "set_host_status", "set_run_status",
     "summarise_run", "upsert_measurements", "profile_runs", "fingerprint_run_age", "fleet_hosts", "ok_measurements",
     "save_profile_row",
-    "profile_row", "save_calibration", "latest_calibration",
+    "profile_row", "list_profiles", "save_calibration", "latest_calibration",
 ]
 
 #: pyperf's stability rule: spread ≥ 10 % of the mean is flagged.
@@ -169,6 +170,15 @@ def hosts_with_runs(store: Store, batch: str, application: str) -> set[str]:
         "WHERE a.batch = ? AND a.application = ? AND a.status = 'ok'", (batch, application),
     ).fetchall()
     return {str(r["name"]) for r in rows}
+
+
+def visits_with_runs(store: Store, batch: str, application: str) -> set[tuple[str, int]]:
+    """(host, round) visits of a blocked design with at least one ``ok`` run in ``batch`` (a resume skips them)."""
+    rows = store.conn.execute(
+        "SELECT DISTINCT h.name, a.extra_json FROM app_runs a JOIN hosts h ON h.id = a.host_id "
+        "WHERE a.batch = ? AND a.application = ? AND a.status = 'ok'", (batch, application),
+    ).fetchall()
+    return {(str(r["name"]), int(json.loads(r["extra_json"] or "{}").get("round", 0))) for r in rows}
 
 
 # --- fleet fingerprint runs ---------------------------------------------------------------------------------
@@ -378,7 +388,7 @@ def ok_measurements(store: Store, source: str = "fleet") -> pd.DataFrame:
 
 
 def profile_runs(store: Store, application: str, labels: tuple[str, str], batch: str) -> pd.DataFrame:
-    """The runs of one profile batch: host, version, repetition, status, value, unit, ..., ``order``."""
+    """The runs of one profile batch: host, version, repetition, status, value, unit, ..., ``order``, ``round``."""
     import pandas as pd
 
     q = (
@@ -387,7 +397,9 @@ def profile_runs(store: Store, application: str, labels: tuple[str, str], batch:
         "WHERE a.batch = ? AND a.application = ? AND a.version IN (?, ?) ORDER BY h.name, a.id"
     )
     df = pd.read_sql_query(q, store.conn, params=[batch, application, *labels])
-    df["order"] = [json.loads(x or "{}").get("order") for x in df.pop("extra_json")]
+    extra = [json.loads(x or "{}") for x in df.pop("extra_json")]
+    df["order"] = [e.get("order") for e in extra]
+    df["round"] = [e.get("round", 0) for e in extra]  # measurement round of a blocked design (0: one visit)
     return df
 
 
@@ -439,6 +451,17 @@ def profile_row(store: Store, batch: str) -> dict[str, Any] | None:
     """``result_json`` and ``schema_version`` of profile ``batch``, or None."""
     row = store.conn.execute("SELECT result_json, schema_version FROM profiles WHERE batch = ?", (batch,)).fetchone()
     return dict(row) if row else None
+
+
+def list_profiles(store: Store) -> list[dict[str, Any]]:
+    """Every stored profile's identity and verdicts, newest first (its document: :func:`profile_row`).
+
+    Keys: batch, application, version_a, version_b, status, verdict, irup_verdict, created_at, schema_version.
+    """
+    rows = store.conn.execute(
+        "SELECT batch, application, version_a, version_b, status, verdict, irup_verdict, created_at, schema_version "
+        "FROM profiles ORDER BY created_at DESC, id DESC").fetchall()
+    return [dict(r) for r in rows]
 
 
 def save_calibration(

@@ -179,7 +179,8 @@ def template(tmp_path_factory) -> Path:
     assert main(["import", "quiho-popper", str(popper), "--store", str(db)]) == 0
     hist = d / "hist.csv"
     hist.write_text("revision,value,cfg\n" + "".join(
-        f"r{i},{100 + (i > 12) * 20 + i % 3},{c}\n" for i in range(25) for c in ("a\nb", "$x^$", "e\x1b[31m")))
+        f'r{i},{100 + (i > 12) * 20 + i % 3},"{c}"\n' for i in range(25)
+        for c in ("a\nb", "$x^$", "e\x1b[31m")))  # quoted: a name with a newline, not a broken row
     assert main(["history", "import", str(hist), "--config-col", "cfg", "--store", str(db)]) == 0
     with open_store(db) as s:
         store_fingerprint_history(s, fingerprint_history(n_hosts=3, n_runs=4, stressors=("cpu", "stream")))

@@ -73,7 +73,9 @@ def test_nadds1_vs_nadds30_is_a_regression_with_its_size(fleet, capsys):
     assert m["change"] > 1.0  # nadds30 does 30 dependent adds per element: several times slower
     assert m["ci"][0] > 0.5
     assert doc["fingerprint"]["fresh"] is True
-    assert "fingerprinting 3 host(s)" in err and "host by host" in err
+    assert "fingerprinting 3 host(s)" in err and "in 2 blocked rounds" in err
+    rounds = {(r["host"], r["round"]) for r in doc["runs"]}
+    assert rounds == {(h, r) for h in ("pf-plain", "pf-q40-stream", "pf-q100-vm") for r in (0, 1)}
     _assert_each_host_ran_right_after_its_fingerprint(fleet / "q.db", doc)
     irup = doc["irup"]
     # 3 hosts x 2 repetitions are 6 training rows per version: below what an IRUP needs, and the report says so

@@ -1,0 +1,179 @@
+"""Does normalising by the machine's fingerprint make a history on rotating runners usable? Prints tables; rerun with
+`python bench/history_normalised.py` (CloudLab mode, stored data only).
+
+A *pool* of real machines, each with a real fingerprint and real measurements of 3-4 benchmarks of different
+resource profiles, stands in for a CI runner pool. Per seed, a history of ``--revisions`` revisions is built for
+every benchmark: each revision is measured on a host drawn at random (its real repetitions on that host), a 10 %
+regression (runtime × 1.10, rate ÷ 1.10) is planted in one benchmark from a known revision on, and every revision
+carries its host's median fingerprint. ``quiho history detect --normalise``'s library call
+(:func:`quiho.history.normalise.detect_normalised`) and the raw detector then run on each history.
+
+Counted per mode (raw / normalised as the product decides, falling back to raw where not validated):
+false alarms (change points more than ``--tolerance`` revisions from the planted one, or in an unchanged
+benchmark), and whether the planted change was found. A fixed-host control draws every revision on one host, each
+revision with a fingerprint re-measured (a random repetition of that host's fingerprint, a distinct fingerprint
+run), so normalising could only fit noise: it must never be worse than raw.
+
+Pools (``--pool``):
+
+``cloudlab``
+    The quiho paper's data (``../shared/data/quiho-popper``): batch 1512873230, 21 hosts (~9 hardware groups),
+    hpccg, ssca, scikit-learn, redisbench/SET; 3 repetitions per host. Runs anywhere.
+``store``
+    Any store with fingerprints and application runs of the same batch, e.g. the local fleet's emulated hosts
+    after ``quiho fingerprint --battery quick`` and ``quiho run`` of examples/stream, examples/pchase and
+    examples/cpuloop (``--store PATH --targets stream,pchase,cpuloop [--batch B]``). Measuring that takes the
+    local-fleet lock; this script only reads the store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from quiho.history import History, detect
+from quiho.history.normalise import MachineFingerprint, NormaliseOptions, detect_normalised
+from quiho.irup import load_target
+from quiho.store import open_store
+from quiho.store.popper import import_quiho_popper
+
+RESULTS = (Path(__file__).resolve().parents[2] / "shared" / "data" / "quiho-popper" / "pipelines" / "single-node"
+           / "datapackage" / "quiho" / "results.csv")
+CLOUDLAB_TARGETS = ("hpccg", "ssca", "scikit-learn", "redisbench/SET")
+CLOUDLAB_BATCH = "1512873230"
+
+
+@dataclass(frozen=True)
+class Pool:
+    """Hosts with a fingerprint (per repetition) and each benchmark's repetitions on them."""
+
+    hosts: tuple[str, ...]
+    fingerprints: dict[str, pd.DataFrame]  # host → repetitions × stressors
+    values: dict[str, dict[str, np.ndarray]]  # benchmark → host → repetitions
+    higher_is_better: dict[str, bool]
+
+
+def load_pool(store_path: Path, targets: tuple[str, ...], batch: str | None) -> Pool:
+    """The hosts on which every target ran, from a store (fingerprint rows as :func:`quiho.irup.load_target`)."""
+    fps: dict[str, pd.DataFrame] = {}
+    values: dict[str, dict[str, np.ndarray]] = {}
+    hib = {}
+    with open_store(store_path, create=False) as st:
+        for t in targets:
+            d = load_target(st, t, batch=batch)
+            hib[t] = d.higher_is_better
+            values[t] = {str(h): d.y[(d.meta["host"] == h).to_numpy()].to_numpy(dtype=float)
+                         for h in sorted(set(d.meta["host"]))}
+            for h in values[t]:
+                fps.setdefault(str(h), d.X[(d.meta["host"] == h).to_numpy()].reset_index(drop=True))
+    hosts = tuple(sorted(set.intersection(*(set(v) for v in values.values()))))
+    return Pool(hosts, fps, values, hib)
+
+
+def _history(pool: Pool, bench: str, hosts: list[str], fp_rows: list[int] | None, shift: float, at: int,
+             rng: np.random.Generator) -> tuple[History, list[MachineFingerprint]]:
+    """One benchmark's history on the drawn hosts, planted change ``shift`` (×) from revision ``at``."""
+    samples, machines = [], []
+    for i, h in enumerate(hosts):
+        v = pool.values[bench][h].copy()
+        rng.shuffle(v)
+        if i >= at:
+            v = v / shift if pool.higher_is_better[bench] else v * shift
+        samples.append(v)
+        fp = pool.fingerprints[h]
+        if fp_rows is None:
+            machines.append(MachineFingerprint(h, fp.median()))
+        else:
+            r = fp_rows[i] % len(fp)
+            machines.append(MachineFingerprint(f"{h}#{r}", fp.iloc[r]))
+    n = len(hosts)
+    return History(bench, tuple(f"r{i:03d}" for i in range(n)), np.arange(n), tuple(samples)), machines
+
+
+def _score(cps: list[int], planted: int | None, tol: int) -> tuple[int, bool]:
+    """(false alarms, planted found) of change-point indices."""
+    if planted is None:
+        return len(cps), False
+    near = [c for c in cps if abs(c - planted) <= tol]
+    return len(cps) - min(len(near), 1), bool(near)
+
+
+def run(pool: Pool, args: argparse.Namespace) -> None:
+    opts = NormaliseOptions(method=args.method, model=args.model, stressors=args.stressors, min_size=args.min_size,
+                            alpha=args.alpha, ridge=args.ridge)
+    benches = list(pool.values)
+    tally: dict[tuple[str, str], list[int]] = {}
+    reasons: dict[str, int] = {}
+    for seed in range(args.seeds):
+        rng = np.random.default_rng(seed)
+        planted_bench = benches[seed % len(benches)]
+        for scenario in ("rotating", "fixed-host"):
+            if scenario == "rotating":
+                hosts, rows = [str(h) for h in rng.choice(pool.hosts, size=args.revisions)], None
+            else:
+                one = str(rng.choice(pool.hosts))
+                hosts, rows = [one] * args.revisions, [int(x) for x in rng.integers(0, 1000, size=args.revisions)]
+            for b in benches:
+                planted = args.at if b == planted_bench else None
+                h, ms = _history(pool, b, hosts, rows, 1 + args.shift if planted is not None else 1.0, args.at, rng)
+                raw = detect(h, args.method, min_size=args.min_size, alpha=args.alpha)
+                nd = detect_normalised(h, ms, opts)
+                reasons[f"{scenario}: {'normalised' if nd.normalised else 'raw'}"] = reasons.get(
+                    f"{scenario}: {'normalised' if nd.normalised else 'raw'}", 0) + 1
+                for mode, d in (("raw", raw), ("normalised", nd.detection)):
+                    fa, found = _score([c.index for c in d.change_points], planted, args.tolerance)
+                    t = tally.setdefault((scenario, mode), [0, 0, 0, 0])
+                    t[0] += fa
+                    t[1] += int(found)
+                    t[2] += int(planted is not None)
+                    t[3] += 1
+    model = f"ridge {args.ridge} on the top {args.stressors} stressor(s)" if args.model == "ridge" else args.model
+    print(f"detector {args.method}, machine-effect model: {model}")
+    print(f"{args.seeds} seeds × {len(benches)} benchmarks ({', '.join(benches)}), {args.revisions} revisions, "
+          f"{len(pool.hosts)} hosts; planted {args.shift:+.0%} at revision {args.at} in one benchmark per seed")
+    print(f"{'scenario':<11} {'mode':<11} {'false alarms':>12} {'per series':>10} {'planted found':>14}")
+    for (scenario, mode), (fa, hits, n_planted, n) in sorted(tally.items()):
+        print(f"{scenario:<11} {mode:<11} {fa:>12} {fa / n:>10.2f} {hits:>8}/{n_planted:<5}")
+    print("what --normalise decided (series):", ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pool", choices=("cloudlab", "store"), default="cloudlab")
+    ap.add_argument("--store", type=Path, help="store of --pool store")
+    ap.add_argument("--targets", default=None, help="targets (default: stream,pchase,cpuloop for --pool store, "
+                                                   f"{','.join(CLOUDLAB_TARGETS)} for cloudlab)")
+    ap.add_argument("--batch", default=None, help=f"batch (default: all for --pool store, {CLOUDLAB_BATCH} for "
+                                                  "cloudlab)")
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--revisions", type=int, default=60)
+    ap.add_argument("--at", type=int, default=40, help="first revision of the planted change")
+    ap.add_argument("--shift", type=float, default=0.10)
+    ap.add_argument("--tolerance", type=int, default=3)
+    ap.add_argument("--stressors", type=int, default=2)
+    ap.add_argument("--ridge", type=float, default=1.0)
+    ap.add_argument("--model", default="auto", help="machine-effect model: auto (--normalise's default), gbm, ridge")
+    ap.add_argument("--method", default="auto", help="history detector (raw and normalised alike)")
+    ap.add_argument("--min-size", type=int, default=5)
+    ap.add_argument("--alpha", type=float, default=0.01)
+    args = ap.parse_args()
+    if args.pool == "store":
+        if args.store is None:
+            ap.error("--pool store needs --store")
+        run(load_pool(args.store, tuple((args.targets or "stream,pchase,cpuloop").split(",")), args.batch), args)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "q.db"
+        with open_store(path) as st:
+            import_quiho_popper(st, RESULTS)
+        targets = tuple(args.targets.split(",")) if args.targets else CLOUDLAB_TARGETS
+        run(load_pool(path, targets, args.batch or CLOUDLAB_BATCH), args)
+
+
+if __name__ == "__main__":
+    main()

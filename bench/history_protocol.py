@@ -1,0 +1,226 @@
+"""The selection protocol for the default history detector, fixed before any result was looked at.
+
+``bench/history_accuracy.py`` runs it and prints its tables; docs/history-protocol.md says the same in prose.
+Nothing in here may be changed after looking at results without saying so in the commit message and on that
+page (the protocol's point is that the number reported for the chosen default is one it was not tuned on).
+
+Candidates (fixed defaults, no per-series settings)
+    Every registered detector with its defaults (today's ``auto``, ``cusum``, ``binseg``, ``bottomup``, ``gmm``,
+    ``ttest``, ``mannwhitney``), plus ``auto-iid`` (``auto`` without the AR(1) correction the last session
+    designed on tcpd-dev), ``pelt-mbic`` (PELT, winsorised L2 cost, penalty 3 sigma^2 ln n with sigma from
+    lag-1 differences), ``pelt-mbic-lr`` (the same with the long-run sigma from differences), ``combo``
+    (``auto``'s changes that ``pelt-mbic-lr`` also finds) and one tuned candidate, ``pelt-tuned`` (PELT with
+    the penalty factor chosen from :data:`PELT_GRID` on the training half of each split).
+Peers (not eligible as the default: they are what the default must beat)
+    ruptures Binseg and PELT (``model="l2"``, ruptures' min_size 2 and jump 5) on the standardised series with
+    penalty ``2 ln n``; Apache Otava 0.8.0 with its CLI defaults (``window_len=50, max_pvalue=0.001``), which is
+    also the E-Divisive-with-a-t-test candidate (no quiho re-implementation of it was written).
+Data
+    1. tcpd-dev (16 annotated series): :data:`N_SPLITS` seeded random split-halves (8 train / 8 test). A tuned
+       candidate picks its parameter by the mean F1 of the train half; every candidate is scored on the test
+       half. Reported: mean over splits of the test-half mean F1 and covering, with IQR and min-max.
+    2. Generated performance histories (:func:`quiho.datasets.perf_history.make_perf_suite`, ``N_EACH`` per
+       shape, seed :data:`GEN_SEED`): hits (true changes found within 5 builds) and false alarms, by shape.
+       Detectors see the per-build means (the repetitions of one build are one revision).
+    3. The synthetic suite of the existing bench (``quiho.datasets.history.history_suite(10, 200, 2024)``):
+       mean F1 / covering and false alarms on its null series.
+    ``../shared/data/otava-tigerbeetle`` is only drawn/looked at, never scored.
+Rule
+    A candidate is eligible when (a) its false alarms summed over the generated negatives are at most
+    :data:`FA_MAX` (one per 20 change-free histories), (b) it finds at least :data:`RECALL_MIN` of the true
+    changes of the generated positives, (c) on the synthetic suite its mean F1 >= 0.924, mean covering >=
+    0.896 and null false alarms <= 1 (today's default's numbers). Among eligible candidates the one with the
+    highest out-of-sample mean F1 on tcpd-dev wins; candidates within :data:`TIE` of the best F1 are tied and
+    the simplest of them (lowest :attr:`Candidate.complexity`) wins. If no candidate is eligible, or ``auto``
+    wins, today's default stays.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from quiho.history import History, detect
+
+MARGIN = 5
+N_SPLITS = 50
+SPLIT_SEED = 20261125
+N_EACH = 20
+N_BUILDS = 200
+GEN_SEED = 2026
+FA_MAX = 5  # over N_EACH * 5 = 100 negative histories
+RECALL_MIN = 0.75
+LEGACY = {"f1": 0.924, "cover": 0.896, "fa_null": 1}
+TIE = 0.01
+PELT_GRID = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0)
+TCPD = Path(__file__).resolve().parents[2] / "shared" / "data" / "tcpd-dev"
+
+Runner = Callable[..., list[int]]  # (values or History, **tuned params) -> change indexes
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A method in the protocol: how to run it, how complex it is, and its tuning grid (if any)."""
+
+    name: str
+    run: Runner
+    complexity: int  # components: segmentation/test + each extra test, correction or combination + tuning
+    grid: tuple[dict[str, float], ...] = field(default_factory=tuple)
+    peer: bool = False
+
+
+def _quiho(method: str, **fixed: object) -> Runner:
+    def run(y: History | np.ndarray, **tuned: object) -> list[int]:
+        return [c.index for c in detect(y, method, **fixed, **tuned).change_points]
+
+    return run
+
+
+def _means(y: History | np.ndarray) -> np.ndarray:
+    return y.values if isinstance(y, History) else np.asarray(y, dtype=float)
+
+
+def _ruptures(algo_name: str) -> Runner:
+    def run(y: History | np.ndarray) -> list[int]:
+        import ruptures as rpt
+
+        v = _means(y)
+        z = (v - v.mean()) / (v.std() or 1.0)
+        return [int(b) for b in getattr(rpt, algo_name)(model="l2").fit(z).predict(pen=2 * np.log(v.size))[:-1]]
+
+    return run
+
+
+def _otava(y: History | np.ndarray) -> list[int]:
+    from otava.analysis import compute_change_points
+
+    cps, _ = compute_change_points(list(map(float, _means(y))), window_len=50, max_pvalue=0.001)
+    return sorted(int(c.index) for c in cps)
+
+
+def candidates() -> list[Candidate]:
+    """The candidates and peers, in the protocol's order."""
+    out = [
+        Candidate("auto", _quiho("auto"), 3),  # Pettitt + step-vs-trend + AR(1) inflation
+        Candidate("auto-iid", _quiho("auto", dependence=False), 2),
+        Candidate("pelt-mbic", _quiho("pelt", scale="diff"), 1),
+        Candidate("pelt-mbic-lr", _quiho("pelt", scale="long-run"), 2),
+        Candidate("combo", _quiho("combo"), 5),  # auto (3) + pelt-mbic-lr (2)
+        Candidate("pelt-tuned", _quiho("pelt", scale="diff"), 2, tuple({"penalty_factor": c} for c in PELT_GRID)),
+        Candidate("binseg", _quiho("binseg"), 1),
+        Candidate("bottomup", _quiho("bottomup"), 1),
+        Candidate("cusum", _quiho("cusum"), 2),
+        Candidate("ttest", _quiho("ttest"), 2),
+        Candidate("mannwhitney", _quiho("mannwhitney"), 2),
+        Candidate("gmm", _quiho("gmm"), 3),
+        # round 2, added after the first run's results (docs/history-protocol.md, "Round 2"); rule unchanged
+        Candidate("auto-cubic", _quiho("auto", trend_degree=3), 3),
+        Candidate("auto-diffrho", _quiho("auto", rho_from="differences"), 3),
+        Candidate("auto-cubic-diffrho", _quiho("auto", trend_degree=3, rho_from="differences"), 3),
+        Candidate("rpt-binseg-bic", _ruptures("Binseg"), 1, peer=True),
+        Candidate("rpt-pelt-bic", _ruptures("Pelt"), 1, peer=True),
+    ]
+    try:
+        import otava.analysis  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        out.append(Candidate("otava", _otava, 3, peer=True))
+    return out
+
+
+def load_tcpd(root: Path) -> list[tuple[str, np.ndarray, list[list[int]]]]:
+    """(name, values with NaN for missing, annotations) of every series in ``root``, in file order."""
+    ann = json.loads((root / "annotations.json").read_text())
+    out = []
+    for name, by_annotator in ann.items():
+        d = json.loads((root / "datasets" / name / f"{name}.json").read_text())
+        raw = d["series"][0]["raw"]
+        out.append((name, np.array([np.nan if v is None else float(v) for v in raw]),
+                    [list(v) for v in by_annotator.values()]))
+    return out
+
+
+def splits(n_series: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """:data:`N_SPLITS` seeded random halves ``(train, test)`` of the series indexes."""
+    rng = np.random.default_rng(SPLIT_SEED)
+    out = []
+    for _ in range(N_SPLITS):
+        p = rng.permutation(n_series)
+        out.append((np.sort(p[: n_series // 2]), np.sort(p[n_series // 2:])))
+    return out
+
+
+@dataclass(frozen=True)
+class OutOfSample:
+    """Test-half means over the splits, and the parameter each split's training half chose (tuned only)."""
+
+    f1: np.ndarray
+    cover: np.ndarray
+    chosen: tuple[int, ...]
+
+
+def out_of_sample(f1: np.ndarray, cover: np.ndarray) -> OutOfSample:
+    """Score one candidate on the test halves, tuning on the train halves.
+
+    ``f1`` and ``cover`` have shape (grid size, series): one row per parameter value (one row when untuned).
+    The train half picks the row with the highest mean F1 (ties: the later row, i.e. the larger penalty).
+    """
+    fs, cs, chosen = [], [], []
+    for train, test in splits(f1.shape[1]):
+        tr = f1[:, train].mean(axis=1)
+        j = int(len(tr) - 1 - np.argmax(tr[::-1]))
+        chosen.append(j)
+        fs.append(f1[j, test].mean())
+        cs.append(cover[j, test].mean())
+    return OutOfSample(np.array(fs), np.array(cs), tuple(chosen))
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What the rule needs about one candidate."""
+
+    name: str
+    complexity: int
+    peer: bool
+    tcpd_f1: float
+    tcpd_cover: float
+    fa_negatives: int
+    recall: float
+    legacy_f1: float
+    legacy_cover: float
+    legacy_fa_null: int
+
+    def eligible(self) -> list[str]:
+        """Why the candidate is not eligible (empty: eligible)."""
+        why = []
+        if self.peer:
+            why.append("peer")
+        if self.fa_negatives > FA_MAX:
+            why.append(f"{self.fa_negatives} false alarms on generated negatives > {FA_MAX}")
+        if self.recall < RECALL_MIN:
+            why.append(f"recall {self.recall:.2f} on generated positives < {RECALL_MIN}")
+        # compared at the 3 decimals today's numbers were given in (today's auto scores 0.9244 / 0.8956)
+        if round(self.legacy_f1, 3) < LEGACY["f1"] or round(self.legacy_cover, 3) < LEGACY["cover"]:
+            why.append(f"synthetic {self.legacy_f1:.3f} / {self.legacy_cover:.3f} < {LEGACY['f1']} / "
+                       f"{LEGACY['cover']}")
+        if self.legacy_fa_null > LEGACY["fa_null"]:
+            why.append(f"synthetic null false alarms {self.legacy_fa_null} > {LEGACY['fa_null']}")
+        return why
+
+
+def choose(rows: list[Summary]) -> tuple[str, str]:
+    """The protocol's rule: ``(chosen name, one-line reason)``; ``auto`` when nothing is eligible."""
+    ok = [r for r in rows if not r.eligible()]
+    if not ok:
+        return "auto", "no candidate is eligible: today's default stays"
+    best = max(r.tcpd_f1 for r in ok)
+    tied = [r for r in ok if r.tcpd_f1 >= best - TIE]
+    win = min(tied, key=lambda r: (r.complexity, -r.tcpd_f1))
+    others = ", ".join(r.name for r in tied if r is not win)
+    tie = f"; tied within {TIE} with {others}, simpler" if others else ""
+    return win.name, f"highest out-of-sample tcpd-dev F1 among eligible ({win.tcpd_f1:.3f}){tie}"

@@ -1,0 +1,53 @@
+"""``quiho publish DIR``: the store as a static site."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from quiho._text import printable
+from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err, number, probability
+
+
+def publish_(
+    directory: Annotated[Path, typer.Argument(metavar="DIR", help="Site directory: new, empty, or an earlier "
+                                                                  "publish (only changed files are rewritten).")],
+    method: Annotated[str, typer.Option("--method", "-m", help="Change-point detector of every series (see "
+                                                               "'quiho history detect').")] = "auto",
+    alpha: Annotated[float, typer.Option("--alpha", callback=probability, help="Largest p-value reported for a "
+                                                                               "series.")] = 0.01,
+    min_size: Annotated[int, typer.Option("--min-size", min=1, max=10**6, help="Minimum revisions per "
+                                                                               "segment.")] = 5,
+    recent: Annotated[int, typer.Option("--recent", min=1, max=10**6, help="A change point within this many newest "
+                                                                           "revisions is listed on the front "
+                                                                           "page.")] = 10,
+    drift_min_change: Annotated[float, typer.Option("--drift-min-change", callback=number(0, 10), help="Smallest "
+                                                    "fingerprint drift reported (0.05 = 5%).")] = 0.05,
+    fingerprints: Annotated[str, typer.Option("--fingerprints-from", help="Source of the fingerprint runs on the "
+                                                                          "fleet pages: fleet, or an import such "
+                                                                          "as quiho-popper.")] = "fleet",
+    title: Annotated[str, typer.Option("--title", help="Site name shown on every page.")] = "quiho",
+    store: StoreOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Publish every series, the fleet and every profile as a static site (no server, no network)."""
+    from quiho.publish import PublishOptions, publish
+    from quiho.store import open_store
+
+    opts = PublishOptions(method=method, alpha=alpha, min_size=min_size, recent=recent,
+                          drift_min_change=drift_min_change, fingerprints=fingerprints, title=title)
+    with open_store(store, create=False) as st:
+        r = publish(st, directory, opts)
+    if json_out:
+        emit_json(r.to_dict())
+        return
+    err(f"published {r.series} series, {r.hosts} hosts, {r.profiles} profiles into {printable(r.directory)}: "
+        f"{len(r.written)} of {r.pages} files written, {r.unchanged} unchanged, {len(r.removed)} removed")
+    print(printable(r.directory / "index.html"))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``quiho publish`` to ``app``."""
+    app.command("publish")(publish_)

@@ -1,0 +1,273 @@
+"""The resource story of two versions on a designed fleet: which classes each leans on, and what moved.
+
+:func:`analyse_design` combines the factor effects (:mod:`quiho.design.effects`) into the answer a profile gives
+on such a fleet: each version's class ("memory-bound (huge pages −19 % [−26, −12], ...)"), a verdict on whether
+the resource profile changed (``different`` / ``equivalent`` / ``inconclusive`` / ``not-meaningful``) with the
+changed factors' sizes, intervals and p, and class-level hints. Every text, table and JSON field of a profile
+that speaks of the design is rendered from the one :class:`DesignAnalysis`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from quiho._text import json_number
+from quiho.design.effects import (
+    AxisClass,
+    DesignSettings,
+    Effect,
+    VersionEffects,
+    axis_classes,
+    effect_changes,
+    stressor_effects,
+    version_effects,
+)
+from quiho.design.factors import FactorTable
+
+__all__ = ["ClassStory", "DesignAnalysis", "analyse_design", "effect_table", "EFFECT_HEAD", "DESIGN_SCHEMA_VERSION"]
+
+DESIGN_SCHEMA_VERSION = 1
+#: Fewest residual degrees of freedom the change regression needs before it may say anything.
+MIN_DF = 2
+_CLASS_NAMES = {"cpu": "CPU", "memory": "memory", "cpu-cache": "cache", "vm": "virtual-memory", "os": "OS"}
+
+
+@dataclass(frozen=True)
+class ClassStory:
+    """One version's resource class on the fleet and the effects that say so."""
+
+    label: str
+    resources: tuple[str, ...]
+    evidence: str
+
+    def text(self) -> str:
+        """``"memory-bound (huge pages −19 % [−26, −12])"``."""
+        return f"{self.label} ({self.evidence})" if self.evidence else self.label
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready mapping."""
+        return {"label": self.label, "resources": list(self.resources), "evidence": self.evidence}
+
+
+@dataclass(frozen=True)
+class DesignAnalysis:
+    """Factor effects of both versions, their changes, the stressors' effects and the verdict built on them."""
+
+    factors: FactorTable
+    axes: tuple[AxisClass, ...]
+    a: VersionEffects
+    b: VersionEffects
+    changes: tuple[Effect, ...]
+    visits: int
+    permutations: int
+    stressors: Mapping[str, tuple[Effect, ...]]
+    story_a: ClassStory
+    story_b: ClassStory
+    verdict: str
+    reason: str
+    settings: DesignSettings
+
+    @property
+    def moved(self) -> tuple[Effect, ...]:
+        """The changes that count: Holm-adjusted p below alpha and at least the floor."""
+        s = self.settings
+        return tuple(c for c in self.changes
+                     if c.p_adjusted is not None and c.p_adjusted < s.alpha and c.beyond(s.floor))
+
+    @property
+    def class_shift(self) -> bool:
+        """True when a change counts and the two versions' classes differ."""
+        return bool(self.moved) and self.story_a.label != self.story_b.label
+
+    def axis_resource(self) -> dict[str, str]:
+        """Factor name -> the resource class it loads."""
+        return {ax.factor: ax.resource for ax in self.axes}
+
+    def label(self, factor: str) -> str:
+        """The factor's human name (``"huge pages"``)."""
+        return next((f.label for f in self.factors.factors if f.name == factor), factor)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``design`` section of a profile's JSON."""
+        s = self.settings
+        return {
+            "schema_version": DESIGN_SCHEMA_VERSION, "verdict": self.verdict, "reason": self.reason,
+            "story": {"a": self.story_a.to_dict(), "b": self.story_b.to_dict()}, "class_shift": self.class_shift,
+            "factors": self.factors.to_dict(), "axes": [ax.to_dict() for ax in self.axes],
+            "effects": {"a": self.a.to_dict(), "b": self.b.to_dict()},
+            "changes": [c.to_dict() for c in self.changes], "moved": [c.factor for c in self.moved],
+            "visits": self.visits, "permutations": self.permutations,
+            "stressors": {st: [e.to_dict() for e in effs] for st, effs in sorted(self.stressors.items())},
+            "settings": {"alpha": s.alpha, "floor": s.floor, "permutations": s.permutations,
+                         "random_state": s.random_state},
+        }
+
+
+def position(effect: Effect, axis: AxisClass, higher_is_better: bool) -> float | None:
+    """Where a version sits on a factor between the cpu stressors (0) and the stressors of the class it loads (1).
+
+    The stressors are throughputs; a lower-is-better metric's effect is turned into a speed first. None when the
+    factor's class effects are unknown.
+    """
+    ce = axis.class_effects
+    if axis.resource not in ce:
+        return None
+    cpu = ce["cpu"][0] if "cpu" in ce else 0.0
+    span = ce[axis.resource][0] - cpu
+    speed = effect.estimate if higher_is_better else -effect.estimate
+    return (speed - cpu) / span if span else None
+
+
+def _story(effects: VersionEffects, axes: Mapping[str, AxisClass], labels: Mapping[str, str],
+           floor: float, higher_is_better: bool = False) -> ClassStory:
+    """A version's class: the most specific resource whose axes move it beyond the noise and the floor.
+
+    For a factor that loads a class other than cpu, the version must also sit at least half-way from the cpu
+    stressors to that class's stressors (:func:`position`): it responds more like them than like computation.
+    """
+    by = effects.by_factor()
+    resource = {f: ax.resource for f, ax in axes.items()}
+
+    def leans(f: str, e: Effect) -> bool:
+        if not e.beyond(floor):
+            return False
+        if resource.get(f, "none") in ("cpu", "none"):
+            return True
+        pos = position(e, axes[f], higher_is_better)
+        return pos is None or pos >= 0.5
+
+    leaning = {f: e for f, e in by.items() if leans(f, e)}
+    specific = sorted({resource.get(f, "none") for f in leaning} - {"cpu", "none"})
+
+    def cite(fs: list[str]) -> str:
+        return ", ".join(f"{labels[f]} {by[f].text()}" for f in fs)
+
+    if specific:
+        fs = [f for f in leaning if resource.get(f) in specific]
+        return ClassStory("/".join(_CLASS_NAMES.get(c, c) for c in specific) + "-bound", tuple(specific), cite(fs))
+    mem_axes = [f for f in by if resource.get(f, "none") not in ("cpu", "none") and f not in leaning]
+    cpu = [f for f in leaning if resource.get(f) == "cpu"]
+
+    def small(f: str) -> str:
+        pos = position(by[f], axes[f], higher_is_better) if f in axes else None
+        why = ("within the noise" if not by[f].excludes_zero() else
+               f"under the ±{100 * floor:.0f} % floor" if not by[f].beyond(floor) else
+               f"{pos:.2f} of the way to the {resource[f]} stressors" if pos is not None else "small")
+        return f"{labels[f]} {by[f].text()} {why}"
+
+    if cpu and mem_axes:
+        return ClassStory("CPU-bound", ("cpu",), cite(cpu) + "; " + ", ".join(small(f) for f in mem_axes))
+    if cpu:
+        return ClassStory("CPU-time-bound", ("cpu",), cite(cpu) + "; the fleet has no axis that loads another "
+                          "class, so which resource is not known")
+    if not by:
+        return ClassStory("unknown", (), "no factor effect could be estimated")
+    return ClassStory("not moved by the fleet's axes", (), cite(list(by)))
+
+
+def _verdict(changes: tuple[Effect, ...], visits: int, settings: DesignSettings, story_a: ClassStory,
+             story_b: ClassStory, labels: Mapping[str, str]) -> tuple[str, str]:
+    s = settings
+    if not changes or visits == 0:
+        return "not-meaningful", "no host ran both versions, or no factor is left"
+    df = changes[0].df
+    if df < MIN_DF:
+        return "not-meaningful", (f"{visits} visit(s) leave {df} residual degree(s) of freedom for "
+                                  f"{len(changes)} factor(s): the noise between visits cannot be estimated "
+                                  "(measure more rounds or more hosts)")
+    moved = [c for c in changes if c.p_adjusted is not None and c.p_adjusted < s.alpha and c.beyond(s.floor)]
+
+    def cite(cs: list[Effect]) -> str:
+        return ", ".join(f"{labels[c.factor]} {c.text()} (p = {c.p_value:.3g}, Holm {c.p_adjusted:.3g})"
+                         for c in cs)
+
+    if moved:
+        head = (f"{story_a.label} → {story_b.label}" if story_a.label != story_b.label
+                else f"both {story_a.label}, with changed sensitivities")
+        return "different", f"{head}: the effect changed for {cite(moved)}"
+    if all(c.within(s.floor) for c in changes):
+        return "equivalent", (f"every factor's effect changed by less than ±{100 * s.floor:.0f} % (95 % intervals): "
+                              + cite(list(changes)))
+    return "inconclusive", ("no factor's effect changed beyond the noise and the floor, but not every interval "
+                            f"is within ±{100 * s.floor:.0f} %: " + cite(list(changes)))
+
+
+def analyse_design(runs: pd.DataFrame, version_a: str, version_b: str, factors: FactorTable, *,
+                   fingerprints: pd.DataFrame | None = None, primary: Mapping[str, str] | None = None,
+                   settings: DesignSettings = DesignSettings(), higher_is_better: bool = False) -> DesignAnalysis:
+    """The design analysis of one profile's runs on a fleet whose hosts differ by ``factors``.
+
+    Parameters
+    ----------
+    runs : DataFrame
+        One row per run: ``host``, ``version`` (``version_a`` or ``version_b``), ``status``, ``value``, and
+        ``round`` when the hosts were measured in rounds.
+    version_a, version_b : str
+        The two version labels of ``runs``.
+    factors : FactorTable
+        The coded factors (:func:`quiho.design.factors.factor_table`); must not be empty.
+    fingerprints : DataFrame, optional
+        Long fingerprints (``host``, ``stressor``, ``value``, optional ``round``): which class each factor loads.
+    primary : mapping, optional
+        Stressor -> analysis class (the catalog's ``primary``).
+    settings : DesignSettings
+        Level, floor, permutations and seed.
+    higher_is_better : bool, default False
+        Direction of the metric (a class story compares the version's speed-up with the stressors').
+
+    Returns
+    -------
+    DesignAnalysis
+
+    Examples
+    --------
+    >>> from quiho.datasets import planted_design
+    >>> runs, factors = planted_design(effects_a={"huge-pages": -0.2}, effects_b={}, random_state=0)
+    >>> res = analyse_design(runs, "v1", "v2", factors)
+    >>> res.verdict, res.story_a.label
+    ('different', 'memory-bound')
+    """
+    eff_a = version_effects(runs, version_a, factors)
+    eff_b = version_effects(runs, version_b, factors)
+    changes, n_visits, B = effect_changes(runs, version_a, version_b, factors, settings)
+    st = stressor_effects(fingerprints, factors) if fingerprints is not None and len(fingerprints) else {}
+    axes = axis_classes(st, factors, primary or {}, settings.floor)
+    by_axis = {ax.factor: ax for ax in axes}
+    labels = {f.name: f.label for f in factors.factors}
+    story_a = _story(eff_a, by_axis, labels, settings.floor, higher_is_better)
+    story_b = _story(eff_b, by_axis, labels, settings.floor, higher_is_better)
+    verdict, reason = _verdict(changes, n_visits, settings, story_a, story_b, labels)
+    return DesignAnalysis(factors, axes, eff_a, eff_b, changes, n_visits, B, st, story_a, story_b, verdict,
+                          reason, settings)
+
+
+#: Columns of :func:`effect_table`.
+EFFECT_HEAD = ("factor", "loads", "effect on a (95 % CI)", "effect on b (95 % CI)", "change (95 % CI)",
+               "permutation p")
+
+
+def effect_table(res: DesignAnalysis) -> list[list[str]]:
+    """Rows of the design table every renderer prints: factor, what it loads, effect on a, on b, change, p."""
+    a, b = res.a.by_factor(), res.b.by_factor()
+    ch = {c.factor: c for c in res.changes}
+    rows = []
+    for f in res.factors.factors:
+        c = ch.get(f.name)
+        rows.append([f.describe(), res.axis_resource().get(f.name, "none"),
+                     a[f.name].text() if f.name in a else "n/a", b[f.name].text() if f.name in b else "n/a",
+                     c.text() if c else "n/a",
+                     "n/a" if c is None or c.p_adjusted is None or math.isnan(c.p_value)
+                     else f"{c.p_value:.3g} (Holm {c.p_adjusted:.3g})"])
+    return rows
+
+
+def json_effects(res: DesignAnalysis) -> dict[str, Any]:
+    """Compact per-factor numbers for a bench row: effect of a and b and the change, each with its SE (log)."""
+    a, b = res.a.by_factor(), res.b.by_factor()
+    return {f: {"a": json_number(a[f].pct, 4), "a_se": json_number(a[f].se, 4),
+                "b": json_number(b[f].pct, 4), "b_se": json_number(b[f].se, 4)} for f in a if f in b}

@@ -1,0 +1,405 @@
+"""Axis sensitivities on a designed fleet: what each known factor does to each version and to each stressor.
+
+The unit of replication is a *visit*: one host in one measurement round. A version's log metric is summarised
+per visit by its median (one slow run of a few does not move it) and regressed on the factors with a fixed
+effect per round (blocking: a slow minute of the machine hits every host of its round alike and lands in the
+round effect, not in a factor). A factor's coefficient is its whole effect between its reference and far level
+(:mod:`quiho.design.factors`), reported as a relative change of
+the metric with a t interval from the residuals between visits.
+
+The change between versions is the regression of the per-visit difference ``d = med log b - med log a`` on the
+same design: the level change lands in the intercept, so a factor's coefficient is how much its effect changed.
+Its p-value is a permutation test that needs no normality: within each visit the version labels are exchanged
+after removing the level change fitted under "no factor effect changed" (the shift test's alignment,
+:mod:`quiho.irup.shift`), which keeps every host- and round-level effect intact (Anderson & ter Braak 2003).
+Several factors are tested at once, so a change counts only when its Holm-adjusted p is below ``alpha`` and its
+size is at least the floor.
+
+Every stressor of the visits' fingerprints gets the same regression; the classes of the stressors a factor moves
+(beyond the noise, and more than it moves the cpu class) say which resource class the factor loads. That ties the
+version effects to resources: a version moved by a memory axis leans on memory.
+
+References
+----------
+Anderson, M. J., ter Braak, C. J. F. (2003). Permutation tests for multi-factorial analysis of variance.
+J. Stat. Comput. Simul. 73(2), 85-113.
+Holm, S. (1979). A simple sequentially rejective multiple test procedure. Scand. J. Statist. 6(2), 65-70.
+Montgomery, D. C. (2017). Design and Analysis of Experiments, 9th ed., ch. 4 (blocking) and 6 (2^k designs). Wiley.
+Phipson, B., Smyth, G. K. (2010). Permutation p-values should never be zero. Stat. Appl. Genet. Mol. Biol. 9(1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from quiho._text import json_number
+from quiho.design.factors import FactorTable
+
+__all__ = ["Effect", "VersionEffects", "AxisClass", "DesignSettings", "version_effects", "effect_changes",
+           "stressor_effects", "axis_classes", "visits", "FALLBACK_CLASSES"]
+
+#: What the local fleet's knobs load: the calibration measured it on this machine with a memory and a CPU probe
+#: (a quota is kept as a speed axis whose levels slow both probes as they say; page size and co-runner only when
+#: they move the memory probe beyond 3 SE and more than the CPU probe).
+FALLBACK_CLASSES: dict[str, str] = {"cpu-quota": "cpu", "huge-pages": "memory", "co-runner": "memory"}
+
+
+@dataclass(frozen=True)
+class DesignSettings:
+    """Settings of the design analysis: test level, smallest effect that counts, permutations, seed."""
+
+    alpha: float = 0.05
+    floor: float = 0.05
+    permutations: int = 1999
+    random_state: int = 0
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One factor's effect on the log metric (or on its change between versions), with its evidence.
+
+    ``estimate``, ``se``, ``ci_low``/``ci_high``: log scale (95 % t interval, ``df`` degrees of freedom);
+    ``p_value``: t-test (version effects) or permutation p (changes); ``p_adjusted``: Holm over the factors.
+    """
+
+    factor: str
+    estimate: float
+    se: float
+    df: int
+    ci_low: float
+    ci_high: float
+    p_value: float
+    p_adjusted: float | None = None
+
+    @property
+    def pct(self) -> float:
+        """The effect as a relative change (0.25 = the metric 25 % higher at the far level)."""
+        return math.expm1(self.estimate)
+
+    def excludes_zero(self) -> bool:
+        """True when the 95 % interval does not contain 0."""
+        return self.ci_low > 0 or self.ci_high < 0
+
+    def beyond(self, floor: float) -> bool:
+        """Interval excludes 0 and the estimate is at least ``floor`` (relative) away from no effect."""
+        return self.excludes_zero() and abs(self.estimate) >= math.log1p(floor)
+
+    def within(self, floor: float) -> bool:
+        """The whole interval inside ±``floor`` (the effect is shown to be small)."""
+        return -math.log1p(floor) < self.ci_low and self.ci_high < math.log1p(floor)
+
+    def text(self) -> str:
+        """``"+25 % [+16, +35]"``: the relative effect and its 95 % interval, in percent."""
+        lo, hi = math.expm1(self.ci_low), math.expm1(self.ci_high)
+        return f"{100 * self.pct:+.0f} % [{100 * lo:+.0f}, {100 * hi:+.0f}]"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready mapping (relative effects; log values kept for recomputation)."""
+        return {"factor": self.factor, "effect": json_number(self.pct, 4),
+                "ci": [json_number(math.expm1(self.ci_low), 4), json_number(math.expm1(self.ci_high), 4)],
+                "log_effect": json_number(self.estimate, 6), "log_se": json_number(self.se, 6), "df": self.df,
+                "p_value": json_number(self.p_value, 5),
+                "p_adjusted": None if self.p_adjusted is None else json_number(self.p_adjusted, 5)}
+
+
+@dataclass(frozen=True)
+class VersionEffects:
+    """A version's sensitivity to every factor, from ``visits`` visit means (``runs`` runs)."""
+
+    version: str
+    effects: tuple[Effect, ...]
+    visits: int
+    runs: int
+    rounds: int
+    residual_sd: float
+    df: int
+    f_p: float
+
+    def by_factor(self) -> dict[str, Effect]:
+        """Effects keyed by factor name."""
+        return {e.factor: e for e in self.effects}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready mapping."""
+        return {"version": self.version, "effects": [e.to_dict() for e in self.effects], "visits": self.visits,
+                "runs": self.runs, "rounds": self.rounds, "residual_sd": json_number(self.residual_sd, 4),
+                "df": self.df, "factors_p": json_number(self.f_p, 5)}
+
+
+@dataclass(frozen=True)
+class AxisClass:
+    """The resource class a factor loads, from its effects on the fingerprint's stressors."""
+
+    factor: str
+    resource: str
+    class_effects: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready mapping (class effects as relative changes with their SE on the log scale)."""
+        return {"factor": self.factor, "resource": self.resource, "reason": self.reason,
+                "class_effects": {c: {"effect": json_number(math.expm1(e), 4), "log_se": json_number(s, 5)}
+                                  for c, (e, s) in self.class_effects.items()}}
+
+
+def visits(runs: pd.DataFrame) -> pd.Series:
+    """The visit of each run: ``host`` and, when the runs were measured in rounds, ``round``."""
+    rnd = runs["round"].fillna(0).astype(int).astype(str) if "round" in runs else pd.Series("0", index=runs.index)
+    return runs["host"].astype(str) + "\x1f" + rnd
+
+
+def _design(hosts: list[str], rounds: list[str], factors: FactorTable) -> tuple[np.ndarray, list[int]]:
+    """Columns: intercept, one dummy per round after the first, the factors; and the factors' column indices."""
+    levels = sorted(set(rounds))
+    dummies = [[1.0 if r == lev else 0.0 for r in rounds] for lev in levels[1:]]
+    F = factors.matrix(hosts)
+    Z = np.column_stack([np.ones(len(hosts))] + dummies + [F]) if len(hosts) else np.zeros((0, 1))
+    first = 1 + len(levels) - 1
+    return Z, list(range(first, first + F.shape[1]))
+
+
+def _ols(Z: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """Coefficients, their standard errors, the residual SD and the residual degrees of freedom."""
+    n, p = Z.shape
+    ZtZ_inv = np.linalg.pinv(Z.T @ Z)
+    beta = ZtZ_inv @ Z.T @ y
+    df = int(n - np.linalg.matrix_rank(Z))
+    resid = y - Z @ beta
+    s2 = float(resid @ resid / df) if df > 0 else float("nan")
+    return beta, np.sqrt(np.maximum(np.diag(ZtZ_inv) * s2, 0.0)), math.sqrt(s2) if df > 0 else float("nan"), df
+
+
+def _t_effect(name: str, est: float, se: float, df: int) -> Effect:
+    from scipy import stats
+
+    if df <= 0 or not np.isfinite(se) or se == 0:
+        return Effect(name, est, float("nan"), df, float("-inf"), float("inf"), float("nan"))
+    q = float(stats.t.ppf(0.975, df))
+    p = float(2 * stats.t.sf(abs(est / se), df))
+    return Effect(name, est, se, df, est - q * se, est + q * se, p)
+
+
+def _visit_means(runs: pd.DataFrame, version: str) -> pd.DataFrame:
+    ok = runs[(runs["status"] == "ok") & (runs["version"] == version) & (runs["value"] > 0)]
+    ok = ok.assign(visit=visits(ok).to_numpy(), log=np.log(ok["value"].astype(float)))
+    g = ok.groupby("visit")
+    out = pd.DataFrame({"y": g["log"].median(), "n": g["log"].size()})
+    out["host"] = [v.split("\x1f")[0] for v in out.index]
+    out["round"] = [v.split("\x1f")[1] for v in out.index]
+    return out
+
+
+def version_effects(runs: pd.DataFrame, version: str, factors: FactorTable) -> VersionEffects:
+    """Effects of every factor on ``version``'s log metric (visit means, round-blocked OLS, t intervals).
+
+    Parameters
+    ----------
+    runs : DataFrame
+        One row per run: ``host``, ``version``, ``status``, ``value`` and optionally ``round``.
+    version : str
+        The version label whose runs are used.
+    factors : FactorTable
+        The coded factors; hosts without a row in it are not used.
+    """
+    from scipy import stats
+
+    vm = _visit_means(runs, version)
+    vm = vm[vm["host"].isin(factors.hosts)]
+    Z, cols = _design(list(vm["host"]), list(vm["round"]), factors)
+    if len(vm) == 0:
+        return VersionEffects(version, (), 0, 0, 0, float("nan"), 0, float("nan"))
+    beta, se, sd, df = _ols(Z, vm["y"].to_numpy())
+    effects = tuple(_t_effect(f.name, float(beta[c]), float(se[c]), df)
+                    for f, c in zip(factors.factors, cols, strict=True))
+    f_p = float("nan")
+    if df > 0 and cols:
+        Z0 = np.delete(Z, cols, axis=1)
+        y = vm["y"].to_numpy()
+        rss1 = (sd ** 2) * df
+        r0 = y - Z0 @ np.linalg.lstsq(Z0, y, rcond=None)[0]
+        F = ((float(r0 @ r0) - rss1) / len(cols)) / (sd ** 2) if sd > 0 else float("inf")
+        f_p = float(stats.f.sf(F, len(cols), df))
+    return VersionEffects(version, effects, len(vm), int(vm["n"].sum()), int(vm["round"].nunique()), sd, df, f_p)
+
+
+def _holm(p: list[float]) -> list[float]:
+    order = np.argsort(p)
+    adj = np.empty(len(p))
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p) - rank) * p[i]))
+        adj[i] = running
+    return adj.tolist()
+
+
+def effect_changes(runs: pd.DataFrame, version_a: str, version_b: str, factors: FactorTable,
+                   settings: DesignSettings = DesignSettings()) -> tuple[tuple[Effect, ...], int, int]:
+    """How each factor's effect changed from ``version_a`` to ``version_b``: (changes, visits, permutations).
+
+    The per-visit difference of median log metrics regressed on the design; p from within-visit label permutations
+    of the runs aligned under "no factor effect changed", studentised (|t|), Holm-adjusted over the factors.
+    """
+    a, b = _visit_means(runs, version_a), _visit_means(runs, version_b)
+    shared = sorted(set(a.index) & set(b.index))
+    shared = [v for v in shared if v.split("\x1f")[0] in factors.hosts]
+    if not shared or not factors:
+        return (), 0, 0
+    hosts, rounds = [v.split("\x1f")[0] for v in shared], [v.split("\x1f")[1] for v in shared]
+    Z, cols = _design(hosts, rounds, factors)
+    d = b.loc[shared, "y"].to_numpy() - a.loc[shared, "y"].to_numpy()
+    beta, se, _sd, df = _ols(Z, d)
+    if df <= 0:
+        nan = float("nan")
+        return tuple(_t_effect(f.name, float(beta[c]), nan, df)
+                     for f, c in zip(factors.factors, cols, strict=True)), len(shared), 0
+    t_obs = np.abs(beta[cols] / se[cols])
+    null_t = _permuted_t(runs, version_a, version_b, shared, Z, cols, d, settings)
+    B = null_t.shape[0]
+    p = [(1 + int(np.sum(null_t[:, j] >= t_obs[j] - 1e-12))) / (1 + B) for j in range(len(cols))]
+    adj = _holm(p)
+    out = []
+    for j, (f, c) in enumerate(zip(factors.factors, cols, strict=True)):
+        e = _t_effect(f.name, float(beta[c]), float(se[c]), df)
+        out.append(Effect(e.factor, e.estimate, e.se, e.df, e.ci_low, e.ci_high, p[j], adj[j]))
+    return tuple(out), len(shared), B
+
+
+def _permuted_t(runs: pd.DataFrame, version_a: str, version_b: str, shared: list[str], Z: np.ndarray,
+                cols: list[int], d: np.ndarray, settings: DesignSettings) -> np.ndarray:
+    """|t| of every factor's change under ``settings.permutations`` within-visit label exchanges (B × factors).
+
+    Many parameters because the caller's design, visits and observed differences are reused, not rebuilt.
+    """
+    rng = np.random.default_rng(settings.random_state)
+    B = settings.permutations
+    Z0 = np.delete(Z, cols, axis=1)
+    fitted0 = Z0 @ np.linalg.lstsq(Z0, d, rcond=None)[0]  # the level change (and round) under the null
+    ok = runs[(runs["status"] == "ok") & (runs["value"] > 0)]
+    ok = ok.assign(visit=visits(ok).to_numpy(), log=np.log(ok["value"].astype(float)))
+    D = np.empty((B, len(shared)))
+    for i, v in enumerate(shared):
+        sub = ok[ok["visit"] == v]
+        la = sub.loc[sub["version"] == version_a, "log"].to_numpy()
+        lb = sub.loc[sub["version"] == version_b, "log"].to_numpy() - fitted0[i]
+        pool = np.tile(np.concatenate([la, lb]), (B, 1))
+        pool = rng.permuted(pool, axis=1)
+        D[:, i] = np.median(pool[:, len(la):], axis=1) - np.median(pool[:, :len(la)], axis=1)
+    ZtZ_inv = np.linalg.pinv(Z.T @ Z)
+    coef = D @ (ZtZ_inv @ Z.T).T
+    resid = D - coef @ Z.T
+    df = Z.shape[0] - np.linalg.matrix_rank(Z)
+    s2 = (resid ** 2).sum(axis=1) / df
+    se = np.sqrt(np.outer(s2, np.diag(ZtZ_inv)[cols]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.abs(coef[:, cols] / se)
+    return np.nan_to_num(t, nan=0.0)
+
+
+def stressor_effects(fingerprints: pd.DataFrame, factors: FactorTable) -> dict[str, tuple[Effect, ...]]:
+    """Every stressor's factor effects on its log bogo-ops/s (visit medians, round-blocked OLS)."""
+    fp = fingerprints[(fingerprints["value"] > 0) & fingerprints["host"].isin(factors.hosts)]
+    if fp.empty:
+        return {}
+    fp = fp.assign(visit=visits(fp).to_numpy(), log=np.log(fp["value"].astype(float)))
+    out: dict[str, tuple[Effect, ...]] = {}
+    for stressor, sub in fp.groupby("stressor", sort=True):
+        med = sub.groupby("visit")["log"].median()
+        hosts = [v.split("\x1f")[0] for v in med.index]
+        rounds = [v.split("\x1f")[1] for v in med.index]
+        if len(set(hosts)) < len(factors.hosts):
+            continue
+        Z, cols = _design(hosts, rounds, factors)
+        beta, se, _sd, df = _ols(Z, med.to_numpy())
+        out[str(stressor)] = tuple(_t_effect(f.name, float(beta[c]), float(se[c]), df)
+                                   for f, c in zip(factors.factors, cols, strict=True))
+    return out
+
+
+def axis_classes(effects: Mapping[str, tuple[Effect, ...]], factors: FactorTable, primary: Mapping[str, str],
+                 floor: float = 0.05) -> tuple[AxisClass, ...]:
+    """The resource class each factor loads, from the stressor effects (``primary``: stressor -> class).
+
+    Computation is the reference: the cpu class's effect is the median over its stressors. A factor loads class
+    ``c`` when some stressor of ``c`` moves beyond 3 SE and ``floor`` and at least twice as much as computation
+    does (the strongest such stressor stands for the class): a knob that loads one resource leaves computation
+    nearly alone, while a speed knob (a CPU quota) slows every time-based stressor alike. A class is as wide as
+    the battery's list of it (the quick battery's memory class mixes bandwidth, page-clearing and cache-sized
+    stressors), so one stressor that responds is the evidence, not the class median. A factor that moves
+    computation but loads no other class is a speed axis (``cpu``). The local fleet's knobs keep what their
+    calibration measured (:data:`FALLBACK_CLASSES`): its probes ask exactly this question, while one erratic
+    stressor (``vm`` under a CPU quota) can out-move its class.
+    """
+    out = []
+    step = math.log1p(floor)
+    for j, f in enumerate(factors.factors):
+        if f.name in FALLBACK_CLASSES:
+            out.append(_knob_class(f.name, f.label, j, effects, primary))
+            continue
+        by_class: dict[str, list[tuple[str, Effect]]] = {}
+        for s, effs in effects.items():
+            if j < len(effs) and np.isfinite(effs[j].se):
+                by_class.setdefault(primary.get(s, "unknown"), []).append((s, effs[j]))
+        if not by_class:
+            fb = FALLBACK_CLASSES.get(f.name, "none")
+            out.append(AxisClass(f.name, fb, {}, f"no fingerprint effects; {f.label} taken to load {fb} "
+                                                 "(what the calibration kept it for)"))
+            continue
+        cpu_effs = [e for _s, e in by_class.get("cpu", [])]
+        cpu = ((float(np.median([e.estimate for e in cpu_effs])),
+                float(1.2533 * np.median([e.se for e in cpu_effs]) / math.sqrt(len(cpu_effs))))
+               if cpu_effs else None)
+        cpu_e = abs(cpu[0]) if cpu else 0.0
+        ce: dict[str, tuple[float, float]] = {"cpu": cpu} if cpu else {}
+        best: dict[str, tuple[str, Effect]] = {}
+        for c, items in by_class.items():
+            if c in ("cpu", "unknown"):
+                continue
+            strong = [(s, e) for s, e in items if abs(e.estimate) > max(3 * e.se, step)
+                      and abs(e.estimate) >= 2 * cpu_e]
+            if strong:
+                best[c] = max(strong, key=lambda se: abs(se[1].estimate))
+                ce[c] = (best[c][1].estimate, best[c][1].se)
+        if best:
+            c = max(best, key=lambda k: abs(best[k][1].estimate))
+            s, e = best[c]
+            why = f"moves {s} ({c}) {_pct(e.estimate)} vs computation {_pct(cpu[0]) if cpu else 'n/a'}"
+            out.append(AxisClass(f.name, c, ce, why))
+        elif cpu is not None and abs(cpu[0]) > max(2 * cpu[1], step):
+            out.append(AxisClass(f.name, "cpu", ce, f"slows every class alike (cpu stressors {_pct(cpu[0])})"))
+        else:
+            out.append(AxisClass(f.name, "none", ce, "moves no stressor beyond the noise"))
+    return tuple(out)
+
+
+def _knob_class(name: str, label: str, j: int, effects: Mapping[str, tuple[Effect, ...]],
+                primary: Mapping[str, str]) -> AxisClass:
+    """A local-fleet knob's class as its calibration kept it.
+
+    Its class effects: computation's median, and for the class it loads the strongest of that class's stressors
+    beyond 3 SE (the reference a version's response is placed against; the median when none is).
+    """
+    resource = FALLBACK_CLASSES[name]
+    by_class: dict[str, list[Effect]] = {}
+    for s, effs in effects.items():
+        if j < len(effs) and np.isfinite(effs[j].se):
+            by_class.setdefault(primary.get(s, "unknown"), []).append(effs[j])
+    ce = {c: (float(np.median([e.estimate for e in es])), float("nan")) for c, es in by_class.items()}
+    strong = [e for e in by_class.get(resource, []) if abs(e.estimate) > 3 * e.se]
+    if resource != "cpu" and strong:
+        top = max(strong, key=lambda e: abs(e.estimate))
+        ce[resource] = (top.estimate, top.se)
+    moved = ", ".join(f"{c} {_pct(e)}" for c, (e, _s) in sorted(ce.items()))
+    why = ("the calibration kept it as a speed axis" if resource == "cpu" else
+           f"the calibration kept it as a {resource} axis (its memory probe moved beyond 3 SE, more than its CPU "
+           "probe)") + (f"; stressors: {moved}" if moved else "")
+    return AxisClass(name, resource, ce, why)
+
+
+def _pct(log_effect: float) -> str:
+    return f"{100 * math.expm1(log_effect):+.0f} %"

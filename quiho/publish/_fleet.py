@@ -1,0 +1,96 @@
+"""Pages of the fleet: hosts, hardware groups and drift alerts; one page per host with its fingerprint history."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from quiho.publish._collect import FleetView, HostView
+from quiho.publish._layout import page, table
+from quiho.publish._safe import num, page_file, pct, text
+from quiho.publish._svg import Mark, spark_svg
+
+__all__ = ["fleet_index", "host_page", "host_file", "drift_rows"]
+
+
+def host_file(name: str) -> str:
+    """Path (from the site root) of the page of host ``name``."""
+    return "fleet/" + page_file("host", name)
+
+
+def _drifts_of(fleet: FleetView, host: str) -> list[Any]:
+    return [] if fleet.drift is None else [d for d in fleet.drift.drifts if d.host == host]
+
+
+def drift_rows(fleet: FleetView, link_prefix: str = "") -> list[list[str]]:
+    """One escaped row per drift alert: host (linked), stressor, class, magnitude, levels, run, adjusted p."""
+    if fleet.drift is None:
+        return []
+    return [[f"<a href='{link_prefix}{page_file('host', d.host)}'>{text(d.host, 60)}</a>", text(d.stressor),
+             text(d.primary), text(pct(d.magnitude)), f"{num(d.before)} → {num(d.after)}",
+             f"{text(d.batch, 40)} ({text(d.when)})", num(d.p_adjusted, ".3g")] for d in fleet.drift.drifts]
+
+
+_DRIFT_HEAD = ["host", "stressor", "class", "change", "before → after (bogo-ops/s)", "from run", "p (Bonferroni)"]
+
+
+def _drift_html(fleet: FleetView) -> list[str]:
+    if fleet.drift is None:
+        return ["<h2>Drift alerts</h2>", f"<p>No drift check: {text(fleet.drift_note)}</p>"]
+    d = fleet.drift
+    out = ["<h2>Drift alerts</h2>",
+           f"<p>{d.runs} fingerprint runs, {d.series_tested} host × stressor series tested ({text(d.method)}, "
+           f"family-wise α = {d.alpha:g} (Bonferroni), floor {d.min_change:.0%}); "
+           f"{len(d.drifts)} alert(s), {len(d.not_meaningful)} series too short to test.</p>"]
+    out.append(table(_DRIFT_HEAD, drift_rows(fleet), table_id="drift", num=(3, 6)) if d.drifts else "<p>No drift.</p>")
+    if d.group_changes:
+        out.append("<ul id='group-changes'>" + "".join(
+            f"<li>{text(g.host)} {'became a look-alike of' if g.kind == 'look-alike' else 'split from'} "
+            f"{text(', '.join(g.others))}</li>" for g in d.group_changes) + "</ul>")
+    return out
+
+
+def fleet_index(fleet: FleetView, site_title: str) -> str:
+    """Hosts (filterable), hardware groups of the newest run and the drift alerts."""
+    alerts = {h.name: len(_drifts_of(fleet, h.name)) for h in fleet.hosts}
+    rows = [[f"<a href='{page_file('host', h.name)}'>{text(h.name, 80)}</a>", text(h.inventory or "–", 60),
+             text(", ".join(h.groups) or "–", 60), "–" if h.hardware_group is None else f"#{h.hardware_group}",
+             text(h.last_fingerprint or "–", 40), text(h.last_time or "–"), text(h.last_status or "–"),
+             str(len(h.history)), str(alerts[h.name])] for h in fleet.hosts]
+    groups = "".join(f"<li>#{g}: {text(', '.join(m), 400)}</li>" for g, m in sorted(fleet.hardware.items()))
+    body = [f"<h1>Fleet ({len(fleet.hosts)} hosts)</h1>",
+            f"<p>{fleet.runs} fingerprint runs stored.</p>",
+            table(["host", "inventory", "inventory groups", "hardware group", "last fingerprint", "time", "status",
+                   "stressors", "drift alerts"], rows, table_id="hosts", names=[h.name for h in fleet.hosts],
+                  num=(7, 8)),
+            "<h2>Hardware groups (newest run)</h2>",
+            f"<ul id='hardware'>{groups}</ul>" if groups else "<p>No fingerprints to group.</p>",
+            *_drift_html(fleet)]
+    return page("Fleet", site_title, body, 1)
+
+
+def host_page(h: HostView, fleet: FleetView, site_title: str) -> str:
+    """One host: facts, its drift alerts, and the per-run median of every stressor (a small plot each)."""
+    drifts = _drifts_of(fleet, h.name)
+    figs = []
+    for stressor, (_batches, values) in sorted(h.history.items()):
+        marks = [Mark(d.index, f"{d.stressor} {pct(d.magnitude)} from run {d.batch} ({d.when}), "
+                               f"p = {num(d.p_adjusted, '.3g')} (Bonferroni)")
+                 for d in drifts if d.stressor == stressor]
+        figs.append(f"<figure>{spark_svg(values, marks, title=f'{h.name} / {stressor}: median per run')}"
+                    f"<figcaption>{text(stressor)} · {len(values)} runs · last {num(values[-1])}</figcaption>"
+                    "</figure>")
+    facts = [[text(k, 60), text(v if isinstance(v, str) else json.dumps(v, default=str), 300)]
+             for k, v in sorted(h.facts.items())[:60]]
+    body = [f"<h1>{text(h.name)}</h1>",
+            f"<p class='muted'>inventory {text(h.inventory or '–')} · groups {text(', '.join(h.groups) or '–')} · "
+            f"hardware group {'–' if h.hardware_group is None else f'#{h.hardware_group}'} · last fingerprint "
+            f"{text(h.last_fingerprint or '–')} {text(h.last_time or '')}</p>",
+            "<h2>Drift alerts</h2>",
+            table(_DRIFT_HEAD, [r for r, d in zip(drift_rows(fleet), fleet.drift.drifts, strict=True)
+                                if d.host == h.name], table_id="drift", num=(3, 6))
+            if drifts and fleet.drift is not None else "<p>None.</p>",
+            "<h2>Fingerprint history (median over repetitions, per run; dashed: drift)</h2>",
+            f"<div class='smalls' id='stressors'>{''.join(figs)}</div>" if figs else "<p>No fingerprints.</p>",
+            "<h2>Facts</h2>", table(["fact", "value"], facts) if facts else "<p>None recorded.</p>"]
+    return page(h.name, site_title, body, 1)

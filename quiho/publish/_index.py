@@ -1,0 +1,78 @@
+"""The site's front page: counts, and what changed recently."""
+
+from __future__ import annotations
+
+from quiho.publish._collect import SiteData
+from quiho.publish._fleet import drift_rows
+from quiho.publish._layout import page, table
+from quiho.publish._profiles import profile_cells, profile_file, profile_key
+from quiho.publish._safe import num, pct, text
+from quiho.publish._series import newest_cells, series_file
+from quiho.publish.options import PublishOptions
+
+__all__ = ["index_page"]
+
+#: Rows per "recent" table on the front page (the full lists are one click away).
+_SHOW = 25
+
+
+def _open_alerts_html(data: SiteData) -> list[str]:
+    """PLACEHOLDER — open history alerts.
+
+    Stored history alerts are being added to the store by another change. When the store offers them, read the
+    open ones in :func:`quiho.publish._collect.read_site` (a new ``SiteData`` field) and list them here, first on
+    the page: series (linked with :func:`series_file`), revision, magnitude, p, opened at. Until then this
+    section is empty and the page says nothing about alerts.
+    """
+    return []
+
+
+def _moved(data: SiteData) -> list[str]:
+    moved = [s for s in data.series if s.verdict is not None and s.verdict.newest.verdict in ("regression",
+                                                                                              "improvement")]
+    rows = [[f"<a href='{series_file(s.name)}'>{text(s.name, 100)}</a>", *newest_cells(s)] for s in moved[:_SHOW]]
+    return [f"<h2>Newest revisions that moved ({len(moved)})</h2>",
+            table(["series", "newest revision", "vs. its segment (CI, p)"], rows, table_id="recent-newest")
+            if rows else "<p>No series changed at its newest revision.</p>"]
+
+
+def _recent_cps(data: SiteData, recent: int) -> list[str]:
+    rows = []
+    for s in data.series:
+        if s.verdict is None:
+            continue
+        n = s.verdict.detection.n
+        for c in s.verdict.detection.change_points:
+            if c.index >= n - recent:
+                rows.append((c.p_value, [f"<a href='{series_file(s.name)}'>{text(s.name, 100)}</a>",
+                                         text(c.revision, 40), f"{num(c.before)} → {num(c.after)}",
+                                         text(pct(c.magnitude)), num(c.p_value, ".2g")]))
+    rows.sort(key=lambda r: r[0])
+    return [f"<h2>Change points in the newest {recent} revisions ({len(rows)})</h2>",
+            table(["series", "revision", "before → after", "magnitude", "p"], [r for _, r in rows[:_SHOW]],
+                  table_id="recent-changepoints", num=(3, 4)) if rows else "<p>None.</p>"]
+
+
+def index_page(data: SiteData, options: PublishOptions) -> str:
+    """The front page: counts, then what changed (alerts, newest revisions, change points, drift, profiles)."""
+    reg = sum(1 for s in data.series if s.verdict is not None and s.verdict.newest.verdict == "regression")
+    drift = data.fleet.drift
+    drifted = len(drift.drifted_hosts()) if drift is not None else 0
+    preg = sum(1 for p in data.profiles if p.row["verdict"] == "regression")
+    cards = (f"<div class='cards' id='counts'><a class='card' href='series/index.html'><b id='n-series'>"
+             f"{len(data.series)}</b> series, {reg} regress at the newest revision</a>"
+             f"<a class='card' href='fleet/index.html'><b id='n-hosts'>{len(data.fleet.hosts)}</b> hosts, {drifted} "
+             f"with drift alerts</a><a class='card' href='profiles/index.html'><b id='n-profiles'>"
+             f"{len(data.profiles)}</b> profiles, {preg} regressions</a></div>")
+    drows = drift_rows(data.fleet, "fleet/")[:_SHOW]
+    prof = [[f"<a href='{profile_file(p)}'>{text(profile_key(p), 40)}</a>", *profile_cells(p)]
+            for p in data.profiles[:10]]
+    body = [f"<h1>{text(options.title)}</h1>", cards, *_open_alerts_html(data), *_moved(data),
+            *_recent_cps(data, options.recent),
+            f"<h2>Fleet drift ({0 if drift is None else len(drift.drifts)})</h2>",
+            table(["host", "stressor", "class", "change", "before → after", "from run", "p (Bonferroni)"], drows,
+                  table_id="recent-drift", num=(3, 6)) if drows else "<p>No drift alert.</p>",
+            "<h2>Newest profiles</h2>",
+            table(["profile", "application", "versions", "verdict", "metric change [CI]", "Wilcoxon p", "IRUP",
+                   "status", "created"], prof, table_id="recent-profiles", num=(5,)) if prof else "<p>None.</p>"]
+    return page("Overview", options.title, body, 0)

@@ -1,0 +1,155 @@
+"""Pages of the stored profiles: the list, and one full report per profile rendered from its stored document.
+
+The document is what ``quiho profile`` stored (``report.json``'s schema); rendering it needs no re-analysis,
+so 100 profiles publish in well under a second. Its JSON is published beside the page.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from quiho.publish._collect import ProfileView
+from quiho.publish._layout import badge, page, table
+from quiho.publish._safe import num, page_file, pct, text
+
+__all__ = ["profiles_index", "profile_page", "profile_file", "profile_key", "profile_cells"]
+
+
+def profile_key(p: ProfileView) -> str:
+    """The identity a profile's files are named by: its batch (unique in the store)."""
+    return str(p.row["batch"])
+
+
+def profile_file(p: ProfileView, ext: str = "html") -> str:
+    """Path (from the site root) of a profile's page (``ext="json"``: its stored document)."""
+    return "profiles/" + page_file("profile", profile_key(p))[:-4] + ext
+
+
+def _metric(doc: dict[str, Any] | None) -> dict[str, Any]:
+    return (doc or {}).get("metric") or {}
+
+
+def profile_cells(p: ProfileView) -> list[str]:
+    """Escaped cells: application, A → B, verdict, change [CI], p, IRUP verdict, status, created."""
+    r, m = p.row, _metric(p.document)
+    ci = m.get("ci") or [None, None]
+    # the resource-profile verdict the profile gave (its designed-fleet analysis where it had one)
+    profile_verdict = ((p.document or {}).get("resource_profile") or {}).get("verdict") or r["irup_verdict"]
+    change = (f"{text(pct(m.get('change')))} [{text(pct(ci[0]))}, {text(pct(ci[1]))}]" if p.document
+              else text(p.error, 120))
+    return [text(r["application"], 60), f"{text(r['version_a'], 30)} → {text(r['version_b'], 30)}",
+            badge(str(r["verdict"])), change, num(m.get("wilcoxon_p"), ".3g"), badge(str(profile_verdict or "–")),
+            text(r["status"]), text(r["created_at"])]
+
+
+def profiles_index(profiles: list[ProfileView], site_title: str) -> str:
+    """Every stored profile, newest first: a filterable table linking to each full report."""
+    head = ["profile", "application", "versions", "verdict", "metric change [CI]", "Wilcoxon p", "resource profile",
+            "status", "created"]
+    rows = [[f"<a href='{page_file('profile', profile_key(p))}'>{text(profile_key(p), 40)}</a>", *profile_cells(p)]
+            for p in profiles]
+    names = [f"{p.row['application']} {p.row['version_a']} {p.row['version_b']} {profile_key(p)}" for p in profiles]
+    body = [f"<h1>Profiles ({len(profiles)})</h1>",
+            table(head, rows, table_id="profiles", names=names, num=(5,))]
+    return page("Profiles", site_title, body, 1)
+
+
+def _shift_html(cmp: dict[str, Any], a: str, b: str) -> list[str]:
+    """The IRUP shift: class shares of both versions and their change, then the rank walk (the class story)."""
+    shares = cmp.get("class_shares") or {}
+    sa, sb, shift = shares.get("a") or {}, shares.get("b") or {}, cmp.get("class_shift") or {}
+    classes = sorted(set(sa) | set(sb) | set(shift))
+    out = [f"<p id='irup-shift'>{badge(str(cmp.get('verdict', '–')))} {text(cmp.get('reason', ''))}</p>",
+           table(["class", f"share {a}", f"share {b}", "shift"],
+                 ([text(k), num(sa.get(k), ".0%"), num(sb.get(k), ".0%"), num(shift.get(k), "+.0%")]
+                  for k in classes), table_id="class-shares", num=(1, 2, 3))]
+    walk = cmp.get("walk") or []
+    if walk:
+        out.append(table(["rank", a, "importance", b, "importance", "same?", "why"],
+                         ([str(s.get("rank")), text(s.get("stressor_a")), num(s.get("importance_a"), ".0f"),
+                           text(s.get("stressor_b")), num(s.get("importance_b"), ".0f"),
+                           "yes" if s.get("same") else "no", text(s.get("why"))] for s in walk), num=(0, 2, 4)))
+    return out
+
+
+def _effect(e: dict[str, Any]) -> str:
+    """``+25 % [+16, +35]``, as quiho.design.Effect.text formats the same numbers."""
+    ci = e.get("ci") or [None, None]
+    if e.get("effect") is None or None in ci:
+        return "n/a"
+    return f"{100 * e['effect']:+.0f} % [{100 * ci[0]:+.0f}, {100 * ci[1]:+.0f}]"
+
+
+def _design_html(design: dict[str, Any], a: str, b: str) -> list[str]:
+    """The designed fleet's answer as the profile stored it: verdict, each version's class, the factor table."""
+    story = design.get("story") or {}
+    fa = {e["factor"]: e for e in (design.get("effects") or {}).get("a", {}).get("effects") or []}
+    fb = {e["factor"]: e for e in (design.get("effects") or {}).get("b", {}).get("effects") or []}
+    ch = {e["factor"]: e for e in design.get("changes") or []}
+    axes = {x["factor"]: x["resource"] for x in design.get("axes") or []}
+    rows = []
+    for f in (design.get("factors") or {}).get("factors") or []:
+        c = ch.get(f["name"])
+        p_txt = "n/a" if c is None or c.get("p_value") is None else \
+            f"{c['p_value']:.3g} (Holm {c.get('p_adjusted') or float('nan'):.3g})"
+        rows.append([text(f"{f['label']} {f['reference']} → {f['far']}"), text(axes.get(f["name"], "none")),
+                     _effect(fa.get(f["name"], {})), _effect(fb.get(f["name"], {})),
+                     _effect(c or {}), text(p_txt)])
+    return [f"<p id='design'>{badge(str(design.get('verdict', '–')))} {text(design.get('reason', ''))}</p>",
+            f"<p><b>{text(a)}</b>: {text((story.get('a') or {}).get('label', ''))} — "
+            f"{text((story.get('a') or {}).get('evidence', ''))}<br><b>{text(b)}</b>: "
+            f"{text((story.get('b') or {}).get('label', ''))} — {text((story.get('b') or {}).get('evidence', ''))}</p>",
+            table(["factor", "loads", f"effect on {a}", f"effect on {b}", "change", "permutation p"], rows,
+                  table_id="design-effects")]
+
+
+def _metric_html(doc: dict[str, Any]) -> list[str]:
+    m = _metric(doc)
+    rows = ([text(h.get("host")), str(h.get("n_a")), str(h.get("n_b")), num(h.get("median_a")),
+             num(h.get("median_b")), text(pct((h.get("ratio") or float("nan")) - 1)),
+             num(h.get("mannwhitney_p"), ".3g"),
+             num(h.get("cliffs_delta"), "+.2f")] for h in m.get("per_host") or [])
+    return ["<h2>Metric change</h2>",
+            f"<p>{text(m.get('reason', ''))}</p>",
+            table(["host", "n A", "n B", "median A", "median B", "change", "Mann-Whitney p", "Cliff's δ"], rows,
+                  table_id="per-host", num=range(1, 8))]
+
+
+def profile_page(p: ProfileView, site_title: str) -> str:
+    """A profile's full report: verdict, metric per host, IRUP shift and class story, hints, hosts, parameters."""
+    r, doc = p.row, p.document or {}
+    a, b = str(r["version_a"]), str(r["version_b"])
+    title = f"{r['application']}@{a} → {r['application']}@{b}"
+    cells = profile_cells(p)
+    body = [f"<h1>{text(title)}</h1>",
+            f"<p id='verdict'>{cells[2]} metric change {cells[3]}, Wilcoxon p = {cells[4]} · resource profile "
+            f"{cells[5]} · {cells[6]} · batch {text(profile_key(p))} · {cells[7]}</p>"]
+    if p.document is None:
+        body.append(f"<p>The stored document cannot be read: {text(p.error)}</p>")
+        return page(title, site_title, body, 1)
+    if doc.get("partial"):
+        body.append("<div id='partial'><b>Partial result</b><ul>"
+                    + "".join(f"<li>{text(x)}</li>" for x in doc["partial"]) + "</ul></div>")
+    body.append("<h2>Where to look first</h2>")
+    hints = doc.get("hints") or []
+    body.append("<ol id='hints'>" + "".join(f"<li><b>[{text(h.get('kind'))}]</b> {text(h.get('message'))}</li>"
+                                            for h in hints) + "</ol>" if hints else "<p>No hints.</p>")
+    body += _metric_html(doc)
+    if doc.get("design"):
+        body.append("<h2>Resource profile on the designed fleet</h2>")
+        body += _design_html(doc["design"], a, b)
+    body.append("<h2>Resource profile (IRUP) shift" + (" — the paper's view" if doc.get("design") else "") + "</h2>")
+    irup = doc.get("irup") or {}
+    cmp = irup.get("comparison")
+    body += _shift_html(cmp, a, b) if cmp else [f"<p>No comparison: {text(json.dumps(irup.get('errors') or {}))}</p>"]
+    body.append("<h2>Hosts</h2>" + table(
+        ["host", "fingerprinted", "ok A", "ok B", "failed", "why"],
+        ([text(h.get("host")), "yes" if h.get("fingerprinted") else "MISSING", str(h.get("ok_a")), str(h.get("ok_b")),
+          str((h.get("failed_a") or 0) + (h.get("failed_b") or 0)), text("; ".join(h.get("reasons") or []))]
+         for h in doc.get("hosts") or []), table_id="profile-hosts", num=(2, 3, 4)))
+    params = json.dumps(doc.get("params") or {}, indent=1, default=str)
+    body.append(f"<h2>Method</h2><pre>{text(params, lines=True)}</pre>")
+    body.append(f"<p><a href='{page_file('profile', profile_key(p))[:-4]}json'>The stored document (JSON)</a> · "
+                f"notes: {text('; '.join(doc.get('notes') or []) or '–')}</p>")
+    return page(title, site_title, body, 1)

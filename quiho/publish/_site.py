@@ -1,0 +1,187 @@
+"""Render every page and write only the files whose bytes changed (content hashes in ``manifest.json``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from quiho._text import printable
+from quiho._version import __version__
+from quiho.errors import QuihoError, UsageError
+from quiho.publish._collect import SiteData, read_site
+from quiho.publish._fleet import fleet_index, host_file, host_page
+from quiho.publish._index import index_page
+from quiho.publish._layout import CSS, JS
+from quiho.publish._profiles import profile_file, profile_page, profiles_index
+from quiho.publish._series import series_file, series_index, series_page
+from quiho.publish._vendor import vendor_files
+from quiho.publish.options import PublishOptions, PublishResult
+from quiho.store import Store
+
+__all__ = ["publish", "render_site", "MANIFEST", "MANIFEST_SCHEMA_VERSION"]
+
+MANIFEST = "manifest.json"
+MANIFEST_SCHEMA_VERSION = 1
+#: The only shape a written path may have: ``dir/name`` of lower-case letters, digits, ``.`` and ``-``.
+_REL = re.compile(r"(?:[a-z]+/)?[a-z0-9][a-z0-9.-]*")
+
+
+def render_site(data: SiteData, options: PublishOptions) -> dict[str, bytes]:
+    """Every file of the site: path relative to its root → bytes (UTF-8)."""
+    t = options.title
+    pages = {"index.html": index_page(data, options), "assets/site.css": CSS, "assets/site.js": JS,
+             "series/index.html": series_index(list(data.series), t),
+             "fleet/index.html": fleet_index(data.fleet, t),
+             "profiles/index.html": profiles_index(list(data.profiles), t)}
+    pages.update((series_file(s.name), series_page(s, t)) for s in data.series)
+    pages.update((host_file(h.name), host_page(h, data.fleet, t)) for h in data.fleet.hosts)
+    for p in data.profiles:
+        pages[profile_file(p)] = profile_page(p, t)
+        if p.document is not None:
+            pages[profile_file(p, "json")] = json_text(p.document)
+    out = {k: v.encode("utf-8") for k, v in pages.items()}  # strict: a raw surrogate here is a bug
+    out.update(vendor_files())
+    return out
+
+
+def json_text(doc: object) -> str:
+    """A document as JSON whose text holds no ``<``, ``>`` or ``&`` (escaped, still the same JSON).
+
+    A host serving it with a wrong content type, or a browser sniffing it, then finds no markup in it.
+    """
+    s = json.dumps(doc, indent=1, sort_keys=True, default=str)
+    return s.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
+
+
+def _inside(root: Path, rel: str) -> Path:
+    """``root / rel`` after checking that it cannot leave ``root`` (shape of ``rel``, then the resolved path)."""
+    if not _REL.fullmatch(rel):
+        raise ValueError(f"refusing to write {rel!r}: not a site path")
+    p = root / rel
+    if not p.resolve().is_relative_to(root.resolve()):
+        raise UsageError(f"{p} resolves outside {root} (a symbolic link?): nothing written there")
+    return p
+
+
+def _old_manifest(root: Path) -> dict[str, str]:
+    """Path → SHA-256 of the previous publish; empty for a new directory.
+
+    Raises
+    ------
+    UsageError
+        ``root`` is a file, or a non-empty directory that holds no quiho site (publishing there could overwrite
+        someone's files), or a site of a newer manifest version.
+    """
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"{root} is a file: publish needs a directory")
+    m = root / MANIFEST
+    if not m.exists():
+        if root.exists() and any(root.iterdir()):
+            raise UsageError(f"{root} is not empty and holds no quiho site ({MANIFEST}): choose a new or empty "
+                             "directory")
+        return {}
+    try:
+        doc = json.loads(m.read_text(encoding="utf-8"))
+        version, files = doc["schema_version"], doc["files"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"{m} is not a quiho site manifest ({exc}): remove the directory or choose another") \
+            from None
+    if doc.get("schema") != "quiho.publish" or version > MANIFEST_SCHEMA_VERSION:
+        raise UsageError(f"{m} is a site manifest v{version} this quiho ({__version__}) does not know: upgrade quiho "
+                         "or publish into another directory")
+    return {str(k): str(v) for k, v in files.items()}
+
+
+def _write(p: Path, data: bytes) -> None:
+    """Replace ``p`` atomically: a reader (a static host mid-sync) sees the old file or the new one."""
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_site(root: Path, files: dict[str, bytes]) -> tuple[list[str], int, list[str]]:
+    """Write changed files, remove the previous publish's files that are gone; (written, unchanged, removed)."""
+    old = _old_manifest(root)
+    root.mkdir(parents=True, exist_ok=True)
+    new = {rel: hashlib.sha256(b).hexdigest() for rel, b in files.items()}
+    paths = {rel: _inside(root, rel) for rel in sorted(files)}  # every path checked before anything is written
+    written, unchanged = [], 0
+    for rel, p in paths.items():
+        data = files[rel]
+        if old.get(rel) == new[rel] and p.is_file() and hashlib.sha256(p.read_bytes()).hexdigest() == new[rel]:
+            unchanged += 1
+            continue
+        _write(p, data)
+        written.append(rel)
+    removed = []
+    for rel in sorted(set(old) - set(new)):
+        if _REL.fullmatch(rel) and (p := _inside(root, rel)).is_file():
+            p.unlink()
+            removed.append(rel)
+    manifest = json.dumps({"schema": "quiho.publish", "schema_version": MANIFEST_SCHEMA_VERSION,
+                           "quiho_version": __version__, "files": dict(sorted(new.items()))}, indent=1) + "\n"
+    m = root / MANIFEST
+    if not m.is_file() or m.read_text(encoding="utf-8") != manifest:
+        _write(m, manifest.encode())
+    return written, unchanged, removed
+
+
+def publish(store: Store, directory: str | os.PathLike[str], options: PublishOptions | None = None) -> PublishResult:
+    """Publish the store as a static site in ``directory``: series, fleet, profiles and an overview.
+
+    The site opens from ``file://`` or any static host: no server, no network, every asset beside the pages.
+    Republishing rewrites only files whose bytes changed and removes pages of data that is gone; nothing else in
+    ``directory`` is touched.
+
+    Parameters
+    ----------
+    store : Store
+        An open store (read only).
+    directory : path-like
+        Where the site goes: a new or empty directory, or one an earlier publish wrote.
+    options : PublishOptions, optional
+        Detector and drift settings, the site title.
+
+    Returns
+    -------
+    PublishResult
+        Counts, the files written, how many were unchanged, the files removed.
+
+    Raises
+    ------
+    UsageError
+        ``directory`` is a file, or a non-empty directory without a quiho site in it.
+    QuihoError
+        The site cannot be written there (the operating system's reason in the message).
+    StoreError
+        The store cannot be read.
+
+    Examples
+    --------
+    >>> from quiho.store import open_store
+    >>> from quiho.publish import publish
+    >>> with open_store("store.db") as st:  # doctest: +SKIP
+    ...     print(publish(st, "site").pages)
+    """
+    options = options or PublishOptions()
+    root = Path(directory)
+    try:
+        _old_manifest(root)  # refuse a foreign directory before reading the store
+        data = read_site(store, options)
+        files = render_site(data, options)
+        written, unchanged, removed = write_site(root, files)
+    except OSError as exc:  # a name too long, a parent that is a file, no space, no permission
+        raise QuihoError(f"cannot write the site into {printable(root)}: {exc.strerror or exc}") from None
+    return PublishResult(root, len(data.series), len(data.fleet.hosts), len(data.profiles), len(files),
+                         tuple(written), unchanged, tuple(removed), data.warnings)

@@ -1,0 +1,144 @@
+"""The design analysis: factor coding and checks, effects against planted truth, the change test's size."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from quiho.datasets import planted_design, planted_fingerprints
+from quiho.design import DesignSettings, analyse_design, factor_table, local_fleet_vars
+
+PRIMARY = {"cpu": "cpu", "matrix": "cpu", "stream": "memory", "memrate": "memory"}
+MEMORY_BOUND = {"cpu-quota": 0.40, "huge-pages": -0.20, "co-runner": 0.22}
+CPU_BOUND = {"cpu-quota": 0.43, "huge-pages": -0.02}
+
+
+def test_quota_is_coded_in_log_time_and_labels_as_indicators():
+    t = factor_table(local_fleet_vars({
+        "a": {"quiho_cpu_quota_pct": 100, "quiho_thp": "never"},
+        "b": {"quiho_cpu_quota_pct": 50, "quiho_thp": "never"},
+        "c": {"quiho_cpu_quota_pct": 71, "quiho_thp": "always"},
+        "d": {"quiho_cpu_quota_pct": 100, "quiho_thp": "always"},
+    }))
+    q = {f.name: f for f in t.factors}["cpu-quota"]
+    assert q.values["a"] == 0 and q.values["b"] == 1
+    assert q.values["c"] == pytest.approx(math.log(100 / 71) / math.log(2))
+    hp = {f.name: f for f in t.factors}["huge-pages"]
+    assert (hp.reference, hp.far) == ("never", "always") and hp.values["c"] == 1.0
+
+
+def test_bad_factors_are_left_out_with_one_line_each():
+    hosts = {f"h{i}": {"speed": i % 2, "same": 1, "twin": i % 2, "zone": "a" if i % 4 < 2 else "b"}
+             for i in range(8)}
+    del hosts["h3"]["zone"]
+    t = factor_table(hosts)
+    assert t.names == ["speed"]
+    text = " | ".join(t.notes)
+    assert "same does not vary" in text
+    assert "twin is confounded with speed" in text
+    assert "zone: host(s) h3 have no value" in text
+    assert len(t.notes) == 3
+
+
+def test_no_factors_is_falsy():
+    assert not factor_table({"a": {}, "b": {}})
+
+
+def test_recovers_planted_effects_and_classes():
+    runs, t = planted_design(effects_a=MEMORY_BOUND, effects_b=CPU_BOUND, rounds=2, change=1.9, random_state=3)
+    res = analyse_design(runs, "v1", "v2", t, fingerprints=planted_fingerprints(t), primary=PRIMARY)
+    a, b = res.a.by_factor(), res.b.by_factor()
+    for f, want in MEMORY_BOUND.items():
+        assert a[f].ci_low < want < a[f].ci_high
+    for f in ("cpu-quota", "huge-pages"):
+        assert b[f].ci_low < CPU_BOUND[f] < b[f].ci_high
+    assert res.axis_resource() == {"cpu-quota": "cpu", "huge-pages": "memory", "co-runner": "memory"}
+    assert (res.story_a.label, res.story_b.label) == ("memory-bound", "CPU-bound")
+    assert res.verdict == "different" and res.class_shift
+    assert {c.factor for c in res.moved} >= {"huge-pages", "co-runner"}
+    # the level change of v2 (+190 % in log) is not a change of any factor's effect
+    assert abs(next(c for c in res.changes if c.factor == "cpu-quota").estimate - 0.03) < 0.1
+
+
+def test_round_drift_is_blocked():
+    """A slow round hits every host alike: with rounds in the model it is not a factor effect."""
+    runs, t = planted_design(effects_a=MEMORY_BOUND, effects_b=MEMORY_BOUND, rounds=3, random_state=5)
+    runs.loc[runs["round"] == 2, "value"] *= 1.5
+    res = analyse_design(runs, "v1", "v2", t)
+    est = res.a.by_factor()["huge-pages"]
+    assert est.ci_low < MEMORY_BOUND["huge-pages"] < est.ci_high
+
+
+def test_json_holds_the_numbers_the_text_cites():
+    runs, t = planted_design(effects_a=MEMORY_BOUND, effects_b=CPU_BOUND, random_state=1)
+    res = analyse_design(runs, "v1", "v2", t, fingerprints=planted_fingerprints(t), primary=PRIMARY)
+    doc = res.to_dict()
+    for c in doc["changes"]:
+        if c["factor"] in doc["moved"]:
+            assert f"{100 * c['effect']:+.0f} %" in res.reason
+    assert doc["story"]["a"]["label"] in res.reason
+
+
+def test_too_few_visits_is_not_meaningful():
+    runs, t = planted_design(effects_a=MEMORY_BOUND, effects_b=CPU_BOUND, factors=("cpu-quota", "huge-pages"),
+                             random_state=0)
+    res = analyse_design(runs, "v1", "v2", t)
+    assert res.verdict == "not-meaningful" and "degree" in res.reason
+
+
+@pytest.mark.parametrize("rounds", [1, 2])
+def test_change_test_size_on_self_pairs(rounds):
+    """Same effects for both versions: the Holm-adjusted change test rejects at most at its level."""
+    rejections = 0
+    n = 60
+    for seed in range(n):
+        runs, t = planted_design(effects_a=MEMORY_BOUND, effects_b=MEMORY_BOUND, rounds=rounds, change=0.5,
+                                 random_state=100 + seed)
+        res = analyse_design(runs, "v1", "v2", t, settings=DesignSettings(permutations=199, random_state=seed))
+        rejections += res.verdict == "different"
+    # binomial(60, 0.05): P(X > 8) < 0.01
+    assert rejections <= 8
+
+
+def test_permutation_and_t_agree_on_clean_data():
+    runs, t = planted_design(effects_a=MEMORY_BOUND, effects_b=CPU_BOUND, rounds=2, random_state=9)
+    res = analyse_design(runs, "v1", "v2", t)
+    for c in res.changes:
+        if c.factor == "co-runner":
+            assert c.p_value < 0.01 and c.excludes_zero()
+    assert np.isfinite([c.se for c in res.changes]).all()
+
+
+def test_round_plan_visits_every_host_once_per_round_in_new_orders():
+    from quiho.profile.flow import round_plan
+
+    hosts = [f"h{i}" for i in range(8)]
+    plan = round_plan(hosts, 3, 5, "batch-1")
+    assert [r for r, _o, _n in plan] == [0, 1, 2]
+    assert all(sorted(order) == hosts for _r, order, _n in plan)
+    assert plan[0][1] == hosts and plan[1][1] != hosts  # round 0 keeps the inventory order
+    assert {n for _r, _o, n in plan} == {2}  # ceil(5 / 3) runs per visit, alike
+    assert round_plan(hosts, 3, 5, "batch-1") == plan  # a resume replays it
+    assert len(round_plan(hosts, 4, 2, "b")) == 2  # never below one run a visit
+
+
+def test_inventory_factors_and_knobs_become_design_vars():
+    from quiho.errors import InventoryError
+    from quiho.fleet.inventory import _from_listing
+
+    listing = {"all": {"hosts": ["a", "b", "c"]}, "_meta": {"hostvars": {
+        "a": {"quiho_factors": {"cpu": "epyc", "channels": 8}},
+        "b": {"quiho_factors": {"cpu": "xeon", "channels": 4}},
+        "c": {},
+    }}}
+    inv = _from_listing("hosts.yml", listing)
+    assert inv.design_vars() == {"a": {"quiho_factors": {"cpu": "epyc", "channels": 8}},
+                                 "b": {"quiho_factors": {"cpu": "xeon", "channels": 4}}, "c": {}}
+    t = factor_table(local_fleet_vars(inv.design_vars()))
+    assert not t and all("have no value" in n for n in t.notes)  # host c names no factor: both left out
+    real = _from_listing("hosts.yml", {"all": {"hosts": ["x", "y"]}, "_meta": {"hostvars": {}}})
+    assert real.design_vars() == {"x": {}, "y": {}}
+    with pytest.raises(InventoryError, match="quiho_factors"):
+        _from_listing("hosts.yml", {"all": {"hosts": ["x"]}, "_meta": {"hostvars": {"x": {"quiho_factors": [1]}}}})

@@ -1,0 +1,332 @@
+"""``quiho publish``: a store with histories, a fleet and profiles becomes a static site that renders cleanly.
+
+The Chromium tests load every kind of page from ``file://`` through the DevTools protocol (``_cdp.py``) and fail
+on any console message, script error, CSP violation or request that is not a local file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from quiho.errors import UsageError
+from quiho.publish import MANIFEST, PublishOptions, publish
+from quiho.store import history as history_store
+from quiho.store import open_store
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _build import add_fleet, add_histories, add_profiles  # noqa: E402
+
+#: Series names: plain ones and hostile ones (HTML, a path, control characters, 5,000 characters).
+HOSTILE = ["<img src=x onerror=alert(1)>", "../../../etc/passwd", "tab\tnl\nesc\x1b[31m nul\x00", "x" * 5000,
+           "</script><script>alert(2)</script>", "' onmouseover='alert(3)"]
+NAMES = [f"bench{i}" for i in range(6)] + HOSTILE
+BATCHES = ["p-1", "p-2", "<b>batch</b>/../x"]
+
+
+def series_name(name: str) -> str:
+    """The stored name of a generated series (the CSV importer names it ``suite[bench=NAME]``)."""
+    return f"suite[bench={name}]"
+
+
+@pytest.fixture(scope="module")
+def store_path(tmp_path_factory: pytest.TempPathFactory, planted_result) -> Path:
+    tmp = tmp_path_factory.mktemp("pubstore")
+    with open_store(tmp / "q.db") as st:
+        add_histories(st, tmp, NAMES, n=60)
+        add_fleet(st, hosts=4, runs=12, drift_host="h1")
+        add_profiles(st, planted_result, BATCHES)
+    return tmp / "q.db"
+
+
+@pytest.fixture(scope="module")
+def site(store_path: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    out = tmp_path_factory.mktemp("site") / "site"
+    with open_store(store_path, create=False) as st:
+        res = publish(st, out)
+    return out, res
+
+
+def all_files(root: Path) -> list[Path]:
+    return [Path(d) / f for d, _, fs in os.walk(root) for f in fs]
+
+
+def test_counts_files_and_manifest(site):
+    root, res = site
+    assert (res.series, res.hosts, res.profiles) == (len(NAMES), 4, len(BATCHES))
+    # pages: 1 overview + 3 lists + 1 per series, host and profile (+ its JSON) + 2 assets + 3 of uPlot
+    assert res.pages == 1 + 3 + len(NAMES) + 4 + 2 * len(BATCHES) + 2 + 3
+    assert len(res.written) == res.pages and res.unchanged == 0
+    manifest = json.loads((root / MANIFEST).read_text())
+    assert sorted(manifest["files"]) == sorted(res.written)
+    files = {str(p.relative_to(root)) for p in all_files(root)}
+    assert files == set(res.written) | {MANIFEST}
+    assert all(re.fullmatch(r"(?:[a-z]+/)?[a-z0-9][a-z0-9.-]*", f) for f in files)
+
+
+def test_names_are_escaped_everywhere(site):
+    root, _ = site
+    text = "\n".join(p.read_text(encoding="utf-8") for p in all_files(root) if p.suffix == ".html")
+    for raw in ("<img src=x", "<script>alert", "onmouseover='alert", "<b>batch</b>", "\x1b", "\x00"):
+        assert raw not in text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text and "\\x1b[31m" in text and "\\x00" in text
+    # the only script elements are the site's own file and JSON data
+    scripts = re.findall(r"<script[^>]*>", text)
+    assert set(scripts) <= {"<script src='../assets/site.js'>", "<script src='assets/site.js'>",
+                            "<script src='../assets/uplot.min.js'>",
+                            "<script type='application/json' id='series-data'>"}
+    # embedded JSON cannot close its element, and it parses back to the names
+    data = re.findall(r"id='series-data'>(.*?)</script>", text, flags=re.S)
+    assert len(data) == len(NAMES) and all("<" not in d for d in data)
+
+
+def test_republish_rewrites_only_what_changed(store_path, tmp_path):
+    shutil.copy(store_path, tmp_path / "q.db")
+    with open_store(tmp_path / "q.db", create=False) as st:
+        first = publish(st, tmp_path / "site")
+        again = publish(st, tmp_path / "site")
+        assert again.written == () and again.unchanged == first.pages and again.removed == ()
+        # one new revision of one series: its page, the series list and the overview change, nothing else
+        sid = history_store.series_id(st, series_name("bench0"))
+        assert sid is not None
+        history_store.append_revision(st, sid, "rev-new")
+        history_store.record_measurement(st, sid, "rev-new", [150.0, 151.0, 149.0])
+        third = publish(st, tmp_path / "site")
+    from quiho.publish._series import series_file
+
+    assert series_file(series_name("bench0")) in third.written
+    assert set(third.written) <= {series_file(series_name("bench0")), "series/index.html", "index.html"}
+    assert third.unchanged == first.pages - len(third.written)
+    page = (tmp_path / "site" / series_file(series_name("bench0"))).read_text()
+    assert "rev-new" in page and "regression" in page  # +50 % on a lower-is-better unit
+
+
+def test_refuses_a_foreign_or_newer_directory(store_path, tmp_path):
+    with open_store(store_path, create=False) as st:
+        (tmp_path / "notes").mkdir()
+        (tmp_path / "notes" / "keep.txt").write_text("mine")
+        with pytest.raises(UsageError, match="not empty and holds no quiho site"):
+            publish(st, tmp_path / "notes")
+        assert sorted(p.name for p in (tmp_path / "notes").iterdir()) == ["keep.txt"]
+        (tmp_path / "file").write_text("x")
+        with pytest.raises(UsageError, match="is a file"):
+            publish(st, tmp_path / "file")
+        publish(st, tmp_path / "site")
+        m = tmp_path / "site" / MANIFEST
+        m.write_text(m.read_text().replace('"schema_version": 1', '"schema_version": 99'))
+        with pytest.raises(UsageError, match="v99"):
+            publish(st, tmp_path / "site")
+
+
+def test_cli_publishes_and_reports_json(store_path, tmp_path):
+    import subprocess
+
+    r = subprocess.run([sys.executable, "-m", "quiho", "publish", str(tmp_path / "site"), "--store", str(store_path),
+                        "--json"], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert (doc["series"], doc["hosts"], doc["profiles"]) == (len(NAMES), 4, len(BATCHES))
+    r = subprocess.run([sys.executable, "-m", "quiho", "publish", str(store_path), "--store", str(store_path)],
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert r.returncode == 2 and "is a file" in r.stderr and "Traceback" not in r.stderr
+
+
+# --- in headless Chromium ------------------------------------------------------------------------------------------
+
+
+def _shot_ok(path: Path) -> None:
+    """A screenshot that is more than a background: text, rules and plot lines in several greys."""
+    import matplotlib.image
+
+    px = (matplotlib.image.imread(path)[..., :3] * 255).astype(np.uint8).reshape(-1, 3)
+    assert (px != px[0]).any(axis=1).mean() > 0.02
+    assert len(np.unique(px, axis=0)) > 20
+    if os.environ.get("QUIHO_KEEP_SCREENSHOT"):
+        keep = Path(os.environ["QUIHO_KEEP_SCREENSHOT"])
+        keep.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, keep / path.name)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory):
+    from _cdp import Browser
+
+    with Browser(tmp_path_factory.mktemp("chromium-profile")) as b:
+        yield b
+
+
+@pytest.mark.chromium
+def test_pages_render_cleanly_with_the_right_counts(site, browser, tmp_path):
+    from _cdp import Tab
+
+    from quiho.publish._fleet import host_file
+    from quiho.publish._profiles import profile_file
+
+    root, res = site
+    counts = {"index.html": None, "series/index.html": "#series tbody tr", "fleet/index.html": "#hosts tbody tr",
+              "profiles/index.html": "#profiles tbody tr"}
+    want = {"series/index.html": len(NAMES), "fleet/index.html": 4, "profiles/index.html": len(BATCHES)}
+    for rel, rows in counts.items():
+        tab = Tab(browser, (root / rel).as_uri())
+        assert tab.problems() == [], rel
+        if rows:
+            assert tab.eval(f"document.querySelectorAll('{rows}').length") == want[rel]
+        _shot_ok(tab.screenshot(tmp_path / f"{rel.replace('/', '-')}.png"))
+    tab = Tab(browser, (root / "index.html").as_uri())
+    got = tab.eval("['n-series','n-hosts','n-profiles'].map(function(i){return document.getElementById(i)"
+                   ".textContent})")
+    assert got == [str(len(NAMES)), "4", str(len(BATCHES))]
+    assert tab.eval("document.querySelectorAll('img').length") == 0  # no name became an element
+    # the drifted host's page: its alerts (memory stressors) and a plot per stressor
+    tab = Tab(browser, (root / host_file("h1")).as_uri())
+    assert tab.problems() == []
+    assert tab.eval("document.querySelectorAll('#stressors svg').length") == 6
+    drifted = tab.eval("Array.from(document.querySelectorAll('#drift tbody tr td:nth-child(2)'))"
+                       ".map(function(td){return td.textContent})")
+    assert drifted and set(drifted) <= {"stream", "memcpy", "vm"}
+    # a profile with a hostile batch label: verdict, IRUP shift, class story
+    batch = BATCHES[-1]
+    from quiho.publish._collect import ProfileView
+
+    tab = Tab(browser, (root / profile_file(ProfileView({"batch": batch}, None))).as_uri())
+    assert tab.problems() == []
+    assert tab.eval("document.getElementById('verdict').textContent").count(batch) == 1
+    assert tab.eval("document.querySelectorAll('#class-shares tbody tr').length") >= 2
+    _shot_ok(tab.screenshot(tmp_path / "profile.png"))
+
+
+@pytest.mark.chromium
+def test_series_page_shows_the_change_point(site, browser, tmp_path):
+    from _cdp import Tab
+
+    from quiho.publish._series import series_file
+
+    root, _ = site
+    tab = Tab(browser, (root / series_file(series_name("bench0"))).as_uri())
+    assert tab.problems() == []
+    # the planted step (+15 % at revision 40 of 60, lower is better) is a change point: a row and a tooltip
+    rows = tab.eval("Array.from(document.querySelectorAll('#changepoints tbody tr')).map(function(r){"
+                    "return Array.from(r.cells).map(function(c){return c.textContent})})")
+    assert len(rows) == 1
+    idx, mag = int(rows[0][2]), float(rows[0][5].rstrip("%"))
+    assert abs(idx - 40) <= 1 and 12 < mag < 18
+    tip = tab.eval("document.querySelector('svg.plot g.cp title').textContent")
+    assert rows[0][1] in tip and "p = " in tip and rows[0][5] in tip
+    # with scripts, the uPlot chart replaces the static plot; its readout follows the cursor and names the change
+    assert tab.eval("document.querySelectorAll('#chart canvas').length") == 1
+    assert tab.eval("document.getElementById('plot-static').hidden") is True
+    box = tab.eval("(function(){var r=document.querySelector('#chart .u-over').getBoundingClientRect();"
+                   "return [r.left, r.top, r.width, r.height]})()")
+    tab.mouse(box[0] + box[2] - 1, box[1] + box[3] / 2)
+    assert tab.eval("document.getElementById('readout').textContent").startswith("rev0059: mean")
+    tab.mouse(box[0] + box[2] * idx / 59, box[1] + box[3] / 2)
+    assert tip in tab.eval("document.getElementById('readout').textContent")
+    assert tab.problems() == []
+    _shot_ok(tab.screenshot(tmp_path / "series.png"))
+    # without scripts: the static SVG plot with its tooltip, no chart
+    tab = Tab(browser, (root / series_file(series_name("bench0"))).as_uri(), scripts=False)
+    page = tab.html()
+    assert "<svg class=\"plot\"" in page and "id=\"chart\"" not in page and rows[0][5] in page
+    assert tab.problems() == []
+    _shot_ok(tab.screenshot(tmp_path / "series-nojs.png"))
+
+
+@pytest.mark.chromium
+def test_filter_by_name_and_pages_without_javascript(site, browser, tmp_path):
+    from _cdp import Tab
+
+    root, _ = site
+    tab = Tab(browser, (root / "series/index.html").as_uri())
+    def shown(query: str) -> int:
+        return tab.eval(f"(function(){{var i=document.querySelector('input.filter');i.value={json.dumps(query)};"
+                        "i.dispatchEvent(new Event('input'));return document.querySelectorAll("
+                        "'#series tbody tr:not([hidden])').length})()")
+
+    assert shown("bench=bench") == 6 and shown("passwd") == 1 and shown("") == len(NAMES)
+    assert tab.problems() == []
+    # scripts off: every row is there, no filter box, the plot and its tooltip too
+    tab = Tab(browser, (root / "series/index.html").as_uri(), scripts=False)
+    page = tab.html()
+    assert page.count("<tr data-name=") == len(NAMES) and "class=\"filter\"" not in page
+    assert tab.problems() == []
+    _shot_ok(tab.screenshot(tmp_path / "series-index-nojs.png"))
+
+
+@pytest.mark.chromium
+def test_the_problem_check_can_fail(site, browser, tmp_path):
+    """A page with an inline script (blocked by the CSP), a console message and a remote image is caught."""
+    from _cdp import Tab
+
+    root, _ = site
+    bad = root / "series" / "index.html"
+    planted = tmp_path / "planted"
+    shutil.copytree(root, planted)
+    page = (planted / "series" / "index.html")
+    page.write_text(bad.read_text().replace("</main>", "<script>console.log('hi')</script>"
+                                            "<img src='http://192.0.2.1/x.png'></main>"))
+    tab = Tab(browser, page.as_uri())
+    problems = "\n".join(tab.problems())
+    assert "Content Security Policy" in problems or "Refused" in problems
+    (planted / "assets" / "site.js").write_text("console.error('boom'); fetch('http://192.0.2.1/');")
+    tab = Tab(browser, (planted / "index.html").as_uri())
+    problems = "\n".join(tab.problems())
+    assert "console.error" in problems and "192.0.2.1" in problems
+
+
+@pytest.mark.chromium
+def test_a_real_fleet_from_quiho_popper(shared_data, tmp_path, browser):
+    """The quiho paper's CloudLab fingerprints (51 hosts, 6 batches): hosts, hardware groups, pages clean."""
+    from _cdp import Tab
+
+    from quiho.store.popper import SOURCE, import_quiho_popper
+
+    csv = shared_data("quiho-popper/pipelines/single-node/datapackage/quiho/results.csv")
+    with open_store(tmp_path / "p.db") as st:
+        imp = import_quiho_popper(st, csv)
+        res = publish(st, tmp_path / "site", PublishOptions(fingerprints=SOURCE))
+    assert res.hosts == imp.hosts and res.series == 0 and res.profiles == 0
+    tab = Tab(browser, (tmp_path / "site" / "fleet" / "index.html").as_uri())
+    assert tab.problems() == []
+    assert tab.eval("document.querySelectorAll('#hosts tbody tr').length") == imp.hosts
+    groups = tab.eval("document.querySelectorAll('#hardware li').length")
+    assert 1 < groups < imp.hosts
+    _shot_ok(tab.screenshot(tmp_path / "popper-fleet.png"))
+
+
+def test_empty_store_and_series_without_values(tmp_path):
+    """An empty store publishes; series with no, pending-only, failed-only, one or constant revisions too."""
+    from quiho.publish._series import series_file
+
+    with open_store(tmp_path / "q.db") as st:
+        r = publish(st, tmp_path / "site")
+        assert (r.series, r.hosts, r.profiles) == (0, 0, 0) and (tmp_path / "site" / "index.html").is_file()
+        history_store.ensure_series(st, "none", "test")
+        sid = history_store.ensure_series(st, "pending", "test")
+        history_store.add_revisions(st, sid, ["a", "b"])
+        sid = history_store.ensure_series(st, "failed", "test")
+        history_store.add_revisions(st, sid, ["a"])
+        history_store.record_failure(st, sid, "a", "build <b>failed</b>")
+        sid = history_store.ensure_series(st, "constant", "test")
+        history_store.add_revisions(st, sid, [str(i) for i in range(20)])
+        for i in range(20):
+            history_store.record_measurement(st, sid, str(i), [5.0, 5.0])
+        r = publish(st, tmp_path / "site")
+    assert r.series == 4
+    failed = (tmp_path / "site" / series_file("failed")).read_text()
+    assert "<table id='failed'>" in failed and "build &lt;b&gt;failed&lt;/b&gt;" in failed
+    assert "No change point" in (tmp_path / "site" / series_file("constant")).read_text()
+
+
+def test_an_unknown_detector_is_a_usage_error(store_path, tmp_path):
+    with open_store(store_path, create=False) as st, pytest.raises(UsageError, match="unknown detector 'nope'"):
+        publish(st, tmp_path / "site", PublishOptions(method="nope"))
+    assert not (tmp_path / "site" / "index.html").exists()
