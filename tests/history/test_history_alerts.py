@@ -259,3 +259,17 @@ def test_one_odd_build_leaves_the_baseline_a_second_band_stays() -> None:
     assert _without_spikes(spiky, range(21)) == [i for i in range(21) if i != 7]
     banded = History.from_values([1.3 if i % 3 == 0 else v for i, v in enumerate(quiet)], unit="s")
     assert _without_spikes(banded, range(20)) == list(range(20))  # a third of the builds: a band, not a spike
+
+
+def test_the_published_site_lists_open_alerts_escaped(tmp_path: Path) -> None:
+    from quiho.publish import publish
+
+    name = "<img src=x onerror=alert(1)>"
+    values = [1.0, 1.02] * 5 + [1.5]
+    with open_store(tmp_path / "q.db") as st:
+        save_history(st, History.from_values(values, [f"r{i:02d}" for i in range(11)], name, "s"), "t")
+        assert run_gate(st, GateOptions()).failing
+        publish(st, tmp_path / "site")
+    page = (tmp_path / "site" / "index.html").read_text()
+    assert "Open alerts (1)" in page and "#1" in page and "r10" in page and "+48" in page
+    assert "<img src=x" not in page and "&lt;img src=x" in page
