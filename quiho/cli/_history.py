@@ -12,6 +12,8 @@ import numpy as np
 import typer
 
 from quiho._text import printable
+from quiho.cli._alerts import BaseOpt, detect_all
+from quiho.cli._alerts import register as register_alerts
 from quiho.cli._common import (
     JsonOpt,
     StoreOpt,
@@ -191,31 +193,12 @@ def list_(store: StoreOpt = None, json_out: JsonOpt = False) -> None:
               f"{printable(r['source'])}")
 
 
-def _detect_all(store: str | None, method: str, min_size: int, magnitude_floor: float, alpha: float,
-                fmt: str, fail_on_change: bool, json_out: bool) -> None:
-    from quiho.cli.main import ChangeFound
-    from quiho.history import list_series, load_history, verdict_lines, verdict_markdown, verdict_of
-    from quiho.store import open_store
-
-    with open_store(store, create=False) as st:
-        hs = [load_history(st, str(r["name"])) for r in list_series(st)]
-    vs = [verdict_of(h, method, alpha=alpha, min_size=min_size, magnitude_floor=magnitude_floor) for h in hs]
-    if json_out:
-        emit_json({"series": [v.to_dict() for v in vs]})
-    elif fmt == "markdown":
-        sys.stdout.write(verdict_markdown(vs))
-    else:
-        print("\n".join(verdict_lines(vs)))
-    if fail_on_change and any(v.newest.verdict == "regression" for v in vs):
-        raise ChangeFound()
-
-
 def detect_(
     target: Annotated[str | None, typer.Argument(metavar="FILE_OR_SERIES", help="CSV file or stored series "
                                                                                 "name.")] = None,
-    all_series: Annotated[bool, typer.Option("--all", help="Every series in the store: one verdict table; "
-                                                           "--fail-on-change exits 3 if the newest revision of "
-                                                           "one regresses.")] = False,
+    all_series: Annotated[bool, typer.Option("--all", help="Every series in the store: one verdict table, "
+                                                           "regressions kept as alerts; --fail-on-change exits 3 "
+                                                           "while an alert is new.")] = False,
     method: MethodOpt = "auto",
     min_size: MinSize = 5,
     magnitude_floor: Floor = 0.0,
@@ -227,13 +210,14 @@ def detect_(
     series: SeriesOpt = None,
     fmt: OutFormat = "text",
     fail_on_change: Annotated[bool, typer.Option("--fail-on-change", help="Exit 3 if a change is found (with "
-                                                                          "--all: a regression at the newest "
-                                                                          "revision).")] = False,
+                                                                          "--all: while an alert is new; with "
+                                                                          "--base: a regression).")] = False,
+    base: BaseOpt = None,
     normalise: NormaliseOpt = False,
     store: StoreOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Find change points in one history, or check every stored series (--all)."""
+    """Find change points in one history, or check every stored series (--all) and keep their alerts."""
     from quiho.cli.main import ChangeFound
     from quiho.errors import UsageError
     from quiho.history import detect, open_history
@@ -242,10 +226,14 @@ def detect_(
         raise UsageError(f"--format must be text or markdown, got {fmt!r}")
     if all_series == (target is not None):
         raise UsageError("give either FILE_OR_SERIES or --all")
+    if base is not None and not all_series:
+        raise UsageError("--base goes with --all")
     if all_series and normalise:
         raise UsageError("--normalise works on one stored series: name it instead of --all")
     if all_series:
-        _detect_all(store, method, min_size, magnitude_floor, alpha, fmt, fail_on_change, json_out)
+        from quiho.history import GateOptions
+
+        detect_all(store, GateOptions(method, alpha, min_size, magnitude_floor, base), fmt, fail_on_change, json_out)
         return
     assert target is not None
     if normalise:  # remove what the machines' fingerprints explain, where validated (quiho.history.normalise)
@@ -419,3 +407,4 @@ def register(app: typer.Typer) -> None:
     for name, fn in (("import", import_), ("list", list_), ("detect", detect_), ("plot", plot_),
                      ("sample", sample_), ("bisect", bisect_)):
         hist.command(name)(fn)
+    register_alerts(hist)

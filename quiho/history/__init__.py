@@ -8,10 +8,23 @@ history over revision order (Brownian kernel by default);
 :func:`sample_git_history` / :func:`bisect_git_history` do it on a git repository.
 :func:`read_results` / :func:`import_results` read the result files of common benchmark
 harnesses (:data:`FORMATS`); :func:`verdict_of` and :func:`verdict_markdown` answer the CI
-question (does the newest revision regress?) per series.
+question (does the newest revision regress?) per series, and :func:`run_gate` keeps
+every regression as a stored alert until it is fixed, acknowledged or marked invalid.
 """
 
 from quiho.history import _auto, _combo, _cusum, _pelt, _segment, _talos, _window  # noqa: F401  (register)
+from quiho.history._alerts import (
+    ALERT_STATES,
+    OPEN_STATES,
+    GateOptions,
+    GateResult,
+    alert_lines,
+    alert_markdown,
+    alert_to_dict,
+    list_alerts,
+    run_gate,
+    set_alert_state,
+)
 from quiho.history._base import DETECTORS, Detector, as_history, detect, make_detector, register_detector
 from quiho.history._ci import NewestCheck, SeriesVerdict, check_newest, verdict_lines, verdict_markdown, verdict_of
 from quiho.history._formats import FORMATS, ResultFile, ResultImport, detect_format, import_results, read_results
@@ -51,6 +64,16 @@ from quiho.history._sampling import (
 )
 
 __all__ = [
+    "ALERT_STATES",
+    "OPEN_STATES",
+    "GateOptions",
+    "GateResult",
+    "alert_lines",
+    "alert_markdown",
+    "alert_to_dict",
+    "list_alerts",
+    "run_gate",
+    "set_alert_state",
     "detect_format",
     "verdict_lines",
     "History",

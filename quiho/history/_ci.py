@@ -6,11 +6,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from quiho.history._base import detect
 from quiho.history._formats import direction_of_unit
+from quiho.history._levels import LevelComparison, compare_levels, variance_components
 from quiho.history._model import Detection, History
+from quiho.store.alerts import AlertRow
 
 __all__ = ["NewestCheck", "SeriesVerdict", "check_newest", "verdict_of", "verdict_lines", "verdict_markdown"]
 
@@ -37,16 +38,19 @@ class NewestCheck:
 
 
 def check_newest(history: History, *, alpha: float = 0.01, min_size: int = 5, direction: str | None = None,
-                 detection: Detection | None = None) -> NewestCheck:
+                 detection: Detection | None = None, baseline: Sequence[int] | None = None,
+                 magnitude_floor: float = 0.0) -> NewestCheck:
     """Test whether the newest revision departs from the revisions since the last change point.
 
-    The baseline is the per-revision means of the newest segment (after the
-    last change point of ``detection``, newest revision excluded). The newest
-    revision's mean is compared with a prediction interval: ``t = (x - m) /
-    (s sqrt(1 + 1/n))`` with ``n - 1`` degrees of freedom, ``m``, ``s`` the
-    baseline's mean and standard deviation. This answers the CI question
-    (did *this* commit change things?), which a segmentation cannot: it needs
-    ``min_size`` revisions after a change before it can place it.
+    The baseline is the revisions of the newest segment (after the last change point of ``detection``, newest
+    revision excluded), or the revision indices ``baseline`` when given (the last good level of an open alert,
+    the level at a PR's base). The newest revision's mean is compared with the baseline's mean of revision
+    means under a one-way random-effects model (:func:`~quiho.history._levels.compare_levels`): the variance of
+    a revision mean is the between-revision variance plus the within-revision (round) variance over the
+    revision's rounds, both estimated from the baseline (the newest revision's rounds give its own
+    within variance). With one value per revision this is the prediction interval ``t = (x - m) / (s sqrt(1 + 1/n))``
+    with ``n - 1`` degrees of freedom. This answers the CI question (did *this* commit change things?), which a
+    segmentation cannot: it needs ``min_size`` revisions after a change before it can place it.
 
     Parameters
     ----------
@@ -60,10 +64,15 @@ def check_newest(history: History, *, alpha: float = 0.01, min_size: int = 5, di
     detection : Detection, optional
         Change points of ``history`` without its newest revision is best; by
         default the given detection's last change point bounds the baseline.
+    baseline : sequence of int, optional
+        Indices of the baseline revisions (overrides ``detection``).
+    magnitude_floor : float, default 0
+        A significant change with ``|magnitude|`` below this is ``no change`` (as the detectors ignore it).
 
     References
     ----------
     .. [1] G. J. Hahn, W. Q. Meeker, "Statistical Intervals", Wiley 1991, ch. 4 (prediction intervals).
+    .. [2] S. R. Searle, G. Casella, C. E. McCulloch, "Variance Components", Wiley 1992, ch. 3.
     """
     n = len(history)
     rev = history.revisions[-1] if n else ""
@@ -71,41 +80,44 @@ def check_newest(history: History, *, alpha: float = 0.01, min_size: int = 5, di
     if n < min_size + 1:
         return NewestCheck("not meaningful", rev, nan, nan, nan, (nan, nan), nan, max(n - 1, 0),
                            f"not meaningful: {n} revisions; the newest needs {min_size} before it to compare with")
-    start = max((c.index for c in (detection.change_points if detection else ()) if c.index < n - 1), default=0)
-    base = history.values[start:n - 1]
-    if base.size < min_size:
-        return NewestCheck("not meaningful", rev, nan, nan, nan, (nan, nan), nan, int(base.size),
-                           f"not meaningful: only {base.size} revisions since the last change point "
-                           f"(min_size={min_size})")
-    x = float(history.values[-1])
-    m, s = float(base.mean()), float(base.std(ddof=1))
-    half = s * np.sqrt(1 + 1 / base.size)
-    tq = float(stats.t.ppf(1 - alpha / 2, base.size - 1))
-    scale = max(abs(m), abs(x), 1e-300)
-    if half <= 1e-12 * scale:
-        p = 0.0 if abs(x - m) > 1e-9 * scale else 1.0
-    else:
-        p = float(2 * stats.t.sf(abs(x - m) / half, base.size - 1))
-    mag = (x - m) / abs(m) if m != 0 else nan
-    ci = ((x - m - tq * half) / abs(m), (x - m + tq * half) / abs(m)) if m != 0 else (nan, nan)
+    if baseline is None:
+        start = max((c.index for c in (detection.change_points if detection else ()) if c.index < n - 1), default=0)
+        baseline = range(start, n - 1)
+    base = [history.samples[i] for i in baseline if i < n - 1]
+    if len(base) < min_size:
+        return NewestCheck("not meaningful", rev, nan, nan, nan, (nan, nan), nan, len(base),
+                           f"not meaningful: only {len(base)} baseline revisions (min_size={min_size})")
+    newest = history.samples[-1]
+    cmp = compare_levels(variance_components(base), base, [newest], alpha)
     better = direction or direction_of_unit(history.unit)
-    if p > alpha:
-        verdict = "no change"
-    else:
-        worse = x > m if better == "lower" else x < m
-        verdict = "regression" if worse else "improvement"
-    return NewestCheck(verdict, rev, m, x, mag, ci, p, int(base.size))
+    verdict = level_verdict(cmp, alpha, better) if not abs(cmp.magnitude) < magnitude_floor else "no change"
+    return NewestCheck(verdict, rev, cmp.reference, cmp.test, cmp.magnitude, cmp.ci,
+                       cmp.p_value, len(base))
+
+
+def level_verdict(cmp: LevelComparison, alpha: float, better: str) -> str:
+    """``regression``/``improvement`` when ``p <= alpha`` (by the direction that is ``better``), else ``no change``."""
+    if not cmp.p_value <= alpha:
+        return "no change"
+    worse = cmp.test > cmp.reference if better == "lower" else cmp.test < cmp.reference
+    return "regression" if worse else "improvement"
 
 
 @dataclass(frozen=True)
 class SeriesVerdict:
-    """One row of ``history detect --all``: the change points of a series and the newest-revision check."""
+    """One row of ``history detect --all``: the change points of a series and the newest-revision check.
+
+    ``alert`` is the series' open alert (or the one this check raised or closed), ``event`` what this check did
+    to it: ``raised``, ``fixed`` or ``""``.
+    """
 
     series: str
     unit: str
     detection: Detection
     newest: NewestCheck
     missing: int = 0
+    alert: AlertRow | None = None
+    event: str = ""
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready dict (non-finite numbers become None)."""
@@ -118,6 +130,8 @@ class SeriesVerdict:
                            "value": f(nw.newest), "magnitude": f(nw.magnitude),
                            "ci": [f(nw.ci[0]), f(nw.ci[1])], "p_value": f(nw.p_value),
                            "n_baseline": nw.n_baseline, "reason": nw.reason},
+                "alert": None if self.alert is None else {"id": self.alert.id, "state": self.alert.state,
+                                                          "first_bad": self.alert.first_bad, "event": self.event},
                 "skipped": {"missing": self.missing}}
 
 
@@ -126,7 +140,8 @@ def verdict_of(history: History, method: str = "auto", *, alpha: float = 0.01, m
     """Change points of ``history`` and the check of its newest revision against the last segment."""
     d = detect(history, method, min_size=min_size, alpha=alpha, magnitude_floor=magnitude_floor)
     return SeriesVerdict(history.name, history.unit, d,
-                         check_newest(history, alpha=alpha, min_size=min_size, detection=d), history.missing)
+                         check_newest(history, alpha=alpha, min_size=min_size, detection=d,
+                                      magnitude_floor=magnitude_floor), history.missing)
 
 
 def _pct(x: float) -> str:
@@ -148,10 +163,13 @@ def _cells(v: SeriesVerdict) -> list[str]:
         cps = "; ".join(f"{c.revision[:12]} {_pct(c.magnitude)} (p = {_p(c.p_value)})" for c in d.change_points[-3:])
         if len(d.change_points) > 3:
             cps = f"{len(d.change_points) - 3} earlier; " + cps
-    return [v.series, str(d.n), nw.verdict, newest, cps]
+    a = v.alert
+    alert = "" if a is None else f"#{a.id} {v.event or a.state} (since {a.first_bad[:12]})"
+    return [v.series, str(d.n), nw.verdict, newest, alert, cps]
 
 
-_HEADER = ["series", "revisions", "newest revision", "newest vs. its segment (CI, p)", "change points (last 3)"]
+_HEADER = ["series", "revisions", "newest revision", "newest vs. baseline (CI, p)", "alert",
+           "change points (last 3)"]
 
 
 def verdict_lines(verdicts: Sequence[SeriesVerdict]) -> list[str]:
@@ -174,4 +192,4 @@ def verdict_markdown(verdicts: Sequence[SeriesVerdict], *, title: str = "quiho h
     missing = sum(v.missing for v in verdicts)
     note = f"\n\n{missing} missing values were skipped." if missing else ""
     return (f"### {md_escape(title)}\n\n{head}{note}\n\n"
-            + md_table(_HEADER, [_cells(v) for v in verdicts], align="lrlll"))
+            + md_table(_HEADER, [_cells(v) for v in verdicts], align="lrllll"))

@@ -11,6 +11,7 @@ from quiho.errors import HistoryError, NotEnoughData, QuihoError
 from quiho.publish.options import PublishOptions
 from quiho.store import Store
 from quiho.store import fleet as fleet_store
+from quiho.store.alerts import AlertRow
 
 __all__ = ["SeriesView", "HostView", "FleetView", "ProfileView", "SiteData", "read_site"]
 
@@ -81,6 +82,7 @@ class SiteData:
     fleet: FleetView
     profiles: tuple[ProfileView, ...]
     warnings: tuple[str, ...] = field(default=())
+    alerts: tuple[AlertRow, ...] = field(default=())  # the open history alerts (quiho.history.list_alerts)
 
 
 def read_series(store: Store, options: PublishOptions) -> list[SeriesView]:
@@ -185,5 +187,8 @@ def read_profiles(store: Store) -> list[ProfileView]:
 
 def read_site(store: Store, options: PublishOptions) -> SiteData:
     """Everything the site shows, read once."""
-    return SiteData(tuple(read_series(store, options)), read_fleet(store, options), tuple(read_profiles(store)))
+    from quiho.history import list_alerts
+
+    return SiteData(tuple(read_series(store, options)), read_fleet(store, options), tuple(read_profiles(store)),
+                    alerts=tuple(list_alerts(store)))
 

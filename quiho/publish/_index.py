@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from quiho.publish._collect import SiteData
 from quiho.publish._fleet import drift_rows
-from quiho.publish._layout import page, table
+from quiho.publish._layout import badge, page, table
 from quiho.publish._profiles import profile_cells, profile_file, profile_key
 from quiho.publish._safe import num, pct, text
 from quiho.publish._series import newest_cells, series_file
@@ -17,14 +17,13 @@ _SHOW = 25
 
 
 def _open_alerts_html(data: SiteData) -> list[str]:
-    """PLACEHOLDER — open history alerts.
-
-    Stored history alerts are being added to the store by another change. When the store offers them, read the
-    open ones in :func:`quiho.publish._collect.read_site` (a new ``SiteData`` field) and list them here, first on
-    the page: series (linked with :func:`series_file`), revision, magnitude, p, opened at. Until then this
-    section is empty and the page says nothing about alerts.
-    """
-    return []
+    """The open history alerts (``new`` fails the CI gate, ``acknowledged`` is known), first on the page."""
+    rows = [[f"#{a.id}", badge(a.state), f"<a href='{series_file(a.series)}'>{text(a.series, 100)}</a>",
+             text(a.first_bad, 40), text(f"{pct(a.magnitude)} [{pct(a.ci_low)}, {pct(a.ci_high)}]"),
+             num(a.p_value, ".2g"), text(a.created_at)] for a in data.alerts]
+    return [f"<h2>Open alerts ({len(rows)})</h2>",
+            table(["alert", "state", "series", "first bad revision", "regression (CI)", "p", "opened"], rows,
+                  table_id="open-alerts", num=(5,)) if rows else "<p>No open alert.</p>"]
 
 
 def _moved(data: SiteData) -> list[str]:

@@ -5,7 +5,8 @@ a :class:`Store` here and call the typed query functions of one module per table
 :mod:`quiho.store.fleet` (hosts, fingerprint and application runs of a fleet, profiles),
 :mod:`quiho.store.imports` (whole runs from imported files or generated data sets),
 :mod:`quiho.store.irup` (IRUP training data and recorded IRUPs), :mod:`quiho.store.history` (series,
-revisions, points) and :mod:`quiho.store.traces` (traced runs). ``_db`` (connection, migrations) and
+revisions, points), :mod:`quiho.store.alerts` (regression alerts of series, its own component) and
+:mod:`quiho.store.traces` (traced runs). ``_db`` (connection, migrations) and
 ``_schema`` (the tables) are private to the store.
 """
 

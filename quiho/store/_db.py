@@ -311,6 +311,7 @@ def _split_sql(script: str) -> list[str]:
 #: Modules whose import registers a store component; add a line for a new subsystem.
 COMPONENT_MODULES = (
     "quiho.store._schema",
+    "quiho.store.alerts",
     "quiho.store._schema_machines",
 )
 

@@ -75,7 +75,9 @@ def test_detect_all_table_and_fail_on_change(ci_store, capsys):
     assert main(["history", "detect", "--all", "--store", ci_store]) == 0
     out = capsys.readouterr().out
     assert "regression" in out and "\x1b" not in out and "evil\\x0a\\x1b[2Jname" in out
-    assert len(out.splitlines()) == 4  # header + 3 series: no name broke a line
+    verdicts, alerts = out.split("\n\n")
+    assert len(verdicts.splitlines()) == 4  # header + 3 series: no name broke a line
+    assert len(alerts.splitlines()) == 2 and "#1" in alerts and "new" in alerts  # the regression is alert #1
     assert main(["history", "detect", "--all", "--store", ci_store, "--fail-on-change"]) == 3
     capsys.readouterr()
     assert main(["history", "detect", "--all", "--store", ci_store, "--json"]) == 0
@@ -90,8 +92,10 @@ def test_detect_markdown(ci_store, capsys):
     assert main(["history", "detect", "--all", "--store", ci_store, "--format", "markdown"]) == 0
     md = capsys.readouterr().out
     assert "**1 of 3 series regress at the newest revision**" in md
-    table = [ln for ln in md.splitlines() if ln.startswith("|")]
-    assert len(table) == 5 and all(unescaped_pipes(ln) == 6 for ln in table)
+    verdicts, alerts = md.split("### Open alerts")
+    table = [ln for ln in verdicts.splitlines() if ln.startswith("|")]
+    assert len(table) == 5 and all(unescaped_pipes(ln) == 7 for ln in table)
+    assert "**1 new** of 1 alert" in alerts and sum(ln.startswith("|") for ln in alerts.splitlines()) == 3
     assert "api\\|latency \\*p99\\*" in md and "\x1b" not in md
     row = next(ln for ln in table if "latency" in ln)
     assert "regression" in row and re.search(r"\+4\d\.\d%", row)  # the magnitude

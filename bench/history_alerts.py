@@ -1,0 +1,220 @@
+"""The CI gate on generated performance histories: today's newest-vs-segment check vs stored alerts.
+
+Run: ``python bench/history_alerts.py [--quick] [--seed N]``. Prints one table; asserts nothing.
+
+Each history has ``N_REV`` revisions built one after another, each measured with ``rounds`` timed rounds:
+``value = level * (1 + build offset) * (1 + round noise)``, the build offset ``N(0, sd_build)`` per revision
+(builds and runs differ), the round noise ``N(0, sd_round)``, and with probability ``p_spike`` a revision is a
+spike (its build offset +15 %: one odd build, not a regression). True regressions are steps of +5 % to +20 % at
+random revisions (at least 10 after the start or the previous fix), fixed (back to the old level) after 3 to 15
+revisions or never. After every revision the gate runs on the history so far, alpha 0.01, min_size 5, method
+auto, magnitude floor 0, and no person acknowledges anything:
+
+- **before**: today's ``detect --all`` (the code before issue 31): the newest revision's mean against the means
+  of its segment (since the last change point), a prediction interval on revision means; the gate is red when
+  that says regression, and an "alert" is each red run (red after green);
+- **after**: :func:`quiho.history.run_gate` on a SQLite store: alerts are stored, compared with the last good
+  level, closed as fixed by the data; the gate is red while an alert is ``new``.
+
+Columns: ``caught`` = true regressions with an alert raised within 3 revisions of the first bad one; ``alerts/regr``
+= alerts raised whose first bad revision lies in a regressed span, per true regression (1 is ideal: more means the
+same regression alerted again); ``red while regr`` = share of regressed revisions at which the gate is red; ``false
+alerts`` = alerts raised at revisions that are neither regressed nor spikes, per 100 checked revisions (noise taken
+for a regression); ``spikes alerted`` = share of spike revisions (a real +15 % measured at one build, which a gate
+cannot tell from a regression until the next build) with an alert raised there; ``false red`` = share of calm
+revisions (neither regressed nor spikes) at which the gate is red; ``fixed`` = fixed regressions whose alert closed
+as fixed within 3 revisions of the fix (after only); ``CI width`` = median width (percentage points) of the
+newest-vs-baseline interval at unregressed revisions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from quiho.history import GateOptions, History, check_newest, detect, run_gate, save_history
+from quiho.store import open_store
+
+N_REV = 60
+ALPHA, MIN_SIZE = 0.01, 5
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    rounds: int
+    sd_round: float
+    sd_build: float
+    p_spike: float
+
+
+SCENARIOS = (
+    Scenario("quiet, 30 rounds", 30, 0.03, 0.002, 0.0),
+    Scenario("builds scatter, 30 rounds", 30, 0.03, 0.015, 0.0),
+    Scenario("spikes, 30 rounds", 30, 0.03, 0.004, 0.05),
+    Scenario("hyperfine-like, 10 rounds", 10, 0.05, 0.01, 0.02),
+    Scenario("one value per build", 1, 0.02, 0.0, 0.02),
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    history: History
+    regressed: np.ndarray  # bool per revision: a regression is in effect
+    spike: np.ndarray  # bool per revision: one odd build (+15 %)
+    starts: tuple[int, ...]  # first bad revision of each true regression
+    fixes: tuple[int, ...]  # fix revision of each fixed regression (-1: never fixed)
+
+
+def generate(sc: Scenario, rng: np.random.Generator) -> Case:
+    """One seeded history: regressions as steps with later fixes, build offsets, round noise, spikes."""
+    level = np.ones(N_REV)
+    regressed = np.zeros(N_REV, dtype=bool)
+    starts, fixes = [], []
+    i = int(rng.integers(10, 20))
+    while i < N_REV - 2:
+        size = float(rng.uniform(0.05, 0.20))
+        length = int(rng.integers(3, 16)) if rng.random() < 0.7 else N_REV
+        end = min(i + length, N_REV)
+        level[i:end] *= 1 + size
+        regressed[i:end] = True
+        starts.append(i)
+        fixes.append(end if end < N_REV else -1)
+        i = end + int(rng.integers(10, 20))
+    build = rng.normal(0, sc.sd_build, N_REV) if sc.sd_build > 0 else np.zeros(N_REV)
+    spike = (rng.random(N_REV) < sc.p_spike) & ~regressed
+    build += np.where(spike, 0.15, 0.0)
+    samples = tuple(100 * level[r] * (1 + build[r]) * (1 + rng.normal(0, sc.sd_round, sc.rounds))
+                    for r in range(N_REV))
+    h = History("bench", tuple(f"r{r:03d}" for r in range(N_REV)), np.arange(N_REV), samples, "s")
+    return Case(h, regressed, spike, tuple(starts), tuple(fixes))
+
+
+def _prefix(h: History, t: int) -> History:
+    return History(h.name, h.revisions[:t], h.orders[:t], h.samples[:t], h.unit)
+
+
+def gate_before(case: Case) -> tuple[np.ndarray, list[float]]:
+    """Today's gate after each revision: red flags, and the interval widths at unregressed revisions."""
+    red, widths = np.zeros(N_REV, dtype=bool), []
+    for t in range(MIN_SIZE + 1, N_REV + 1):
+        h = _prefix(case.history, t)
+        d = detect(h, "auto", min_size=MIN_SIZE, alpha=ALPHA)
+        c = check_newest(History.from_values(h.values, h.revisions, unit="s"), alpha=ALPHA, min_size=MIN_SIZE,
+                         detection=d)
+        red[t - 1] = c.verdict == "regression"
+        if not case.regressed[t - 1] and np.isfinite(c.ci[0]):
+            widths.append(c.ci[1] - c.ci[0])
+    return red, widths
+
+
+def gate_after(case: Case, store_path: Path) -> tuple[np.ndarray, list[float], list[tuple[int, int | None]]]:
+    """The alert gate after each revision: red flags, widths, and (first bad, fixed-at) of every alert raised."""
+    red, widths = np.zeros(N_REV, dtype=bool), []
+    with open_store(store_path) as st:
+        for t in range(MIN_SIZE + 1, N_REV + 1):
+            save_history(st, _prefix(case.history, t), "bench")
+            r = run_gate(st, GateOptions(alpha=ALPHA, min_size=MIN_SIZE))
+            red[t - 1] = r.failing
+            c = r.verdicts[0].newest
+            if not case.regressed[t - 1] and np.isfinite(c.ci[0]):
+                widths.append(c.ci[1] - c.ci[0])
+        from quiho.history import ALERT_STATES, list_alerts
+
+        idx = {rev: i for i, rev in enumerate(case.history.revisions)}
+        alerts = [(idx[a.first_bad], idx[a.fixed_at] if a.fixed_at else None)
+                  for a in list_alerts(st, ALERT_STATES)]
+    return red, widths, alerts
+
+
+def red_runs(red: np.ndarray) -> list[tuple[int, None]]:
+    """Today's "alerts": the first revision of each red run."""
+    return [(i, None) for i in range(N_REV) if red[i] and (i == 0 or not red[i - 1])]
+
+
+@dataclass
+class Tally:
+    regressions: int = 0
+    fixed_truth: int = 0
+    caught: int = 0
+    true_alerts: int = 0
+    false_alerts: int = 0
+    spike_alerts: int = 0
+    spikes: int = 0
+    red_regr: int = 0
+    n_regr: int = 0
+    red_ok: int = 0
+    n_ok: int = 0
+    fixed_seen: int = 0
+    revisions: int = 0
+
+    def add(self, case: Case, red: np.ndarray, alerts: list[tuple[int, int | None]]) -> None:
+        checked = np.arange(N_REV) >= MIN_SIZE
+        self.revisions += int(checked.sum())
+        self.regressions += len(case.starts)
+        self.red_regr += int((red & case.regressed & checked).sum())
+        self.n_regr += int((case.regressed & checked).sum())
+        calm = ~case.regressed & ~case.spike & checked
+        self.red_ok += int((red & calm).sum())
+        self.n_ok += int(calm.sum())
+        self.spikes += int((case.spike & checked).sum())
+        for s, f in zip(case.starts, case.fixes, strict=True):
+            self.caught += any(s <= a <= s + 3 for a, _ in alerts)
+            if f > 0:
+                self.fixed_truth += 1
+                self.fixed_seen += any(s <= a < f and fx is not None and f <= fx <= f + 3 for a, fx in alerts)
+        for a, _ in alerts:
+            if case.regressed[a]:
+                self.true_alerts += 1
+            elif case.spike[a]:
+                self.spike_alerts += 1
+            else:
+                self.false_alerts += 1
+
+    def row(self, widths: list[float], with_fix: bool) -> list[str]:
+        pct = lambda a, b: f"{100 * a / b:.0f} %" if b else "n/a"  # noqa: E731
+        return [pct(self.caught, self.regressions), f"{self.true_alerts / max(self.regressions, 1):.2f}",
+                pct(self.red_regr, self.n_regr), f"{100 * self.false_alerts / max(self.revisions, 1):.2f}",
+                pct(self.spike_alerts, self.spikes), pct(self.red_ok, self.n_ok),
+                pct(self.fixed_seen, self.fixed_truth) if with_fix else "-",
+                f"{100 * float(np.median(widths)):.1f}" if widths else "n/a"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="6 histories per scenario instead of 25")
+    ap.add_argument("--seed", type=int, default=31)
+    args = ap.parse_args()
+    n_hist = 6 if args.quick else 25
+    header = ["scenario", "gate", "caught", "alerts/regr", "red while regr", "false alerts/100 rev",
+              "spikes alerted", "false red", "fixed", "CI width (pp)"]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for si, sc in enumerate(SCENARIOS):
+            before, after = Tally(), Tally()
+            wb: list[float] = []
+            wa: list[float] = []
+            for k in range(n_hist):
+                case = generate(sc, np.random.default_rng([args.seed, si, k]))
+                red, w = gate_before(case)
+                before.add(case, red, red_runs(red))
+                wb += w
+                red, w, alerts = gate_after(case, Path(tmp) / f"{si}-{k}.db")
+                after.add(case, red, alerts)
+                wa += w
+            rows.append([sc.name, "before", *before.row(wb, False)])
+            rows.append(["", "after", *after.row(wa, True)])
+    print(f"{n_hist} histories x {N_REV} revisions per scenario, seed {args.seed}, alpha {ALPHA}, "
+          f"{sum(1 for _ in SCENARIOS)} scenarios")
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+
+
+if __name__ == "__main__":
+    main()

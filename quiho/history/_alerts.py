@@ -1,0 +1,413 @@
+"""Alerts: a regression of a stored series stays an alert, with a state, until the data or a person closes it.
+
+:func:`run_gate` is ``quiho history detect --all``: per series it finds change points and checks the newest
+revision, raises an alert for a regression (the newest revision against its segment, or a last change point
+that went the bad way), compares the revisions after an open alert's first bad revision with the *last good
+level* before it (never with a segment that already holds the regression), and closes the alert as ``fixed``
+when the newest revision is back (not worse than the good level and better than the regressed one).
+``new`` alerts fail the gate; ``acknowledged`` ones are still followed but no longer fail it; ``invalid`` ones
+were judged wrong by a person.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+import numpy as np
+
+from quiho.errors import UnknownTargetError, UsageError
+from quiho.history._base import detect
+from quiho.history._ci import NewestCheck, SeriesVerdict, check_newest, level_verdict
+from quiho.history._formats import direction_of_unit
+from quiho.history._io import list_series, load_history
+from quiho.history._levels import compare_levels, variance_components
+from quiho.history._model import ChangePoint, Detection, History
+from quiho.store import Store
+from quiho.store import alerts as sa
+from quiho.store.alerts import ALERT_STATES, AlertRow
+
+__all__ = ["ALERT_STATES", "OPEN_STATES", "GateOptions", "GateResult", "run_gate", "list_alerts", "set_alert_state",
+           "alert_to_dict", "alert_lines", "alert_markdown"]
+
+OPEN_STATES = ("new", "acknowledged")
+#: change points this close (in revisions) to a fixed alert's first bad or fix revision are that alert's own
+_NEAR = 2
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """Settings of :func:`run_gate`: the detector and its limits, and the PR base revision (``base``).
+
+    With ``base`` the newest revision of every series is compared with the level at ``base`` (the segment that
+    holds it, up to it) and no alert is raised, followed or closed: a PR's check never writes main's alerts.
+    """
+
+    method: str = "auto"
+    alpha: float = 0.01
+    min_size: int = 5
+    magnitude_floor: float = 0.0
+    base: str | None = None
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """Verdicts of every series and the open alerts among them after the check."""
+
+    verdicts: tuple[SeriesVerdict, ...]
+    open_alerts: tuple[AlertRow, ...]
+    base: str | None = None
+
+    @property
+    def failing(self) -> bool:
+        """Any ``new`` alert of the checked series; with ``base``, any regression of the newest revision."""
+        if self.base is not None:
+            return any(v.newest.verdict == "regression" for v in self.verdicts)
+        return any(a.state == "new" for a in self.open_alerts)
+
+    def to_dict(self, now: datetime | None = None) -> dict[str, object]:
+        """The JSON document of ``quiho history detect --all --json``."""
+        return {"base": self.base, "failing": self.failing, "series": [v.to_dict() for v in self.verdicts],
+                "alerts": [alert_to_dict(a, now) for a in self.open_alerts]}
+
+
+def run_gate(store: Store, options: GateOptions = GateOptions()) -> GateResult:
+    """Check every stored series and keep its alerts (see the module docstring).
+
+    Raises
+    ------
+    UsageError
+        ``options.base`` is no revision (or unique prefix) of any stored series; nothing is written.
+    """
+    hs = [load_history(store, str(r["name"])) for r in list_series(store)]
+    base = _resolve_base(hs, options.base) if options.base is not None else None
+    opts = replace(options, base=base)
+    verdicts = tuple(_review(store, h, opts) for h in hs)
+    names = {h.name for h in hs}
+    open_ = tuple(a for a in sa.alerts_of(store, states=OPEN_STATES) if a.series in names)
+    return GateResult(verdicts, open_, base)
+
+
+def _resolve_base(hs: Sequence[History], base: str) -> str:
+    """The full revision ``base`` names (itself or a unique prefix of at least 4 characters) in some series."""
+    revs = {r for h in hs for r in h.revisions}
+    if base in revs:
+        return base
+    hits = sorted(r for r in revs if len(base) >= 4 and r.startswith(base))
+    if len(hits) == 1:
+        return hits[0]
+    if hits:
+        raise UsageError(f"--base {base!r} names {len(hits)} revisions ({', '.join(h[:12] for h in hits[:3])}...)"
+                         "; give more characters")
+    raise UsageError(f"--base {base!r} is not a revision of any stored series (import main's results for it first, "
+                     "or give the merge base: git merge-base origin/main HEAD)")
+
+
+def _review(store: Store, h: History, opts: GateOptions) -> SeriesVerdict:
+    """One series: its verdict, and its alerts raised, followed or closed."""
+    d = detect(h, opts.method, min_size=opts.min_size, alpha=opts.alpha, magnitude_floor=opts.magnitude_floor)
+    alerts = sa.alerts_of(store, h.name)
+    idx = {r: i for i, r in enumerate(h.revisions)}
+    spans = [(idx[a.first_bad], idx[a.fixed_at]) for a in alerts
+             if a.state == "fixed" and a.first_bad in idx and a.fixed_at in idx]
+    open_ = [a for a in alerts if a.state in OPEN_STATES]
+    if opts.base is not None:
+        return _verdict(h, d, _base_check(h, d, opts, spans, [idx[a.first_bad] for a in open_ if a.first_bad in idx]),
+                        open_[-1] if open_ else None)
+    if open_:
+        return _follow(store, h, d, open_[-1], spans, opts)
+    seg = _segment(d, len(h) - 1, spans)
+    chk = check_newest(h, alpha=opts.alpha, min_size=opts.min_size, baseline=_without_spikes(h, seg),
+                       magnitude_floor=opts.magnitude_floor)
+    quiet = max((idx.get(a.last_revision, -1) for a in alerts), default=-1)
+    raised = _raise(store, h, d, chk, seg, spans, quiet, opts)
+    if raised is not None:
+        return _follow(store, h, d, raised, spans, opts, event="raised")
+    return _verdict(h, d, chk, None)
+
+
+def _verdict(h: History, d: Detection, chk: NewestCheck, alert: AlertRow | None, event: str = "") -> SeriesVerdict:
+    return SeriesVerdict(h.name, h.unit, d, chk, h.missing, alert, event)
+
+
+def _near_fixed(i: int, spans: Sequence[tuple[int, int]]) -> bool:
+    return any(a - _NEAR <= i <= b + _NEAR for a, b in spans)
+
+
+def _segment(d: Detection, end: int, spans: Sequence[tuple[int, int]], bounds: Sequence[int] = ()) -> list[int]:
+    """Indices of the segment that ends before ``end``: from the last change point (or bound) before ``end``.
+
+    Change points of a fixed alert (its regression and its fix) do not bound segments, and its regressed
+    revisions are left out: the level before the regression and after the fix is one level.
+    """
+    cps = [c.index for c in d.change_points if c.index < end and not _near_fixed(c.index, spans)]
+    start = max([*cps, *(b for b in bounds if b < end)], default=0)
+    return [i for i in range(start, end) if not any(a <= i < b for a, b in spans)]
+
+
+def _without_spikes(h: History, idx: Sequence[int]) -> list[int]:
+    """``idx`` without isolated odd builds: revision means with a modified z-score above 3.5, if they are few.
+
+    ``M_i = 0.6745 (x_i - median) / MAD`` over the revision means (Iglewicz & Hoaglin's outlier rule). One odd
+    build in a baseline would widen every interval built on it (its scatter counts as build-to-build variance)
+    for as long as it stays in the baseline. At most 10 % of the revisions (at least one) go: more than that is
+    a second band of a bimodal benchmark, which belongs to its level.
+
+    References
+    ----------
+    .. [1] B. Iglewicz, D. C. Hoaglin, "How to Detect and Handle Outliers", ASQC 1993, sec. 3.3 (modified
+       z-scores).
+    """
+    if len(idx) < 5:
+        return list(idx)
+    m = h.values[list(idx)]
+    med = float(np.median(m))
+    mad = float(np.median(np.abs(m - med)))
+    if mad <= 0:
+        return list(idx)
+    odd = np.abs(0.6745 * (m - med) / mad) > 3.5
+    if not odd.any() or odd.sum() > max(1, len(idx) // 10):
+        return list(idx)
+    return [i for i, o in zip(idx, odd, strict=True) if not o]
+
+
+def _base_check(h: History, d: Detection, opts: GateOptions, spans: Sequence[tuple[int, int]],
+                bounds: Sequence[int]) -> NewestCheck:
+    """The newest revision against the level at ``opts.base`` (its segment up to and with it)."""
+    assert opts.base is not None
+    nan, n = float("nan"), len(h)
+    b = h.revisions.index(opts.base) if opts.base in h.revisions else None
+    rev = h.revisions[-1] if n else ""
+    if b is None or b == n - 1:
+        why = "the base revision is not measured in this series" if b is None else "the newest revision is the base"
+        return NewestCheck("not meaningful", rev, nan, nan, nan, (nan, nan), nan, 0, f"not meaningful: {why}")
+    return check_newest(h, alpha=opts.alpha, min_size=opts.min_size,
+                        baseline=_without_spikes(h, _segment(d, b + 1, spans, bounds)),
+                        magnitude_floor=opts.magnitude_floor)
+
+
+def _worse(before: float, after: float, unit: str) -> bool:
+    return after > before if direction_of_unit(unit) == "lower" else after < before
+
+
+def _raise(store: Store, h: History, d: Detection, chk: NewestCheck, seg: Sequence[int],
+           spans: Sequence[tuple[int, int]], quiet: int, opts: GateOptions) -> AlertRow | None:
+    """A new alert for a regression after ``quiet`` (the last revision a closed alert has seen), or None.
+
+    The newest revision regressing against its segment comes first; else the last change point, if it went the
+    bad way and the levels around it differ by the random-effects comparison too (confirmed, not just placed).
+    """
+    n = len(h)
+    if n - 1 > quiet and chk.verdict == "regression":
+        row = _row(h, n - 1, h.revisions[seg[0]], "newest revision", chk.baseline, chk.newest,
+                   (chk.magnitude, chk.ci, chk.p_value), chk.n_baseline)
+        return _insert(store, row)
+    cps = [c for c in d.change_points if not _near_fixed(c.index, spans)]
+    cp: ChangePoint | None = cps[-1] if cps else None
+    if cp is None or cp.index <= quiet or not _worse(cp.before, cp.after, h.unit):
+        return None
+    before = _without_spikes(h, _segment(d, cp.index, spans))
+    if len(before) < 2:
+        return None
+    ref = [h.samples[i] for i in before]
+    level = list(h.samples[cp.index:])
+    cmp = compare_levels(variance_components(ref), ref, level, opts.alpha)
+    if level_verdict(cmp, opts.alpha, direction_of_unit(h.unit)) != "regression" \
+            or abs(cmp.magnitude) < opts.magnitude_floor:
+        return None
+    row = _row(h, cp.index, h.revisions[before[0]], "change point", cmp.reference, cmp.test,
+               (cmp.magnitude, cmp.ci, cmp.p_value), len(before))
+    return _insert(store, row)
+
+
+def _row(h: History, first_bad: int, baseline_from: str, found_by: str, baseline: float, level: float,
+         evidence: tuple[float, tuple[float, float], float], n_baseline: int) -> AlertRow:
+    """A ``new`` alert row (id and times are assigned by the store). Eight parameters: one per evidence field."""
+    nan = float("nan")
+    mag, ci, p = evidence
+    return AlertRow(0, h.name, h.revisions[first_bad], baseline_from, h.revisions[-1], found_by, baseline, level,
+                    mag, ci[0], ci[1], p, n_baseline, "new", None, None, nan, nan, nan, nan, "", "")
+
+
+def _insert(store: Store, row: AlertRow) -> AlertRow | None:
+    """Store ``row``; None if the series already has an alert at that revision (one alert per regression)."""
+    if any(a.first_bad == row.first_bad for a in sa.alerts_of(store, row.series)):
+        return None
+    got = sa.get_alert(store, sa.insert_alert(store, row))
+    assert got is not None
+    return got
+
+
+def _follow(store: Store, h: History, d: Detection, a: AlertRow, spans: Sequence[tuple[int, int]],
+            opts: GateOptions, event: str = "") -> SeriesVerdict:
+    """The newest revision against alert ``a``'s last good level; close it as fixed when the level is back.
+
+    Fixed means the newest revision does not regress against the good level, and either it is an improvement
+    on the regressed level (the revisions from the first bad one to the one before the newest; ``fixed_by`` =
+    "back to the good level", the evidence is that comparison) or the revisions after the first bad one, as
+    one level, do not regress against the good level ("not confirmed": a blip, the evidence is that level
+    against the good one), both at ``alpha``. The first bad revision stays out of that level: it was picked
+    for being extreme. A real regression's later revisions confirm it; a chance alert's do not. An
+    acknowledged alert whose newest revision is worse again than its regressed level (two revisions or more)
+    gets a new alert on top, whose good level is that regressed level; the newest open alert is the one followed.
+    """
+    idx = {r: i for i, r in enumerate(h.revisions)}
+    fb, b0, n = idx.get(a.first_bad), idx.get(a.baseline_from), len(h)
+    if fb is None or b0 is None:
+        nan = float("nan")
+        return _verdict(h, d, NewestCheck("not meaningful", h.revisions[-1] if n else "", nan, nan, nan, (nan, nan),
+                                          nan, 0, f"not meaningful: alert #{a.id}'s revisions are no longer stored"),
+                        a, event)
+    good = _without_spikes(h, [i for i in range(b0, fb) if not any(x <= i < y for x, y in spans)])
+    chk = check_newest(h, alpha=opts.alpha, min_size=min(opts.min_size, max(len(good), 1)), baseline=good,
+                       magnitude_floor=opts.magnitude_floor)
+    if n - 1 <= fb or event:
+        return _verdict(h, d, chk, a, event)
+    reg = [h.samples[i] for i in range(fb, n - 1) if not any(x <= i < y for x, y in spans)]
+    base = [h.samples[i] for i in good]
+    newest = [h.samples[-1]]
+    if len(base) < 2:
+        return _verdict(h, d, chk, a, event)
+    vc = variance_components(base)
+    better = direction_of_unit(h.unit)
+    back = compare_levels(vc, reg, newest, opts.alpha)
+    since = compare_levels(vc, base, [*reg[1:], *newest], opts.alpha)  # not the first bad: chosen as extreme
+    fix = None
+    if chk.verdict in ("no change", "improvement"):
+        if level_verdict(back, opts.alpha, better) == "improvement":
+            fix = ("back to the good level", back)
+        elif level_verdict(since, opts.alpha, better) != "regression":
+            fix = ("not confirmed", since)
+    if fix is not None:
+        how, ev = fix
+        sa.update_alert(store, a.id, state="fixed", fixed_at=h.revisions[-1], last_revision=h.revisions[-1],
+                        fixed_by=how, fix_magnitude=ev.magnitude, fix_ci_low=ev.ci[0], fix_ci_high=ev.ci[1],
+                        fix_p_value=ev.p_value)
+        event = "fixed"
+    elif a.state == "acknowledged" and len(reg) >= 2 and level_verdict(back, opts.alpha, better) == "regression" \
+            and not abs(back.magnitude) < opts.magnitude_floor:
+        # worse again on top of a known regression: a new alert whose good level is the acknowledged one's level
+        row = _row(h, n - 1, a.first_bad, f"newest revision, on acknowledged #{a.id}", back.reference, back.test,
+                   (back.magnitude, back.ci, back.p_value), len(reg))
+        stacked = _insert(store, row)
+        if stacked is not None:
+            sa.update_alert(store, a.id, last_revision=h.revisions[-1])
+            return _follow(store, h, d, stacked, spans, opts, event="raised")
+    if fix is None and a.last_revision != h.revisions[-1]:
+        sa.update_alert(store, a.id, last_revision=h.revisions[-1])
+    return _verdict(h, d, chk, sa.get_alert(store, a.id), event)
+
+
+def list_alerts(store: Store, states: Sequence[str] = OPEN_STATES, series: str | None = None) -> list[AlertRow]:
+    """Stored alerts in ``states`` (default the open ones), oldest first."""
+    bad = [s for s in states if s not in ALERT_STATES]
+    if bad:
+        raise UsageError(f"unknown alert state {bad[0]!r}; states: {', '.join(ALERT_STATES)}")
+    return sa.alerts_of(store, series, states)
+
+
+#: what a person may do to an alert in each state (``fixed`` is the data's verdict, never set by hand)
+_TRANSITIONS = {"acknowledged": ("new", "acknowledged"), "invalid": ("new", "acknowledged", "invalid")}
+
+
+def set_alert_state(store: Store, alert_id: int, state: str) -> AlertRow:
+    """Acknowledge an alert or mark it invalid; the changed alert.
+
+    An ``invalid`` alert's ``last_revision`` becomes its series' newest revision, so the same regression is not
+    raised again; a later one is.
+
+    Raises
+    ------
+    UnknownTargetError
+        No alert ``alert_id``.
+    UsageError
+        ``state`` is not ``acknowledged``/``invalid``, or the alert's state does not allow it (a fixed alert
+        stays fixed).
+    """
+    if state not in _TRANSITIONS:
+        raise UsageError(f"an alert can be set to {' or '.join(_TRANSITIONS)}, not {state!r}")
+    a = sa.get_alert(store, alert_id) if 0 < alert_id < 2**63 else None  # beyond SQL's integers: none either
+    if a is None:
+        raise UnknownTargetError(f"no alert #{alert_id} in {store.path}; see 'quiho history alert list --all'")
+    if a.state not in _TRANSITIONS[state]:
+        raise UsageError(f"alert #{alert_id} is {a.state}; only {' or '.join(_TRANSITIONS[state])} alerts can "
+                         f"become {state}")
+    changes: dict[str, object] = {"state": state}
+    if state == "invalid":
+        try:
+            changes["last_revision"] = load_history(store, a.series).revisions[-1]
+        except (UnknownTargetError, IndexError):
+            pass  # the series is gone: nothing left to raise again
+    sa.update_alert(store, alert_id, **changes)
+    got = sa.get_alert(store, alert_id)
+    assert got is not None
+    return got
+
+
+def _age_s(a: AlertRow, now: datetime | None) -> float:
+    now = now or datetime.now(UTC)
+    try:
+        return max((now - datetime.fromisoformat(a.created_at)).total_seconds(), 0.0)
+    except ValueError:
+        return float("nan")
+
+
+def _age_text(seconds: float) -> str:
+    if not np.isfinite(seconds):
+        return "n/a"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit}"
+    return f"{int(seconds)} s"
+
+
+def alert_to_dict(a: AlertRow, now: datetime | None = None) -> dict[str, object]:
+    """JSON-ready alert (non-finite numbers become None) with its age in seconds."""
+    def f(x: float) -> float | None:
+        return float(x) if np.isfinite(x) else None
+
+    fix = None if a.fixed_at is None else {"revision": a.fixed_at, "by": a.fixed_by,
+                                           "magnitude": f(a.fix_magnitude), "ci": [f(a.fix_ci_low), f(a.fix_ci_high)],
+                                           "p_value": f(a.fix_p_value)}
+    return {"id": a.id, "series": a.series, "state": a.state, "first_bad": a.first_bad,
+            "baseline_from": a.baseline_from, "last_revision": a.last_revision, "found_by": a.found_by,
+            "baseline": f(a.baseline), "level": f(a.level), "magnitude": f(a.magnitude),
+            "ci": [f(a.ci_low), f(a.ci_high)], "p_value": f(a.p_value), "n_baseline": a.n_baseline, "fix": fix,
+            "created_at": a.created_at, "updated_at": a.updated_at, "age_s": f(_age_s(a, now))}
+
+
+def _pct(x: float) -> str:
+    return f"{x:+.1%}" if np.isfinite(x) else "n/a"
+
+
+def _cells(a: AlertRow, now: datetime | None) -> list[str]:
+    found = f"{_pct(a.magnitude)} [{_pct(a.ci_low)}, {_pct(a.ci_high)}], p = {a.p_value:.2g}"
+    fix = "" if a.fixed_at is None else (f"at {a.fixed_at[:12]} ({a.fixed_by}): {_pct(a.fix_magnitude)} "
+                                         f"[{_pct(a.fix_ci_low)}, {_pct(a.fix_ci_high)}], p = {a.fix_p_value:.2g}")
+    return [f"#{a.id}", a.state, _age_text(_age_s(a, now)), a.series, a.first_bad[:12], found, fix]
+
+
+_HEADER = ["alert", "state", "age", "series", "first bad", "regression (CI, p)", "fixed (evidence)"]
+
+
+def alert_lines(alerts: Sequence[AlertRow], now: datetime | None = None) -> list[str]:
+    """Plain-text alert table (names escaped for a terminal)."""
+    from quiho._text import printable
+
+    rows = [[printable(c) for c in _cells(a, now)] for a in alerts]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(_HEADER)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return [fmt.format(*_HEADER).rstrip()] + [fmt.format(*r).rstrip() for r in rows]
+
+
+def alert_markdown(alerts: Sequence[AlertRow], now: datetime | None = None, *, title: str = "Open alerts") -> str:
+    """A Markdown section listing ``alerts`` (escaped), for a CI job summary."""
+    from quiho._markdown import md_escape, md_table
+
+    if not alerts:
+        return f"### {md_escape(title)}\n\nNone.\n"
+    new = sum(a.state == "new" for a in alerts)
+    head = f"**{new} new** of {len(alerts)} alert{'s' if len(alerts) != 1 else ''}"
+    return f"### {md_escape(title)}\n\n{head}\n\n" + md_table(_HEADER, [_cells(a, now) for a in alerts],
+                                                               align="llrllll")

@@ -1,0 +1,129 @@
+"""Levels of a history compared with the rounds of every revision: a one-way random-effects model.
+
+A revision's value ``y_ij`` (round ``j`` of revision ``i``) is ``mu + a_i + e_ij`` with ``a_i ~ N(0, s_b^2)``
+(builds, runs and machines differ) and ``e_ij ~ N(0, s_w^2)`` (rounds of one run differ), so the mean of a
+revision measured ``n`` times varies by ``s_b^2 + s_w^2 / n``. Both components are estimated from the baseline
+revisions; a benchmark whose revision means vary no more than their rounds predict gets an interval as narrow as
+its rounds allow, one whose builds scatter gets the scatter of its builds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["VarianceComponents", "LevelComparison", "variance_components", "compare_levels"]
+
+
+@dataclass(frozen=True)
+class VarianceComponents:
+    """Between- and within-revision variance of a baseline (ANOVA estimates).
+
+    ``ms_means`` is the variance of the ``k`` revision means (``k - 1`` degrees of freedom), ``within`` the pooled
+    variance of the rounds about their revision's mean (``df_within`` degrees of freedom, 0 when every revision
+    has one value), ``mean_inv_n`` the mean of ``1 / n_i`` over the baseline revisions and ``between`` =
+    ``max(0, ms_means - mean_inv_n * within)``; ``truncated`` says the max took 0.
+    """
+
+    k: int
+    ms_means: float
+    within: float
+    df_within: int
+    mean_inv_n: float
+    between: float
+    truncated: bool
+
+
+@dataclass(frozen=True)
+class LevelComparison:
+    """A tested level against a reference level: ``magnitude = (test - ref) / |ref|`` with its interval and p."""
+
+    reference: float
+    test: float
+    magnitude: float
+    ci: tuple[float, float]
+    p_value: float
+    df: float
+    n_reference: int
+
+
+def variance_components(base: Sequence[np.ndarray]) -> VarianceComponents:
+    """Estimate ``s_b^2`` and ``s_w^2`` from the baseline revisions' rounds (``base``, at least two revisions).
+
+    A negative between-revision estimate is set to 0, the usual
+    ANOVA rule (the revision means vary no more than the rounds explain).
+
+    References
+    ----------
+    .. [1] S. R. Searle, G. Casella, C. E. McCulloch, "Variance Components", Wiley 1992, ch. 3 (ANOVA estimation
+       in the one-way classification, unbalanced data) and sec. 3.5 (negative estimates).
+    .. [2] T. Kalibera, R. Jones, "Rigorous benchmarking in reasonable time", ISMM 2013 (random effects per
+       level of repetition in benchmark experiments).
+    """
+    means = np.array([float(s.mean()) for s in base])
+    k = means.size
+    ms_means = float(means.var(ddof=1)) if k > 1 else float("nan")
+    ss = sum(float(((s - s.mean()) ** 2).sum()) for s in base)
+    df_w = sum(s.size - 1 for s in base)
+    within = ss / df_w if df_w > 0 else 0.0
+    h = float(np.mean([1.0 / s.size for s in base])) if k else float("nan")
+    raw = ms_means - h * within
+    return VarianceComponents(k, ms_means, within, int(df_w), h, max(raw, 0.0), bool(raw < 0))
+
+
+def compare_levels(vc: VarianceComponents, ref: Sequence[np.ndarray], test: Sequence[np.ndarray],
+                   alpha: float) -> LevelComparison:
+    """Compare the mean of ``test``'s revision means with ``ref``'s, using the variance components ``vc``.
+
+    A level of ``k`` revisions with rounds ``n_i`` has variance ``(s_b^2 + s_w^2 mean(1/n_i)) / k``; the
+    difference of two levels adds both. The tested revisions' round variance is their own (``s_i^2 / n_i``,
+    when they have two rounds or more: a change may make a benchmark noisier, Welch's rule), the reference's
+    the pooled ``s_w^2`` of ``vc``. The degrees of freedom are Welch-Satterthwaite's for that sum written in
+    its mean squares (``k - 1``, ``df_within``, ``n_i - 1``); with ``s_b^2`` estimated 0 its mean square drops
+    out. The interval is ``1 - alpha``, the p-value two-sided.
+
+    References
+    ----------
+    .. [1] F. E. Satterthwaite, "An approximate distribution of estimates of variance components", Biometrics
+       Bulletin 2(6), 1946.
+    .. [2] B. L. Welch, "The generalization of 'Student's' problem when several different population variances
+       are involved", Biometrika 34, 1947.
+    """
+    mr = float(np.mean([s.mean() for s in ref]))
+    mt = float(np.mean([s.mean() for s in test]))
+    kr, kt = len(ref), len(test)
+    c_b = 1 / kr + 1 / kt
+    c_ref = float(np.mean([1 / s.size for s in ref])) / kr
+    # (variance term, degrees of freedom) of each mean square in the sum
+    own = [(float(s.var(ddof=1)) / s.size / kt**2, s.size - 1.0) if s.size > 1 else
+           (vc.within / s.size / kt**2, float(vc.df_within)) for s in test]
+    if vc.truncated or vc.k < 2:
+        terms = [(vc.within * c_ref, float(vc.df_within)), *own]
+    else:  # c_b * s_b^2 + c_ref * s_w^2 = c_b * ms_means + (c_ref - c_b * h) * s_w^2
+        terms = [(c_b * vc.ms_means, vc.k - 1.0), ((c_ref - c_b * vc.mean_inv_n) * vc.within, float(vc.df_within)),
+                 *own]
+    var = sum(t for t, _ in terms)
+    den = sum(t * t / df for t, df in terms if df > 0 and t != 0)
+    df = var * var / den if den > 0 else float(max(vc.k - 1, vc.df_within))
+    return _interval(mr, mt, max(var, 0.0), df, kr, alpha)
+
+
+def _interval(mr: float, mt: float, var: float, df: float, kr: int, alpha: float) -> LevelComparison:
+    """Magnitude ``(mt - mr) / |mr|``, its ``1 - alpha`` t interval and two-sided p, from the difference's variance."""
+    diff, nan = mt - mr, float("nan")
+    scale = max(abs(mr), abs(mt), 1e-300)
+    half = float(np.sqrt(var))
+    if not df >= 1:
+        return LevelComparison(mr, mt, diff / abs(mr) if mr else nan, (nan, nan), nan, df, kr)
+    if half <= 1e-12 * scale:
+        p = 0.0 if abs(diff) > 1e-9 * scale else 1.0
+    else:
+        p = float(2 * stats.t.sf(abs(diff) / half, df))
+    tq = float(stats.t.ppf(1 - alpha / 2, df))
+    if mr == 0:
+        return LevelComparison(mr, mt, nan, (nan, nan), p, df, kr)
+    return LevelComparison(mr, mt, diff / abs(mr), ((diff - tq * half) / abs(mr), (diff + tq * half) / abs(mr)),
+                           p, df, kr)

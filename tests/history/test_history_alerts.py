@@ -1,0 +1,275 @@
+"""The CI gate keeps a regression as an alert: replayed with real pytest-benchmark runs per commit of a tiny repo.
+
+Issue 31's walk: a sort benchmark gets slower at one commit and stays slow; the gate must stay red (exit 3) at
+every later commit until the alert is acknowledged, and the alert must close as ``fixed`` by itself when a later
+commit restores the speed. Timings are CPU time (``--benchmark-timer time.process_time``): the machine is shared,
+and CPU time is what the code changes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from quiho.cli.main import main
+from quiho.history import GateOptions, History, check_newest, list_alerts, run_gate, save_history
+from quiho.history._levels import compare_levels, variance_components
+from quiho.store import open_store
+
+pytest.importorskip("pytest_benchmark", reason="pytest-benchmark (the dev extra) runs the harness")
+
+BENCH = """import random
+
+N_SORT = {n_sort}
+RNG = random.Random(0)
+DATA = [RNG.random() for _ in range(N_SORT)]
+NUMS = list(range(20_000))
+
+
+def test_sort(benchmark):
+    benchmark(sorted, DATA)
+
+
+def test_sum(benchmark):
+    benchmark(sum, NUMS)
+"""
+
+GOOD, SLOW = 8_000, 16_000
+#: the gate as CI runs it on a shared machine: CPU time of one process still shifts a few % between runs
+#: (caches, frequency; Kalibera & Jones 2013), so changes below 10 % raise no alert
+GATE = ("history", "detect", "--all", "--fail-on-change", "--magnitude-floor", "0.1")
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
+
+
+def commit_and_bench(root: Path, n_sort: int, note: str) -> Path:
+    """Commit the benchmark with ``n_sort`` elements and run it once with pytest-benchmark; the JSON file."""
+    (root / "test_bench.py").write_text(BENCH.format(n_sort=n_sort))
+    git(root, "add", "test_bench.py")
+    git(root, "commit", "-q", "--allow-empty", "-m", note)
+    out = root.parent / "out.json"
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                        "test_bench.py", f"--benchmark-json={out}", "--benchmark-save-data",
+                        "--benchmark-timer=time.process_time", "--benchmark-min-rounds=15",
+                        "--benchmark-max-time=0.05", "--benchmark-min-time=0.0005", "--benchmark-warmup=on",
+                        "--benchmark-warmup-iterations=3"],
+                       cwd=root, capture_output=True, text=True, timeout=300, check=False)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    return out
+
+
+def quiho(*args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(list(args))
+    got = capsys.readouterr()
+    return code, got.out, got.err
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.email", "t@example.com")
+    git(root, "config", "user.name", "t")
+    return root
+
+
+@pytest.mark.slow  # 11 real pytest-benchmark runs: ~25 s idle, ~50 s on a loaded 2-core machine
+def test_gate_stays_red_until_ack_and_closes_when_fixed(repo: Path, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    store = str(tmp_path / "q.db")
+    walk = [GOOD] * 6 + [SLOW] * 4 + [GOOD]  # commit 6 regresses, 7-9 stay slow, 10 restores the speed
+    codes, alerts = [], []
+    for i, n in enumerate(walk):
+        if i == 9:  # a person acknowledges the alert before commit 9
+            code, _, err = quiho("history", "alert", "ack", str(alerts[-1]["id"]), "--store", store, capsys=capsys)
+            assert code == 0 and "acknowledged" in err
+            assert quiho(*GATE, "--store", store, capsys=capsys)[0] == 0
+        out = commit_and_bench(repo, n, f"commit {i}: sort {n}")
+        assert quiho("history", "import", str(out), "--store", store, capsys=capsys)[0] == 0
+        code, doc, _ = quiho(*GATE, "--json", "--store", store, capsys=capsys)
+        codes.append(code)
+        d = json.loads(doc)
+        alerts.append(d["alerts"][0] if d["alerts"] else None)
+        by = {s["series"].split("::")[-1].split("[")[0]: s for s in d["series"]}
+        assert by["test_sum"]["alert"] is None, (i, by["test_sum"]["newest"])  # the unchanged benchmark: no alert
+    assert codes == [0] * 6 + [3, 3, 3, 0, 0], codes
+    first = alerts[6]
+    assert first["state"] == "new" and first["found_by"] == "newest revision" and "test_sort" in first["series"]
+    assert first["magnitude"] > 0.5 and first["ci"][0] > 0 and first["p_value"] < 0.01
+    assert alerts[7]["id"] == alerts[8]["id"] == first["id"]  # the same alert, not a new one per commit
+    assert alerts[9]["state"] == "acknowledged"
+    assert alerts[10] is None  # no open alert left
+    code, doc, _ = quiho("history", "alert", "list", "--all", "--json", "--store", store, capsys=capsys)
+    (closed,) = json.loads(doc)["alerts"]
+    fix = closed["fix"]
+    assert code == 0 and closed["state"] == "fixed" and fix["revision"] == git(repo, "rev-parse", "HEAD").strip()
+    assert fix["by"] == "back to the good level" and fix["magnitude"] < -0.2 and fix["ci"][1] < 0
+    assert fix["p_value"] < 0.01
+    code, text, _ = quiho("history", "alert", "list", "--format", "markdown", "--store", store, capsys=capsys)
+    assert code == 0 and "None." in text  # no open alert
+    # the gate stays green at the fixed revision when run again (idempotent, nothing raised anew)
+    assert quiho(*GATE, "--store", store, capsys=capsys)[0] == 0
+
+
+def test_base_compares_a_pr_with_main_at_its_merge_base(repo: Path, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    store = str(tmp_path / "q.db")
+    for i in range(6):
+        assert quiho("history", "import", str(commit_and_bench(repo, GOOD, f"main {i}")), "--store", store,
+                     capsys=capsys)[0] == 0
+    base = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-q", "-b", "pr")
+    out = commit_and_bench(repo, SLOW, "pr: slower sort")
+    assert quiho("history", "import", str(out), "--store", store, capsys=capsys)[0] == 0
+    code, doc, _ = quiho(*GATE, "--base", base[:10], "--json", "--store", store, capsys=capsys)
+    d = json.loads(doc)
+    assert code == 3 and d["base"] == base and d["alerts"] == []  # a PR check raises no alert in main's store
+    verdicts = {s["series"].split("::")[-1].split("[")[0]: s["newest"]["verdict"] for s in d["series"]}
+    assert verdicts["test_sort"] == "regression" and verdicts["test_sum"] != "regression"
+    assert json.loads(quiho("history", "alert", "list", "--all", "--json", "--store", store,
+                            capsys=capsys)[1])["alerts"] == []
+
+
+def test_bad_input_is_one_line_and_changes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "q.db"
+    rng = np.random.default_rng(1)
+    rows = "".join(f"r{i:02d},{float(v)!r}\n" for i in range(18)
+                   for v in (1.0 + 0.3 * (i >= 10)) + rng.normal(0, 0.01, 4))
+    (tmp_path / "h.csv").write_text("revision,value\n" + rows)
+    assert main(["history", "import", str(tmp_path / "h.csv"), "--unit", "s", "--store", str(store)]) == 0
+    assert main(["history", "detect", "--all", "--store", str(store)]) == 0  # raises alert #1 (change point)
+    before = store.read_bytes()
+    capsys.readouterr()
+    for args, code in ((["history", "alert", "ack", "99"], 1), (["history", "alert", "invalid", "12345"], 1),
+                       (["history", "detect", "--all", "--base", "nosuchrev"], 2),
+                       (["history", "detect", "h", "--base", "r01"], 2)):
+        assert main([*args, "--store", str(store)]) == code, args
+        got = capsys.readouterr()
+        assert got.out == "" and len(got.err.strip().splitlines()) == 1 and "Traceback" not in got.err, got.err
+    assert main(["history", "alert", "ack", "0", "--store", str(store)]) == 2  # typer's usage error, as for others
+    assert "0 is not in [1, " in capsys.readouterr().err
+    assert store.read_bytes() == before
+    assert main(["history", "alert", "ack", "1", "--store", str(store)]) == 0
+    capsys.readouterr()
+    assert main(["history", "alert", "ack", "1", "--store", str(store)]) == 0  # acknowledging twice is harmless
+    assert main(["history", "alert", "invalid", "1", "--store", str(store)]) == 0
+    capsys.readouterr()
+    assert main(["history", "alert", "ack", "1", "--store", str(store)]) == 2  # an invalid alert stays invalid
+    assert "is invalid" in capsys.readouterr().err
+
+
+def test_change_point_alert_compares_with_the_last_good_level(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A regression already inside the newest segment (imported at once) is still raised, and followed."""
+    store = tmp_path / "q.db"
+    rng = np.random.default_rng(2)
+    level = [1.0] * 10 + [1.2] * 8
+    rows = "".join(f"r{i:02d},{float(v)!r}\n" for i, m in enumerate(level) for v in m + rng.normal(0, 0.01, 5))
+    (tmp_path / "h.csv").write_text("revision,value\n" + rows)
+    main(["history", "import", str(tmp_path / "h.csv"), "--unit", "s", "--store", str(store)])
+    capsys.readouterr()
+    assert main(["history", "detect", "--all", "--fail-on-change", "--json", "--store", str(store)]) == 3
+    d = json.loads(capsys.readouterr().out)
+    (a,) = d["alerts"]
+    assert a["found_by"] == "change point" and a["first_bad"] == "r10" and a["baseline_from"] == "r00"
+    assert a["magnitude"] == pytest.approx(0.2, abs=0.02) and a["ci"][0] > 0.1
+    # the newest revision is judged against the good level, not against its own (regressed) segment
+    assert d["series"][0]["newest"]["verdict"] == "regression" and d["series"][0]["newest"]["n_baseline"] == 10
+
+
+def test_interval_uses_the_rounds_of_each_revision() -> None:
+    """Many quiet rounds per revision: the interval is far narrower than one built from revision means alone."""
+    rng = np.random.default_rng(3)
+    samples = tuple(10 + rng.normal(0, 0.5, 200) for _ in range(6))
+    h = History("s", tuple(str(i) for i in range(6)), np.arange(6), samples, "s")
+    means = History.from_values([s.mean() for s in samples], unit="s")
+    wide, narrow = check_newest(means), check_newest(h)
+    assert narrow.magnitude == pytest.approx(wide.magnitude)
+    assert (narrow.ci[1] - narrow.ci[0]) < 0.6 * (wide.ci[1] - wide.ci[0])
+    # revisions whose means scatter beyond their rounds keep the scatter of the means (builds differ)
+    loud = tuple(10 + rng.normal(0, 1.0) + rng.normal(0, 0.5, 200) for _ in range(6))
+    vc = variance_components(list(loud[:5]))
+    assert not vc.truncated and vc.between > 10 * vc.within / 200
+    cmp = compare_levels(vc, list(loud[:5]), [loud[5]], 0.01)
+    one = check_newest(History.from_values([s.mean() for s in loud], unit="s"))
+    assert (cmp.ci[1] - cmp.ci[0]) == pytest.approx(one.ci[1] - one.ci[0], rel=0.1)
+
+
+def test_a_blip_the_next_revisions_do_not_confirm_closes_by_itself(tmp_path: Path) -> None:
+    """One odd revision raises an alert; a next revision back near the good level closes it as "not confirmed"."""
+    good = [1.00, 1.02] * 5
+    with open_store(tmp_path / "q.db") as st:
+        states = []
+        for values in (good + [1.06], good + [1.06, 1.03]):
+            save_history(st, History.from_values(values, [f"r{i:02d}" for i in range(len(values))], "b", "s"), "t")
+            r = run_gate(st, GateOptions())
+            states.append((r.failing, r.verdicts[0].event))
+        (a,) = list_alerts(st, ("fixed",))
+    assert states == [(True, "raised"), (False, "fixed")]
+    assert a.first_bad == "r10" and a.fixed_at == "r11" and a.fixed_by == "not confirmed" and a.fix_p_value > 0.01
+    # the next revision at the regressed level keeps it new
+    with open_store(tmp_path / "q2.db") as st:
+        for values in (good + [1.06], good + [1.06, 1.065]):
+            save_history(st, History.from_values(values, [f"r{i:02d}" for i in range(len(values))], "b", "s"), "t")
+            r = run_gate(st, GateOptions())
+        assert r.failing and r.open_alerts[0].state == "new" and r.open_alerts[0].last_revision == "r11"
+
+
+def test_worse_again_after_ack_raises_a_new_alert_and_each_closes_in_turn(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    levels = [1.0] * 8 + [1.2] * 3 + [1.5] * 2 + [1.2] * 2 + [1.0] * 2
+    revs = [f"r{i:02d}" for i in range(len(levels))]
+    samples = [m + rng.normal(0, 0.005, 8) for m in levels]
+    seen = []
+    with open_store(tmp_path / "q.db") as st:
+        for t in range(6, len(levels) + 1):
+            save_history(st, History("b", tuple(revs[:t]), np.arange(t), tuple(samples[:t]), "s"), "t")
+            r = run_gate(st, GateOptions())
+            if t == 9:  # alert #1 raised at r08: a person acknowledges it
+                from quiho.history import set_alert_state
+
+                set_alert_state(st, r.open_alerts[0].id, "acknowledged")
+                r = run_gate(st, GateOptions())
+            seen.append((revs[t - 1], r.failing, [(a.id, a.state) for a in r.open_alerts]))
+        every = {a.id: a for a in list_alerts(st, ("fixed",))}
+    by_rev = {rev: (failing, states) for rev, failing, states in seen}
+    assert by_rev["r08"] == (False, [(1, "acknowledged")]) and by_rev["r10"] == (False, [(1, "acknowledged")])
+    assert by_rev["r11"] == (True, [(1, "acknowledged"), (2, "new")])  # worse again: a new alert on top
+    assert by_rev["r13"] == (False, [(1, "acknowledged")])  # back to the acknowledged level: #2 fixed
+    assert by_rev["r15"] == (False, [])  # back to the first level: #1 fixed too
+    assert every[2].baseline_from == "r08" and every[2].first_bad == "r11" and every[2].fixed_at == "r13"
+    assert every[1].fixed_at == "r15" and every[1].fixed_by == "back to the good level"
+
+
+def test_one_odd_build_leaves_the_baseline_a_second_band_stays() -> None:
+    from quiho.history._alerts import _without_spikes
+
+    rng = np.random.default_rng(5)
+    quiet = list(1.0 + rng.normal(0, 0.003, 20))
+    spiky = History.from_values(quiet[:7] + [1.15] + quiet[7:], unit="s")
+    assert _without_spikes(spiky, range(21)) == [i for i in range(21) if i != 7]
+    banded = History.from_values([1.3 if i % 3 == 0 else v for i, v in enumerate(quiet)], unit="s")
+    assert _without_spikes(banded, range(20)) == list(range(20))  # a third of the builds: a band, not a spike
+
+
+def test_the_published_site_lists_open_alerts_escaped(tmp_path: Path) -> None:
+    from quiho.publish import publish
+
+    name = "<img src=x onerror=alert(1)>"
+    values = [1.0, 1.02] * 5 + [1.5]
+    with open_store(tmp_path / "q.db") as st:
+        save_history(st, History.from_values(values, [f"r{i:02d}" for i in range(11)], name, "s"), "t")
+        assert run_gate(st, GateOptions()).failing
+        publish(st, tmp_path / "site")
+    page = (tmp_path / "site" / "index.html").read_text()
+    assert "Open alerts (1)" in page and "#1" in page and "r10" in page and "+48" in page
+    assert "<img src=x" not in page and "&lt;img src=x" in page
