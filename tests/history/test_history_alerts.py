@@ -40,9 +40,10 @@ def test_sum(benchmark):
 """
 
 GOOD, SLOW = 8_000, 16_000
-#: the gate as CI runs it on a shared machine: CPU time of one process still shifts a few % between runs
-#: (caches, frequency; Kalibera & Jones 2013), so changes below 10 % raise no alert
-GATE = ("history", "detect", "--all", "--fail-on-change", "--magnitude-floor", "0.1")
+#: the gate as CI runs it on a shared machine: CPU time of one process still shifts between runs (caches,
+#: frequency, the other core's load; Kalibera & Jones 2013): +3 % idle, +10 % once on a 2-core machine at load 8,
+#: so changes below 20 % raise no alert; the planted regression doubles the sort (> +50 %)
+GATE = ("history", "detect", "--all", "--fail-on-change", "--magnitude-floor", "0.2")
 
 
 def git(root: Path, *args: str) -> str:
