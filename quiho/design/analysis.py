@@ -124,28 +124,21 @@ def position(effect: Effect, axis: AxisClass, higher_is_better: bool) -> float |
 
 
 def _story(effects: VersionEffects, axes: Mapping[str, AxisClass], labels: Mapping[str, str],
-           floor: float, higher_is_better: bool = False) -> ClassStory:
-    """A version's class: the most specific resource whose axes move it beyond the noise and the floor.
+           floor: float, higher_is_better: bool = False, pooled: frozenset[str] = frozenset()) -> ClassStory:
+    """A version's class: the most specific resource whose axes are shown to move it by at least the floor.
 
-    For a factor that loads a class other than cpu, the version must also sit at least half-way from the cpu
-    stressors to that class's stressors (:func:`position`): it responds more like them than like computation.
+    "Shown": the whole 95 % interval lies beyond ±floor (the floor is quiho's smallest change that matters, the
+    metric's ``--min-change``), so an effect that only may be that large does not name a class. A version's
+    position between computation and the class's stressor (:func:`position`) is reported, not decisive.
     """
     by = effects.by_factor()
     resource = {f: ax.resource for f, ax in axes.items()}
 
-    def leans(f: str, e: Effect) -> bool:
-        if not e.beyond(floor):
-            return False
-        if resource.get(f, "none") in ("cpu", "none"):
-            return True
-        pos = position(e, axes[f], higher_is_better)
-        return pos is None or pos >= 0.5
-
-    leaning = {f: e for f, e in by.items() if leans(f, e)}
+    leaning = {f: e for f, e in by.items() if e.shown_beyond(floor)}
     specific = sorted({resource.get(f, "none") for f in leaning} - {"cpu", "none"})
 
     def cite(fs: list[str]) -> str:
-        return ", ".join(f"{labels[f]} {by[f].text()}" for f in fs)
+        return ", ".join(f"{labels[f]} {by[f].text()}" + (" (both versions)" if f in pooled else "") for f in fs)
 
     if specific:
         fs = [f for f in leaning if resource.get(f) in specific]
@@ -155,9 +148,8 @@ def _story(effects: VersionEffects, axes: Mapping[str, AxisClass], labels: Mappi
 
     def small(f: str) -> str:
         pos = position(by[f], axes[f], higher_is_better) if f in axes else None
-        why = ("within the noise" if not by[f].excludes_zero() else
-               f"under the ±{100 * floor:.0f} % floor" if not by[f].beyond(floor) else
-               f"{pos:.2f} of the way to the {resource[f]} stressors" if pos is not None else "small")
+        why = ("within the noise" if not by[f].excludes_zero() else f"not shown beyond ±{100 * floor:.0f} %"
+               + (f", {pos:.2f} of the way to the {resource[f]} stressor" if pos is not None else ""))
         return f"{labels[f]} {by[f].text()} {why}"
 
     if cpu and mem_axes:
@@ -195,6 +187,18 @@ def _verdict(changes: tuple[Effect, ...], visits: int, settings: DesignSettings,
                               + cite(list(changes)))
     return "inconclusive", ("no factor's effect changed beyond the noise and the floor, but not every interval "
                             f"is within ±{100 * s.floor:.0f} %: " + cite(list(changes)))
+
+
+def _pooled(a: VersionEffects, b: VersionEffects, pooled: frozenset[str]) -> tuple[VersionEffects, VersionEffects]:
+    """Both versions' effects with each factor of ``pooled`` replaced by the two versions' mean effect."""
+    import dataclasses
+
+    from quiho.design.effects import pooled_effect
+
+    ea, eb = a.by_factor(), b.by_factor()
+    both = {f: pooled_effect(ea[f], eb[f]) for f in pooled if f in ea and f in eb}
+    return (dataclasses.replace(a, effects=tuple(both.get(e.factor, e) for e in a.effects)),
+            dataclasses.replace(b, effects=tuple(both.get(e.factor, e) for e in b.effects)))
 
 
 def analyse_design(runs: pd.DataFrame, version_a: str, version_b: str, factors: FactorTable, *,
@@ -239,8 +243,15 @@ def analyse_design(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
     axes = axis_classes(st, factors, primary or {}, settings.floor)
     by_axis = {ax.factor: ax for ax in axes}
     labels = {f.name: f.label for f in factors.factors}
-    story_a = _story(eff_a, by_axis, labels, settings.floor, higher_is_better)
-    story_b = _story(eff_b, by_axis, labels, settings.floor, higher_is_better)
+    # a label may differ between the versions only through a factor whose change the test established: every
+    # other factor is labelled from both versions' runs together (else two equal effects either side of a
+    # threshold would read as a class shift the test did not find)
+    moved = {c.factor for c in changes if c.p_adjusted is not None and c.p_adjusted < settings.alpha
+             and c.beyond(settings.floor)}
+    pooled = frozenset(f.name for f in factors.factors if f.name not in moved)
+    lab_a, lab_b = _pooled(eff_a, eff_b, pooled)
+    story_a = _story(lab_a, by_axis, labels, settings.floor, higher_is_better, pooled)
+    story_b = _story(lab_b, by_axis, labels, settings.floor, higher_is_better, pooled)
     verdict, reason = _verdict(changes, n_visits, settings, story_a, story_b, labels)
     return DesignAnalysis(factors, axes, eff_a, eff_b, changes, n_visits, B, st, story_a, story_b, verdict,
                           reason, settings)

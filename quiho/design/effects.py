@@ -90,6 +90,11 @@ class Effect:
         """Interval excludes 0 and the estimate is at least ``floor`` (relative) away from no effect."""
         return self.excludes_zero() and abs(self.estimate) >= math.log1p(floor)
 
+    def shown_beyond(self, floor: float) -> bool:
+        """The whole interval outside ±``floor``: the effect is shown to be at least that large."""
+        step = math.log1p(floor)
+        return self.ci_low > step or self.ci_high < -step
+
     def within(self, floor: float) -> bool:
         """The whole interval inside ±``floor`` (the effect is shown to be small)."""
         return -math.log1p(floor) < self.ci_low and self.ci_high < math.log1p(floor)
@@ -183,6 +188,11 @@ def _t_effect(name: str, est: float, se: float, df: int) -> Effect:
     q = float(stats.t.ppf(0.975, df))
     p = float(2 * stats.t.sf(abs(est / se), df))
     return Effect(name, est, se, df, est - q * se, est + q * se, p)
+
+
+def pooled_effect(a: Effect, b: Effect) -> Effect:
+    """The mean of two versions' effects of one factor (independent visits' estimates), with its t interval."""
+    return _t_effect(a.factor, (a.estimate + b.estimate) / 2, math.hypot(a.se, b.se) / 2, min(a.df, b.df))
 
 
 def _visit_means(runs: pd.DataFrame, version: str) -> pd.DataFrame:
