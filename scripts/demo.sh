@@ -5,11 +5,12 @@
 # ~30-60 s, and writes the fleet to .quiho/local-fleet-<key>.yml; 8 hosts when the quota and a memory axis
 # (page size, co-runner) work;
 # `quiho fleet show` prints the levels and measured effects), i.e. fingerprint the fleet (quick battery),
-# run both versions of the STREAM-like example interleaved on every host, and print the verdict
-# (regression/improvement/no-change/inconclusive) with its size, CI and p-value, both IRUPs and the root-cause
-# hints. Quick mode (default): measured 9 min 49 s from a fresh clone on an idle 2-core box, venv set-up
-# included, before the calibration existed (it adds ~30-60 s once per machine) (fingerprint 8 hosts x
-# 7 stressors x 1 s x 2 repetitions, then 5 runs per version per host); QUIHO_DEMO_MODE=default uses the
+# run both versions of the STREAM-like example interleaved on every host in two blocked rounds, and print the
+# verdict (regression/improvement/no-change/inconclusive) with its size, CI and p-value, the designed fleet's
+# answer (each factor's effect per version: memory-bound -> CPU-bound), both IRUPs and the hints. Quick mode
+# (default): the profile took 7.6-10.6 min with its calibration on a 2-core VM busy with other work (load 3-8;
+# bench/demo_runs.py), venv set-up not included (fingerprint 8 hosts x 7 stressors x 1 s x 2 repetitions, then
+# 2 rounds x 3 runs per version per host); QUIHO_DEMO_MODE=default uses the
 # 43-stressor battery (much longer).
 # Needs root (cgroups); the report lands in .quiho/profile-report/report.html.
 set -euo pipefail
