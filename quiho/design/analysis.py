@@ -163,11 +163,15 @@ def _story(effects: VersionEffects, axes: Mapping[str, AxisClass], labels: Mappi
 
 
 def _verdict(changes: tuple[Effect, ...], visits: int, settings: DesignSettings, story_a: ClassStory,
-             story_b: ClassStory, labels: Mapping[str, str]) -> tuple[str, str]:
+             story_b: ClassStory, labels: Mapping[str, str], factors: FactorTable) -> tuple[str, str]:
     s = settings
     if not changes or visits == 0:
         return "not-meaningful", "no host ran both versions, or no factor is left"
     df = changes[0].df
+    hosts = len(factors.hosts)
+    if hosts < len(factors.factors) + 2:
+        return "not-meaningful", (f"{hosts} hosts for {len(factors.factors)} factor(s): with fewer than factors + 2 "
+                                  "hosts each effect would include single hosts' own differences")
     if df < MIN_DF:
         return "not-meaningful", (f"{visits} visit(s) leave {df} residual degree(s) of freedom for "
                                   f"{len(changes)} factor(s): the noise between visits cannot be estimated "
@@ -252,7 +256,7 @@ def analyse_design(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
     lab_a, lab_b = _pooled(eff_a, eff_b, pooled)
     story_a = _story(lab_a, by_axis, labels, settings.floor, higher_is_better, pooled)
     story_b = _story(lab_b, by_axis, labels, settings.floor, higher_is_better, pooled)
-    verdict, reason = _verdict(changes, n_visits, settings, story_a, story_b, labels)
+    verdict, reason = _verdict(changes, n_visits, settings, story_a, story_b, labels, factors)
     return DesignAnalysis(factors, axes, eff_a, eff_b, changes, n_visits, B, st, story_a, story_b, verdict,
                           reason, settings)
 

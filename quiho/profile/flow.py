@@ -349,11 +349,13 @@ def analyse_data(data: ProfileData, options: AnalysisOptions | None = None, *,
         hints = root_cause_hints(ia, ib, comparison, catalog=catalog, advice=advice, metric_verdict=mc.verdict)
         if design is not None:
             hints = design_hints(design, names["a"], names["b"], metric_verdict=mc.verdict) + hints
-    if (ia is None or ib is None) and (design is None or design.verdict == "not-meaningful"):
-        hints = (Hint("validity", "No resource-profile comparison: " + "; ".join(
-            f"{names[k]}: {v}" for k, v in errors.items())
-            + ". The metric verdict stands on its own; fingerprint the hosts (or add hosts) to get IRUPs.",
-            subject="irup"),) + hints
+    if ia is None or ib is None:
+        no_irup = Hint("validity", "No IRUP comparison: " + "; ".join(f"{names[k]}: {v}" for k, v in errors.items())
+                       + ". The metric verdict stands on its own; fingerprint the hosts (or add hosts) to get IRUPs.",
+                       subject="irup")
+        # the designed fleet's answer, when it has one, stays first
+        answered = design is not None and design.verdict != "not-meaningful"
+        hints = hints + (no_irup,) if answered else (no_irup,) + hints
     if opts.trace_changes:
         hints = hints + trace_hints(opts.trace_changes)
     fp_hosts = data.fingerprinted_hosts

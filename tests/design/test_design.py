@@ -142,3 +142,15 @@ def test_inventory_factors_and_knobs_become_design_vars():
     assert real.design_vars() == {"x": {}, "y": {}}
     with pytest.raises(InventoryError, match="quiho_factors"):
         _from_listing("hosts.yml", {"all": {"hosts": ["x"]}, "_meta": {"hostvars": {"x": {"quiho_factors": [1]}}}})
+
+
+def test_fewer_hosts_than_factors_plus_two_is_not_meaningful():
+    """3 hosts, 2 factors, replicate rounds: residual df exist, but each effect is one host's own difference."""
+    hosts = {"a": {"cpu-quota": 100, "huge-pages": "never"}, "b": {"cpu-quota": 50, "huge-pages": "never"},
+             "c": {"cpu-quota": 100, "huge-pages": "always"}}
+    t = factor_table(hosts)
+    runs, _ = planted_design(effects_a=MEMORY_BOUND, effects_b=CPU_BOUND, rounds=3, random_state=0)
+    runs = runs[runs["host"].isin(["h-000", "h-100", "h-010"])].replace({"host": {"h-000": "a", "h-100": "b",
+                                                                                 "h-010": "c"}})
+    res = analyse_design(runs, "v1", "v2", t)
+    assert res.verdict == "not-meaningful" and "3 hosts for 2 factor(s)" in res.reason

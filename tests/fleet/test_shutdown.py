@@ -121,7 +121,8 @@ def test_sigterm_mid_profile_keeps_measured_hosts_cleans_up_and_resumes(tmp_path
                     "  v2: {command: [sleep, '1.2']}\nmetric: {kind: runtime, unit: s}\nrepetitions: 2\ntimeout: 60\n")
     thp_before = _thp()
     args = ["profile", "nap@v1", "nap@v2", "--spec", str(spec), "-i", str(inv), "--warmup", "0", "--seeds", "2",
-            "--fingerprint-repetitions", "1", "--fingerprint-seconds", "1", "--store", str(db), "--json"]
+            "--fingerprint-repetitions", "1", "--fingerprint-seconds", "1", "--store", str(db), "--json",
+            "--rounds", "1"]  # host by host: sd-a's runs are all stored when sd-b's start
     proc = _quiho([*args, "--max-age", "0"], run_dir)
     # the second host's interleaved runs: sd-a is done and stored, sd-b is mid-run
     _wait_for(lambda: any(c == "sleep" and w.endswith("/sd-b") for _, c, w in _proc_cwds("/tmp/quiho-remote/profile-")),
