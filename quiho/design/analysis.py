@@ -16,7 +16,6 @@ from typing import Any
 
 import pandas as pd
 
-from quiho._text import json_number
 from quiho.design.effects import (
     AxisClass,
     DesignSettings,
@@ -75,9 +74,7 @@ class DesignAnalysis:
     @property
     def moved(self) -> tuple[Effect, ...]:
         """The changes that count: Holm-adjusted p below alpha and at least the floor."""
-        s = self.settings
-        return tuple(c for c in self.changes
-                     if c.p_adjusted is not None and c.p_adjusted < s.alpha and c.beyond(s.floor))
+        return _moved(self.changes, self.settings)
 
     @property
     def class_shift(self) -> bool:
@@ -121,6 +118,12 @@ def position(effect: Effect, axis: AxisClass, higher_is_better: bool) -> float |
     span = ce[axis.resource][0] - cpu
     speed = effect.estimate if higher_is_better else -effect.estimate
     return (speed - cpu) / span if span else None
+
+
+def _moved(changes: tuple[Effect, ...], settings: DesignSettings) -> tuple[Effect, ...]:
+    """The changes that count: Holm-adjusted p below alpha and at least the floor."""
+    return tuple(c for c in changes
+                 if c.p_adjusted is not None and c.p_adjusted < settings.alpha and c.beyond(settings.floor))
 
 
 def _story(effects: VersionEffects, axes: Mapping[str, AxisClass], labels: Mapping[str, str],
@@ -176,7 +179,7 @@ def _verdict(changes: tuple[Effect, ...], visits: int, settings: DesignSettings,
         return "not-meaningful", (f"{visits} visit(s) leave {df} residual degree(s) of freedom for "
                                   f"{len(changes)} factor(s): the noise between visits cannot be estimated "
                                   "(measure more rounds or more hosts)")
-    moved = [c for c in changes if c.p_adjusted is not None and c.p_adjusted < s.alpha and c.beyond(s.floor)]
+    moved = list(_moved(changes, s))
 
     def cite(cs: list[Effect]) -> str:
         return ", ".join(f"{labels[c.factor]} {c.text()} (p = {c.p_value:.3g}, Holm {c.p_adjusted:.3g})"
@@ -250,8 +253,7 @@ def analyse_design(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
     # a label may differ between the versions only through a factor whose change the test established: every
     # other factor is labelled from both versions' runs together (else two equal effects either side of a
     # threshold would read as a class shift the test did not find)
-    moved = {c.factor for c in changes if c.p_adjusted is not None and c.p_adjusted < settings.alpha
-             and c.beyond(settings.floor)}
+    moved = {c.factor for c in _moved(changes, settings)}
     pooled = frozenset(f.name for f in factors.factors if f.name not in moved)
     lab_a, lab_b = _pooled(eff_a, eff_b, pooled)
     story_a = _story(lab_a, by_axis, labels, settings.floor, higher_is_better, pooled)
@@ -279,10 +281,3 @@ def effect_table(res: DesignAnalysis) -> list[list[str]]:
                      "n/a" if c is None or c.p_adjusted is None or math.isnan(c.p_value)
                      else f"{c.p_value:.3g} (Holm {c.p_adjusted:.3g})"])
     return rows
-
-
-def json_effects(res: DesignAnalysis) -> dict[str, Any]:
-    """Compact per-factor numbers for a bench row: effect of a and b and the change, each with its SE (log)."""
-    a, b = res.a.by_factor(), res.b.by_factor()
-    return {f: {"a": json_number(a[f].pct, 4), "a_se": json_number(a[f].se, 4),
-                "b": json_number(b[f].pct, 4), "b_se": json_number(b[f].se, 4)} for f in a if f in b}

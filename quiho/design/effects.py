@@ -292,9 +292,10 @@ def _permuted_t(runs: pd.DataFrame, version_a: str, version_b: str, shared: list
     fitted0 = Z0 @ np.linalg.lstsq(Z0, d, rcond=None)[0]  # the level change (and round) under the null
     ok = runs[(runs["status"] == "ok") & (runs["value"] > 0)]
     ok = ok.assign(visit=visits(ok).to_numpy(), log=np.log(ok["value"].astype(float)))
+    by_visit = dict(tuple(ok.groupby("visit")))  # one pass, not one filter of every run per visit
     D = np.empty((B, len(shared)))
     for i, v in enumerate(shared):
-        sub = ok[ok["visit"] == v]
+        sub = by_visit[v]
         la = sub.loc[sub["version"] == version_a, "log"].to_numpy()
         lb = sub.loc[sub["version"] == version_b, "log"].to_numpy() - fitted0[i]
         pool = np.tile(np.concatenate([la, lb]), (B, 1))
@@ -349,7 +350,7 @@ def axis_classes(effects: Mapping[str, tuple[Effect, ...]], factors: FactorTable
     step = math.log1p(floor)
     for j, f in enumerate(factors.factors):
         if f.name in FALLBACK_CLASSES:
-            out.append(_knob_class(f.name, f.label, j, effects, primary))
+            out.append(_knob_class(f.name, j, effects, primary))
             continue
         by_class: dict[str, list[tuple[str, Effect]]] = {}
         for s, effs in effects.items():
@@ -387,7 +388,7 @@ def axis_classes(effects: Mapping[str, tuple[Effect, ...]], factors: FactorTable
     return tuple(out)
 
 
-def _knob_class(name: str, label: str, j: int, effects: Mapping[str, tuple[Effect, ...]],
+def _knob_class(name: str, j: int, effects: Mapping[str, tuple[Effect, ...]],
                 primary: Mapping[str, str]) -> AxisClass:
     """A local-fleet knob's class as its calibration kept it.
 

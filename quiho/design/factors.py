@@ -67,21 +67,9 @@ class FactorTable:
         return np.array([[f.values[str(h)] for f in self.factors] for h in hosts], dtype=float).reshape(
             len(hosts), len(self.factors))
 
-    def restricted(self, hosts: list[str]) -> FactorTable:
-        """The table re-checked on ``hosts`` only (a factor may stop varying, or become confounded)."""
-        raw = {f.name: {h: f.values[h] for h in hosts if h in f.values} for f in self.factors}
-        labels = {f.name: f for f in self.factors}
-        kept, notes = _checked(raw, sorted(hosts))
-        return FactorTable(tuple(_replace_values(labels[n], v) for n, v in kept), tuple(sorted(hosts)),
-                           self.notes + tuple(notes))
-
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready mapping."""
         return {"factors": [f.to_dict() for f in self.factors], "hosts": list(self.hosts), "notes": list(self.notes)}
-
-
-def _replace_values(f: Factor, values: Mapping[str, float]) -> Factor:
-    return Factor(f.name, f.label, f.reference, f.far, dict(values))
 
 
 def local_fleet_vars(host_vars: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
