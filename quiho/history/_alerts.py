@@ -118,7 +118,7 @@ def _review(store: Store, h: History, opts: GateOptions) -> SeriesVerdict:
     if open_:
         return _follow(store, h, d, open_[-1], spans, opts)
     seg = _segment(d, len(h) - 1, spans)
-    chk = check_newest(h, alpha=opts.alpha, min_size=opts.min_size, baseline=_without_spikes(h, seg),
+    chk = check_newest(h, alpha=opts.alpha, min_size=opts.min_size, baseline=_without_spikes(h, seg, opts.min_size),
                        magnitude_floor=opts.magnitude_floor)
     quiet = max((idx.get(a.last_revision, -1) for a in alerts), default=-1)
     raised = _raise(store, h, d, chk, seg, spans, quiet, opts)
@@ -146,13 +146,15 @@ def _segment(d: Detection, end: int, spans: Sequence[tuple[int, int]], bounds: S
     return [i for i in range(start, end) if not any(a <= i < b for a, b in spans)]
 
 
-def _without_spikes(h: History, idx: Sequence[int]) -> list[int]:
+def _without_spikes(h: History, idx: Sequence[int], keep: int = 5) -> list[int]:
     """``idx`` without isolated odd builds: revision means with a modified z-score above 3.5, if they are few.
 
     ``M_i = 0.6745 (x_i - median) / MAD`` over the revision means (Iglewicz & Hoaglin's outlier rule). One odd
     build in a baseline would widen every interval built on it (its scatter counts as build-to-build variance)
     for as long as it stays in the baseline. At most 10 % of the revisions (at least one) go: more than that is
-    a second band of a bimodal benchmark, which belongs to its level.
+    a second band of a bimodal benchmark, which belongs to its level. None go when fewer than ``keep`` (the
+    gate's ``min_size``) would remain: a baseline a dropped build makes too short to answer would turn a
+    meaningful check into "not meaningful", and a kept odd build only widens the interval.
 
     References
     ----------
@@ -167,7 +169,7 @@ def _without_spikes(h: History, idx: Sequence[int]) -> list[int]:
     if mad <= 0:
         return list(idx)
     odd = np.abs(0.6745 * (m - med) / mad) > 3.5
-    if not odd.any() or odd.sum() > max(1, len(idx) // 10):
+    if not odd.any() or odd.sum() > max(1, len(idx) // 10) or len(idx) - odd.sum() < keep:
         return list(idx)
     return [i for i, o in zip(idx, odd, strict=True) if not o]
 
@@ -183,7 +185,7 @@ def _base_check(h: History, d: Detection, opts: GateOptions, spans: Sequence[tup
         why = "the base revision is not measured in this series" if b is None else "the newest revision is the base"
         return NewestCheck("not meaningful", rev, nan, nan, nan, (nan, nan), nan, 0, f"not meaningful: {why}")
     return check_newest(h, alpha=opts.alpha, min_size=opts.min_size,
-                        baseline=_without_spikes(h, _segment(d, b + 1, spans, bounds)),
+                        baseline=_without_spikes(h, _segment(d, b + 1, spans, bounds), opts.min_size),
                         magnitude_floor=opts.magnitude_floor)
 
 
@@ -207,7 +209,7 @@ def _raise(store: Store, h: History, d: Detection, chk: NewestCheck, seg: Sequen
     cp: ChangePoint | None = cps[-1] if cps else None
     if cp is None or cp.index <= quiet or not _worse(cp.before, cp.after, h.unit):
         return None
-    before = _without_spikes(h, _segment(d, cp.index, spans))
+    before = _without_spikes(h, _segment(d, cp.index, spans), opts.min_size)
     if len(before) < 2:
         return None
     ref = [h.samples[i] for i in before]
@@ -259,7 +261,7 @@ def _follow(store: Store, h: History, d: Detection, a: AlertRow, spans: Sequence
         return _verdict(h, d, NewestCheck("not meaningful", h.revisions[-1] if n else "", nan, nan, nan, (nan, nan),
                                           nan, 0, f"not meaningful: alert #{a.id}'s revisions are no longer stored"),
                         a, event)
-    good = _without_spikes(h, [i for i in range(b0, fb) if not any(x <= i < y for x, y in spans)])
+    good = _without_spikes(h, [i for i in range(b0, fb) if not any(x <= i < y for x, y in spans)], opts.min_size)
     chk = check_newest(h, alpha=opts.alpha, min_size=min(opts.min_size, max(len(good), 1)), baseline=good,
                        magnitude_floor=opts.magnitude_floor)
     if n - 1 <= fb or event:

@@ -262,6 +262,20 @@ def test_one_odd_build_leaves_the_baseline_a_second_band_stays() -> None:
     assert _without_spikes(banded, range(20)) == list(range(20))  # a third of the builds: a band, not a spike
 
 
+def test_an_odd_build_stays_when_dropping_it_would_leave_too_short_a_baseline(tmp_path: Path) -> None:
+    # the examples/ci walk on a loaded runner: five quiet builds, one of them +40 %, then a 10x regression; dropping
+    # the odd build left four (< min_size 5) and the gate said "not meaningful" instead of "regression"
+    from quiho.history._alerts import _without_spikes
+
+    h = History.from_values([1.0, 0.98, 1.01, 0.99, 1.4, 10.0], unit="s")
+    assert _without_spikes(h, range(5), keep=5) == [0, 1, 2, 3, 4]
+    assert _without_spikes(h, range(5), keep=4) == [0, 1, 2, 3]
+    with open_store(tmp_path / "q.db") as st:
+        save_history(st, h, "t")
+        r = run_gate(st, GateOptions())
+    assert r.verdicts[0].newest.verdict == "regression" and r.verdicts[0].newest.n_baseline == 5 and r.failing
+
+
 def test_the_published_site_lists_open_alerts_escaped(tmp_path: Path) -> None:
     from quiho.publish import publish
 
