@@ -2,11 +2,13 @@
 
 Both scripts print quiho event lines (``KIND TID TS_NS FUNC_ID ARG``, see :mod:`quiho.trace._parse`).
 
-bpftrace: one ``uprobe`` and one ``uretprobe`` per function. Timestamps are ``nsecs`` printed with ``%lu``
-(bpftrace 0.17's ``%d`` truncates 64-bit values to 32 bits). Sampling every N-th call keeps the decision of an
-entry in a map keyed by (thread, traced-call depth) so that its exit is printed exactly when its entry was,
-also under recursion and with many threads. Per-hit cost on this VM is ~11 µs for the trap plus ~11 µs per
-printed line (measured with bpftrace 0.17 on a 2-vCPU VM): probe coarse functions, or sample.
+bpftrace: one ``uprobe`` and one ``uretprobe`` per function. The entry keeps its time and argument in maps keyed
+by (thread, traced-call depth), so recursion and many threads stay apart; the exit reads the clock first and
+prints the call's entry and exit lines together. Printing is the expensive part of a probe (a perf-buffer
+output per line, several µs on a VM), and done this way none of it falls between a call's own entry and exit
+timestamps: a traced leaf call costs its time plus the two traps, not plus two printed lines. Timestamps are
+``nsecs`` printed with ``%lu`` (bpftrace 0.17's ``%d`` truncates 64-bit values to 32 bits). Sampling every N-th
+call keeps the decision of an entry in the same kind of map, so its exit is printed exactly when its entry was.
 
 SystemTap: the equivalent ``.stp`` script (``process("BIN").function("F").call``/``.return`` probes,
 ``gettimeofday_ns()``, ``tid()``). It runs where ``stap`` works (kernel modules or the BPF runtime plus debug
@@ -71,23 +73,18 @@ def bpftrace_script(binary: Path, functions: Sequence[str], sample: int = 1, cap
     arg = "arg0" if capture_arg else "0"
     pred = " /pid == cpid/" if command_only else ""
     out = [f"// quiho trace: {len(functions)} function(s) of {b}, sample 1/{sample}", "BEGIN { }"]
+    key = "@d[tid]"
     for i, f in enumerate(functions):
-        if sample == 1:
-            out.append(f'uprobe:{b}:{f}{pred} {{ printf("0 %lu %lu {i} %lu\\n", tid, nsecs, {arg}); }}')
-            out.append(f'uretprobe:{b}:{f}{pred} {{ printf("1 %lu %lu {i} 0\\n", tid, nsecs); }}')
-        else:
-            out.append(
-                f"uprobe:{b}:{f}{pred} {{ @d[tid] = @d[tid] + 1; @n[tid, {i}] = @n[tid, {i}] + 1; "
-                f"if ((@n[tid, {i}] - 1) % {sample} == 0) {{ @k[tid, @d[tid]] = 1; "
-                f'printf("0 %lu %lu {i} %lu\\n", tid, nsecs, {arg}); }} }}'
-            )
-            out.append(
-                f"uretprobe:{b}:{f}{pred} {{ if (@k[tid, @d[tid]] == 1) {{ "
-                f'printf("1 %lu %lu {i} 0\\n", tid, nsecs); delete(@k[tid, @d[tid]]); }} '
-                f"@d[tid] = @d[tid] - 1; }}"
-            )
-    if sample > 1:
-        out.append("END { clear(@d); clear(@n); clear(@k); }")
+        keep = "" if sample == 1 else (f"@n[tid, {i}] = @n[tid, {i}] + 1; "
+                                       f"if ((@n[tid, {i}] - 1) % {sample} == 0) {{ @k[tid, {key}] = 1; ")
+        out.append(f"uprobe:{b}:{f}{pred} {{ {key} = {key} + 1; {keep}"
+                   f"@a[tid, {key}] = {arg}; @t[tid, {key}] = nsecs; {'' if sample == 1 else '} '}}}")
+        printed = (f'printf("0 %lu %lu {i} %lu\\n1 %lu %lu {i} 0\\n", tid, @t[tid, {key}], @a[tid, {key}], '
+                   f"tid, $e); delete(@t[tid, {key}]); delete(@a[tid, {key}]); ")
+        if sample > 1:
+            printed = f"if (@k[tid, {key}] == 1) {{ {printed}delete(@k[tid, {key}]); }} "
+        out.append(f"uretprobe:{b}:{f}{pred} {{ $e = nsecs; {printed}{key} = {key} - 1; }}")
+    out.append("END { clear(@d); clear(@t); clear(@a);" + (" clear(@n); clear(@k);" if sample > 1 else "") + " }")
     return "\n".join(out) + "\n"
 
 

@@ -280,8 +280,8 @@ class FleetTraceRun:
 #: call exit(); not every kernel has the sched tracepoints that would time the exit itself).
 _LIFE = re.compile(rb"^quiho-(begin|exit|end) (\d+)\n?", re.M)
 _BT_LIFE = ('BEGIN { printf("quiho-begin %lu\\n", nsecs); }',
-            'uprobe:libc:exit /pid == cpid/ { printf("quiho-exit %lu\\n", nsecs); }\n'
-            'END { printf("quiho-end %lu\\n", nsecs); }\n')
+            'uprobe:libc:exit /pid == cpid/ { printf("quiho-exit %lu\\n", nsecs); }\n',
+            'END { printf("quiho-end %lu\\n", nsecs); ')
 _STAP_LIFE = ('probe begin { printf("quiho-begin %d\\n", gettimeofday_ns()) }\n'
               'probe process.end { if (pid() == target()) printf("quiho-exit %d\\n", gettimeofday_ns()) }\n')
 
@@ -290,7 +290,8 @@ def _scripts(binary: Path, functions: tuple[str, ...]) -> tuple[str, str]:
     """(bpftrace, SystemTap) scripts for ``functions`` plus the lines timing the traced command itself."""
     from quiho.trace import bpftrace_script, stap_script
 
-    bt = bpftrace_script(binary, functions).replace("BEGIN { }", _BT_LIFE[0], 1) + _BT_LIFE[1]
+    bt = bpftrace_script(binary, functions).replace("BEGIN { }", _BT_LIFE[0], 1).replace("END { ", _BT_LIFE[2], 1)
+    bt += _BT_LIFE[1]  # bpftrace allows one END probe: the script's (which clears its maps) prints the end first
     return bt, stap_script(binary, functions) + _STAP_LIFE
 
 
