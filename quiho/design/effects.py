@@ -268,7 +268,8 @@ def effect_changes(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
         nan = float("nan")
         return tuple(_t_effect(f.name, float(beta[c]), nan, df)
                      for f, c in zip(factors.factors, cols, strict=True)), len(shared), 0
-    t_obs = np.abs(beta[cols] / se[cols])
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 (an exact fit of no change) reads 0, as the null's
+        t_obs = np.nan_to_num(np.abs(beta[cols] / se[cols]), nan=0.0, posinf=np.inf)
     null_t = _permuted_t(runs, version_a, version_b, shared, Z, cols, d, settings)
     B = null_t.shape[0]
     p = [(1 + int(np.sum(null_t[:, j] >= t_obs[j] - 1e-12))) / (1 + B) for j in range(len(cols))]

@@ -154,3 +154,13 @@ def test_fewer_hosts_than_factors_plus_two_is_not_meaningful():
                                                                                  "h-010": "c"}})
     res = analyse_design(runs, "v1", "v2", t)
     assert res.verdict == "not-meaningful" and "3 hosts for 2 factor(s)" in res.reason
+
+
+def test_an_exact_fit_of_no_change_is_not_a_change():
+    # a metric that reads the same in every run of both versions: every difference 0, standard errors 0; 0/0
+    # once compared as NaN, never below the permutation null, and read p = 1/(B+1) ("different")
+    runs, t = planted_design(effects_a=MEMORY_BOUND, effects_b=MEMORY_BOUND, rounds=2, run_sd=0.0, visit_sd=0.0,
+                             random_state=3)
+    with np.errstate(all="raise"):
+        res = analyse_design(runs, "v1", "v2", t, settings=DesignSettings(permutations=199))
+    assert all(c.p_value == 1.0 for c in res.changes) and res.verdict != "different", res.changes
