@@ -1,0 +1,50 @@
+"""Re-run the local-fleet axis choice on recorded calibrations: stores' stored responses or recorded JSON files.
+
+    python bench/calibration_replay.py /tmp/demo-runs/run-*/quiho.db tests/data/calibration/*.json
+
+One row per calibration: the axes kept and each memory axis's effect ± SE on the memory probe, as this quiho's
+:func:`quiho.fleet.local.calibrate.choose` decides them from the same probe times (nothing is measured). Rerun it
+before and after a change of the choice's rules to see which calibrations change their axes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sqlite3
+from pathlib import Path
+
+from quiho.fleet.local.calibrate import AxisEffect, choose
+
+
+def _responses(path: Path) -> list[dict]:
+    if path.suffix == ".json":
+        return [json.loads(path.read_text())]
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        return [json.loads(r[0])["responses"] for r in db.execute("SELECT result_json FROM fleet_calibrations")]
+
+
+def _effect(x: AxisEffect | None) -> str:
+    if x is None or x.effect_memory is None:
+        return "-"
+    return f"{math.expm1(x.effect_memory):+.1%} ± {x.se_memory or 0:.1%} ({'kept' if x.kept else 'dropped'})"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("sources", type=Path, nargs="+", help="SQLite stores or recorded responses (JSON)")
+    a = ap.parse_args()
+    print("| calibration | axes kept | page-size (memory probe) | co-runner (memory probe) |")
+    print("|---|---|---|---|")
+    for src in a.sources:
+        for resp in _responses(src):
+            ch = choose(resp)
+            by = {x.name: x for x in ch.axes}
+            kept = "+".join(x.name for x in ch.axes if x.kept) or "none"
+            print(f"| {src} | {kept} | {_effect(by.get('page-size'))} | {_effect(by.get('co-runner'))} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
