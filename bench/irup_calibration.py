@@ -18,7 +18,8 @@ Stored data only, no fleet time:
 Every comparison is the product's: :func:`quiho.irup.shift_test` then
 :func:`quiho.irup.compare_irups` on IRUPs of the default engine. Options: --permutations B
 (default 100 here, 200 in the product: the test is exact for any B, B only sets the p
-resolution), --splits N per target, --planted N, --seeds S (displayed IRUPs), --quick.
+resolution), --splits N per target, --planted N, --seeds S (displayed IRUPs),
+--skip SECTIONS (comma list of self, planted, noise, mariadb).
 """
 
 from __future__ import annotations
