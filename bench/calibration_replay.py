@@ -2,9 +2,10 @@
 
     python bench/calibration_replay.py /tmp/demo-runs/run-*/quiho.db tests/data/calibration/*.json
 
-One row per calibration: the axes kept and each memory axis's effect ± SE on the memory probe, as this quiho's
-:func:`quiho.fleet.local.calibrate.choose` decides them from the same probe times (nothing is measured). Rerun it
-before and after a change of the choice's rules to see which calibrations change their axes.
+One row per source (a store's newest calibration): the axes kept and each memory axis's effect ± SE on the
+memory probe, as this quiho's :func:`quiho.fleet.local.calibrate.choose` decides them from the same probe times
+(nothing is measured). Rerun it before and after a change of the choice's rules to see which calibrations change
+their axes.
 """
 
 from __future__ import annotations
@@ -12,17 +13,20 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sqlite3
 from pathlib import Path
 
 from quiho.fleet.local.calibrate import AxisEffect, choose
+from quiho.store import open_store
+from quiho.store.fleet import latest_calibration
 
 
-def _responses(path: Path) -> list[dict]:
-    if path.suffix == ".json":
-        return [json.loads(path.read_text())]
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-        return [json.loads(r[0])["responses"] for r in db.execute("SELECT result_json FROM fleet_calibrations")]
+def _responses(source: str) -> dict | None:
+    """Recorded responses (a JSON file), or those of a store's newest calibration (None: it has none)."""
+    if source.endswith(".json"):
+        return json.loads(Path(source).read_text())
+    with open_store(source) as st:
+        cal = latest_calibration(st)
+    return None if cal is None else cal["result"]["responses"]
 
 
 def _effect(x: AxisEffect | None) -> str:
@@ -33,16 +37,19 @@ def _effect(x: AxisEffect | None) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("sources", type=Path, nargs="+", help="SQLite stores or recorded responses (JSON)")
+    ap.add_argument("sources", nargs="+", help="stores (SQLite files or PostgreSQL URLs) or recorded responses (JSON)")
     a = ap.parse_args()
     print("| calibration | axes kept | page-size (memory probe) | co-runner (memory probe) |")
     print("|---|---|---|---|")
     for src in a.sources:
-        for resp in _responses(src):
-            ch = choose(resp)
-            by = {x.name: x for x in ch.axes}
-            kept = "+".join(x.name for x in ch.axes if x.kept) or "none"
-            print(f"| {src} | {kept} | {_effect(by.get('page-size'))} | {_effect(by.get('co-runner'))} |")
+        resp = _responses(src)
+        if resp is None:
+            print(f"| {src} | no calibration stored | | |")
+            continue
+        ch = choose(resp)
+        by = {x.name: x for x in ch.axes}
+        kept = "+".join(x.name for x in ch.axes if x.kept) or "none"
+        print(f"| {src} | {kept} | {_effect(by.get('page-size'))} | {_effect(by.get('co-runner'))} |")
     return 0
 
 

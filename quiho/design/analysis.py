@@ -9,6 +9,7 @@ that speaks of the design is rendered from the one :class:`DesignAnalysis`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from quiho.design.effects import (
     VersionEffects,
     axis_classes,
     effect_changes,
+    pooled_effect,
     stressor_effects,
     version_effects,
 )
@@ -198,10 +200,6 @@ def _verdict(changes: tuple[Effect, ...], visits: int, settings: DesignSettings,
 
 def _pooled(a: VersionEffects, b: VersionEffects, pooled: frozenset[str]) -> tuple[VersionEffects, VersionEffects]:
     """Both versions' effects with each factor of ``pooled`` replaced by the two versions' mean effect."""
-    import dataclasses
-
-    from quiho.design.effects import pooled_effect
-
     ea, eb = a.by_factor(), b.by_factor()
     both = {f: pooled_effect(ea[f], eb[f]) for f in pooled if f in ea and f in eb}
     return (dataclasses.replace(a, effects=tuple(both.get(e.factor, e) for e in a.effects)),

@@ -75,10 +75,11 @@ def bpftrace_script(binary: Path, functions: Sequence[str], sample: int = 1, cap
     out = [f"// quiho trace: {len(functions)} function(s) of {b}, sample 1/{sample}", "BEGIN { }"]
     key = "@d[tid]"
     for i, f in enumerate(functions):
-        keep = "" if sample == 1 else (f"@n[tid, {i}] = @n[tid, {i}] + 1; "
-                                       f"if ((@n[tid, {i}] - 1) % {sample} == 0) {{ @k[tid, {key}] = 1; ")
-        out.append(f"uprobe:{b}:{f}{pred} {{ {key} = {key} + 1; {keep}"
-                   f"@a[tid, {key}] = {arg}; @t[tid, {key}] = nsecs; {'' if sample == 1 else '} '}}}")
+        kept = f"@a[tid, {key}] = {arg}; @t[tid, {key}] = nsecs; "
+        if sample > 1:
+            kept = (f"@n[tid, {i}] = @n[tid, {i}] + 1; "
+                    f"if ((@n[tid, {i}] - 1) % {sample} == 0) {{ @k[tid, {key}] = 1; {kept}}} ")
+        out.append(f"uprobe:{b}:{f}{pred} {{ {key} = {key} + 1; {kept}}}")
         printed = (f'printf("0 %lu %lu {i} %lu\\n1 %lu %lu {i} 0\\n", tid, @t[tid, {key}], @a[tid, {key}], '
                    f"tid, $e); delete(@t[tid, {key}]); delete(@a[tid, {key}]); ")
         if sample > 1:
