@@ -15,7 +15,7 @@
 # Needs root (cgroups); the report lands in .quiho/profile-report/report.html.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh run
 export QUIHO_STORE=${QUIHO_STORE:-.quiho/quiho.db}
 if [ "$(id -u)" != 0 ]; then
   echo "demo: the local fleet emulates hosts with cgroups and needs root; rerun as root" >&2

@@ -3,7 +3,11 @@
 # System packages need root; without root they are reported, not installed.
 # Python packages go into a virtual environment, .venv (PEP 668: Debian's own python3 is "externally managed"
 # and refuses a system-wide pip install). PYTHON picks the interpreter the venv is made from (default python3).
+# `setup.sh run` installs what quiho runs (scripts/demo.sh: ~10 s less on a fresh machine); no argument adds the
+# dev extras (tests, lint, docs).
 set -euo pipefail
+WHAT=${1:-dev}
+case $WHAT in run|dev) ;; *) echo "setup: unknown argument '$WHAT' (run | dev)" >&2; exit 2 ;; esac
 cd "$(dirname "$0")/.."
 
 APT_PKGS=(stress-ng openssh-server bpftrace chromium iproute2 gcc make procps python3-venv postgresql)
@@ -37,13 +41,18 @@ if [ ! -x "$PY" ]; then
 fi
 # -P: do not put the current directory on sys.path, so an install of another checkout (or none) is noticed
 # instead of this directory's quiho/ being imported by accident.
-if ! "$PY" -P -c "import os, quiho, pytest, sklearn, ansible_runner
+SPEC=".[dev]"
+CHECK="import os, quiho, pytest, mkdocs, sklearn, ansible_runner"
+if [ "$WHAT" = run ]; then SPEC="."; CHECK="import os, quiho, sklearn, ansible_runner"; fi
+# .quiho-installed holds what was installed last: "dev" covers "run", not the other way round.
+had=$(cat .quiho-installed 2>/dev/null || true)
+if ! "$PY" -P -c "$CHECK
 assert os.path.samefile(os.path.dirname(quiho.__file__), 'quiho')" 2>/dev/null \
-   || [ pyproject.toml -nt .quiho-installed ] 2>/dev/null; then
-  echo "setup: $PY -m pip install -e .[dev]" >&2
+   || [ pyproject.toml -nt .quiho-installed ] 2>/dev/null || { [ "$WHAT" = dev ] && [ "$had" != dev ]; }; then
+  echo "setup: $PY -m pip install -e $SPEC" >&2
   "$PY" -m pip install -q --disable-pip-version-check --upgrade pip
-  "$PY" -m pip install -q --disable-pip-version-check -e ".[dev]"
-  touch .quiho-installed
+  "$PY" -m pip install -q --disable-pip-version-check -e "$SPEC"
+  if [ "$had" = dev ]; then touch .quiho-installed; else echo "$WHAT" > .quiho-installed; fi
 fi
 # Compile the batched IRUP engine's numba kernels now (cached on disk next to the source, in
 # quiho/irup/__pycache__, or in NUMBA_CACHE_DIR), so the first `quiho irup` loads them instead of compiling.
