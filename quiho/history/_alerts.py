@@ -109,8 +109,7 @@ def _review(store: Store, h: History, opts: GateOptions) -> SeriesVerdict:
     d = detect(h, opts.method, min_size=opts.min_size, alpha=opts.alpha, magnitude_floor=opts.magnitude_floor)
     alerts = sa.alerts_of(store, h.name)
     idx = {r: i for i, r in enumerate(h.revisions)}
-    spans = [(idx[a.first_bad], idx[a.fixed_at]) for a in alerts
-             if a.state == "fixed" and a.first_bad in idx and a.fixed_at in idx]
+    spans = _confirmed_spans(h, alerts, idx, opts.alpha)
     open_ = [a for a in alerts if a.state in OPEN_STATES]
     if opts.base is not None:
         return _verdict(h, d, _base_check(h, d, opts, spans, [idx[a.first_bad] for a in open_ if a.first_bad in idx]),
@@ -129,6 +128,29 @@ def _review(store: Store, h: History, opts: GateOptions) -> SeriesVerdict:
 
 def _verdict(h: History, d: Detection, chk: NewestCheck, alert: AlertRow | None, event: str = "") -> SeriesVerdict:
     return SeriesVerdict(h.name, h.unit, d, chk, h.missing, alert, event)
+
+
+def _confirmed_spans(h: History, alerts: Sequence[AlertRow], idx: dict[str, int],
+                     alpha: float) -> list[tuple[int, int]]:
+    """``[first bad, fixed at)`` of every fixed alert whose regression its later revisions confirmed.
+
+    Those revisions were at another level and leave every later baseline. A fixed alert whose revisions after the
+    first bad one do not regress against the level before it (a lone odd build, a chance alert) leaves its
+    revisions in: they were picked for being extreme, and dropping them would bias the baseline low and narrow
+    it, so the next chance value would alert again.
+    """
+    spans: list[tuple[int, int]] = []
+    better = direction_of_unit(h.unit)
+    for a in alerts:
+        if a.state != "fixed" or a.first_bad not in idx or a.fixed_at not in idx or a.baseline_from not in idx:
+            continue
+        fb, fx, b0 = idx[a.first_bad], idx[a.fixed_at], idx[a.baseline_from]
+        base = [h.samples[i] for i in range(b0, fb) if not any(x <= i < y for x, y in spans)]
+        later = [h.samples[i] for i in range(fb + 1, fx)]
+        if len(base) >= 2 and later and level_verdict(
+                compare_levels(variance_components(base), base, later, alpha), alpha, better) == "regression":
+            spans.append((fb, fx))
+    return spans
 
 
 def _near_fixed(i: int, spans: Sequence[tuple[int, int]]) -> bool:

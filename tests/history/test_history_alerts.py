@@ -225,6 +225,27 @@ def test_a_blip_the_next_revisions_do_not_confirm_closes_by_itself(tmp_path: Pat
         assert r.failing and r.open_alerts[0].state == "new" and r.open_alerts[0].last_revision == "r11"
 
 
+def test_a_chance_alert_keeps_its_revision_in_later_baselines_a_confirmed_one_does_not(tmp_path: Path) -> None:
+    """Revisions of a fixed alert leave later baselines only if the revisions after its first bad one confirmed it.
+
+    Leaving out a blip's revision (picked for being extreme) biases the baseline low and narrows it.
+    """
+    good = [1.00, 1.02] * 6
+    runs = {"blip": good + [1.06, 1.01, 1.02, 1.01], "regression": good + [1.06, 1.07, 1.06, 1.01, 1.02]}
+    n_base = {}
+    for name, values in runs.items():
+        with open_store(tmp_path / f"{name}.db") as st:
+            for t in range(len(good) + 1, len(values) + 1):
+                h = History.from_values(values[:t], [f"r{i:02d}" for i in range(t)], "b", "s")
+                save_history(st, h, "t")
+                r = run_gate(st, GateOptions())
+            (a,) = list_alerts(st, ("fixed",))
+            assert a.first_bad == "r12"
+            n_base[name] = r.verdicts[0].newest.n_baseline
+    # the blip's revision r12 is back in the baseline; the regression's r12-r14 stay out
+    assert n_base == {"blip": len(runs["blip"]) - 1, "regression": len(runs["regression"]) - 1 - 3}
+
+
 def test_worse_again_after_ack_raises_a_new_alert_and_each_closes_in_turn(tmp_path: Path) -> None:
     rng = np.random.default_rng(4)
     levels = [1.0] * 8 + [1.2] * 3 + [1.5] * 2 + [1.2] * 2 + [1.0] * 2
