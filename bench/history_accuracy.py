@@ -21,6 +21,15 @@ of a 1000-revision history after measuring 1 %, 5 % and 10 % of the
 revisions, active (max posterior sigma) vs random, for each kernel.
 
 Part 3 - locating one step with GP bisection.
+
+Part 4 - the CI gate (issue 31) on the generated performance histories: today's newest-vs-segment check
+("before") against stored alerts (``quiho.history.run_gate``, "after"), run after every build as CI would, on
+``make_perf_suite`` histories of 100 builds (every shape; 1, 3 or 5 runs per build). A regression is a true
+change that raises the level (the unit is seconds); an alert (a red run's first build for before, a stored
+alert's first bad build for after) within the protocol's 5-build margin of one is that regression's, one at a lone
+slow build (a spike, which no gate can tell from a regression before the next build) is counted apart, any other
+is false. Columns: regressions caught, alerts per regression, false alerts per 100 checked builds, and the
+median interval width at builds more than 5 after any change. The walkers are bench/history_alerts.py's.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import history_alerts as A
 import history_protocol as P
 import numpy as np
 import ruptures as rpt
@@ -332,19 +342,82 @@ def part3(seeds: int) -> None:
                   f"{plain_bisection_builds(n)} |")
 
 
+def _gate_counts(case, first_bad: list[int]) -> tuple[int, int, int, int, int]:
+    """(regressions, caught, alerts matched to one, alerts at a lone slow build, false alerts) of one history."""
+    bad = [c for c in case.truth if case.signal[c] > case.signal[c - 1]]
+    sig = case.signal
+    spikes = {i for i in range(1, sig.size - 1) if sig[i] > max(sig[i - 1], sig[i + 1]) and i not in case.truth}
+    near = [any(abs(a - c) <= MARGIN for c in bad) for a in first_bad]
+    spike = [not m and a in spikes for a, m in zip(first_bad, near, strict=True)]
+    caught = sum(any(abs(a - c) <= MARGIN for a in first_bad) for c in bad)
+    return len(bad), caught, sum(near), sum(spike), len(near) - sum(near) - sum(spike)
+
+
+def part4(n_each: int, seeds: tuple[int, ...], n_builds: int = 100, alpha_after: float = A.ALPHA) -> None:
+    """The CI gate before and after alerts on the generated performance histories, per shape."""
+    import tempfile
+
+    print(f"\n## Part 4 - the CI gate on generated performance histories ({n_each} per shape x {len(seeds)} "
+          f"seed(s) {', '.join(map(str, seeds))}, {n_builds} builds, alpha {A.ALPHA} (after: {alpha_after}), "
+          f"min_size {A.MIN_SIZE}, "
+          f"margin {MARGIN})\n")
+    print("| shape | gate | regressions | caught | alerts/regr | alerts at slow builds | false alerts "
+          "| false /100 builds | CI width (pp) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    tot = {"before": [0] * 6, "after": [0] * 6}
+    suites = [make_perf_suite(n_each, n_builds, random_state=seed) for seed in seeds]
+    with tempfile.TemporaryDirectory() as tmp:
+        for shape in SHAPES:
+            rows = {"before": [0] * 6, "after": [0] * 6}
+            widths: dict[str, list[float]] = {"before": [], "after": []}
+            for k, case in enumerate(c for suite in suites for c in suite if c.shape == shape):
+                h = case.history()
+                calm = np.array([not any(c <= i <= c + MARGIN for c in case.truth) for i in range(len(h))])
+                red, w = A.walk_before(h, calm)
+                widths["before"] += w
+                first_bad = {"before": [a for a, _ in A.red_runs(red)]}
+                _, w, alerts = A.walk_after(h, calm, Path(tmp) / f"{shape}-{k}.db", alpha_after)
+                widths["after"] += w
+                first_bad["after"] = [a for a, _ in alerts]
+                for gate, fb in first_bad.items():
+                    for j, v in enumerate((*_gate_counts(case, fb), len(h) - A.MIN_SIZE)):
+                        rows[gate][j] += v
+                        tot[gate][j] += v
+            for gate in ("before", "after"):
+                _print_gate_row(shape, gate, rows[gate], widths[gate])
+    for gate in ("before", "after"):
+        _print_gate_row("all", gate, tot[gate], [])
+
+
+def _print_gate_row(shape: str, gate: str, r: list[int], widths: list[float]) -> None:
+    regr, caught, matched, spike, false, checked = r
+    pct = f"{100 * caught / regr:.0f} %" if regr else "-"
+    per = f"{matched / regr:.2f}" if regr else "-"
+    w = f"{100 * float(np.median(widths)):.1f}" if widths else "-"
+    print(f"| {shape} | {gate} | {regr} | {pct} | {per} | {spike} | {false} | {100 * false / max(checked, 1):.2f} "
+          f"| {w} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer series in parts 1-3 (the protocol is fixed)")
     ap.add_argument("--tcpd", type=Path, default=P.TCPD, help="folder of the TCPD-dev series")
     ap.add_argument("--only-protocol", action="store_true", help="part 0 only")
     ap.add_argument("--cache", action="store_true", help=f"reuse predictions cached in {CACHE}")
+    ap.add_argument("--only-gate", action="store_true", help="part 4 only (the CI gate before and after alerts)")
+    ap.add_argument("--alpha-after", type=float, default=A.ALPHA,
+                    help="part 4: the alert gate's alpha (before: 0.01, quiho's default)")
     a = ap.parse_args()
+    if a.only_gate:
+        part4(n_each=2 if a.quick else 10, seeds=(31,) if a.quick else (31, 7), alpha_after=a.alpha_after)
+        return
     protocol(a.tcpd, a.cache)
     if a.only_protocol:
         return
     part1b(n_each=5 if a.quick else 20)
     part3(seeds=5 if a.quick else 20)
     part2(seeds=2 if a.quick else 5, kernels=["brownian"] if a.quick else list(KERNELS))
+    part4(n_each=2 if a.quick else 10, seeds=(31,) if a.quick else (31, 7))
 
 
 if __name__ == "__main__":

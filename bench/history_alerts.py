@@ -7,7 +7,8 @@ Each history has ``N_REV`` revisions built one after another, each measured with
 (builds and runs differ), the round noise ``N(0, sd_round)``, and with probability ``p_spike`` a revision is a
 spike (its build offset +15 %: one odd build, not a regression). True regressions are steps of +5 % to +20 % at
 random revisions (at least 10 after the start or the previous fix), fixed (back to the old level) after 3 to 15
-revisions or never. After every revision the gate runs on the history so far, alpha 0.01, min_size 5, method
+revisions or never. After every revision the gate runs on the history so far, alpha 0.01 (after: ``--alpha-after``),
+min_size 5, method
 auto, magnitude floor 0, and no person acknowledges anything:
 
 - **before**: today's ``detect --all`` (the code before issue 31): the newest revision's mean against the means
@@ -100,32 +101,47 @@ def _prefix(h: History, t: int) -> History:
 
 def gate_before(case: Case) -> tuple[np.ndarray, list[float]]:
     """Today's gate after each revision: red flags, and the interval widths at unregressed revisions."""
-    red, widths = np.zeros(N_REV, dtype=bool), []
-    for t in range(MIN_SIZE + 1, N_REV + 1):
-        h = _prefix(case.history, t)
-        d = detect(h, "auto", min_size=MIN_SIZE, alpha=ALPHA)
-        c = check_newest(History.from_values(h.values, h.revisions, unit="s"), alpha=ALPHA, min_size=MIN_SIZE,
+    return walk_before(case.history, ~case.regressed)
+
+
+def walk_before(h: History, calm: np.ndarray) -> tuple[np.ndarray, list[float]]:
+    """Today's gate (newest revision against its segment, on revision means) after each revision of ``h``.
+
+    Returns the red flag per revision and the interval widths at revisions where ``calm`` is true.
+    """
+    n = len(h)
+    red, widths = np.zeros(n, dtype=bool), []
+    for t in range(MIN_SIZE + 1, n + 1):
+        p = _prefix(h, t)
+        d = detect(p, "auto", min_size=MIN_SIZE, alpha=ALPHA)
+        c = check_newest(History.from_values(p.values, p.revisions, unit="s"), alpha=ALPHA, min_size=MIN_SIZE,
                          detection=d)
         red[t - 1] = c.verdict == "regression"
-        if not case.regressed[t - 1] and np.isfinite(c.ci[0]):
+        if calm[t - 1] and np.isfinite(c.ci[0]):
             widths.append(c.ci[1] - c.ci[0])
     return red, widths
 
 
-def gate_after(case: Case, store_path: Path) -> tuple[np.ndarray, list[float], list[tuple[int, int | None]]]:
-    """The alert gate after each revision: red flags, widths, and (first bad, fixed-at) of every alert raised."""
-    red, widths = np.zeros(N_REV, dtype=bool), []
+def walk_after(h: History, calm: np.ndarray, store_path: Path,
+               alpha: float = ALPHA) -> tuple[np.ndarray, list[float], list[tuple[int, int | None]]]:
+    """:func:`quiho.history.run_gate` (at ``alpha``) after each revision of ``h`` on a fresh store at ``store_path``.
+
+    Returns the red flag per revision, the interval widths where ``calm`` is true, and (first bad, fixed-at)
+    indexes of every alert raised.
+    """
+    from quiho.history import ALERT_STATES, list_alerts
+
+    n = len(h)
+    red, widths = np.zeros(n, dtype=bool), []
     with open_store(store_path) as st:
-        for t in range(MIN_SIZE + 1, N_REV + 1):
-            save_history(st, _prefix(case.history, t), "bench")
-            r = run_gate(st, GateOptions(alpha=ALPHA, min_size=MIN_SIZE))
+        for t in range(MIN_SIZE + 1, n + 1):
+            save_history(st, _prefix(h, t), "bench")
+            r = run_gate(st, GateOptions(alpha=alpha, min_size=MIN_SIZE))
             red[t - 1] = r.failing
             c = r.verdicts[0].newest
-            if not case.regressed[t - 1] and np.isfinite(c.ci[0]):
+            if calm[t - 1] and np.isfinite(c.ci[0]):
                 widths.append(c.ci[1] - c.ci[0])
-        from quiho.history import ALERT_STATES, list_alerts
-
-        idx = {rev: i for i, rev in enumerate(case.history.revisions)}
+        idx = {rev: i for i, rev in enumerate(h.revisions)}
         alerts = [(idx[a.first_bad], idx[a.fixed_at] if a.fixed_at else None)
                   for a in list_alerts(st, ALERT_STATES)]
     return red, widths, alerts
@@ -133,7 +149,7 @@ def gate_after(case: Case, store_path: Path) -> tuple[np.ndarray, list[float], l
 
 def red_runs(red: np.ndarray) -> list[tuple[int, None]]:
     """Today's "alerts": the first revision of each red run."""
-    return [(i, None) for i in range(N_REV) if red[i] and (i == 0 or not red[i - 1])]
+    return [(i, None) for i in range(red.size) if red[i] and (i == 0 or not red[i - 1])]
 
 
 @dataclass
@@ -188,6 +204,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="6 histories per scenario instead of 25")
     ap.add_argument("--seed", type=int, default=31)
+    ap.add_argument("--alpha-after", type=float, default=ALPHA, help="the alert gate's alpha (before: 0.01)")
     args = ap.parse_args()
     n_hist = 6 if args.quick else 25
     header = ["scenario", "gate", "caught", "alerts/regr", "red while regr", "false alerts/100 rev",
@@ -203,13 +220,14 @@ def main() -> None:
                 red, w = gate_before(case)
                 before.add(case, red, red_runs(red))
                 wb += w
-                red, w, alerts = gate_after(case, Path(tmp) / f"{si}-{k}.db")
+                red, w, alerts = walk_after(case.history, ~case.regressed, Path(tmp) / f"{si}-{k}.db",
+                                            args.alpha_after)
                 after.add(case, red, alerts)
                 wa += w
             rows.append([sc.name, "before", *before.row(wb, False)])
             rows.append(["", "after", *after.row(wa, True)])
-    print(f"{n_hist} histories x {N_REV} revisions per scenario, seed {args.seed}, alpha {ALPHA}, "
-          f"{sum(1 for _ in SCENARIOS)} scenarios")
+    print(f"{n_hist} histories x {N_REV} revisions per scenario, seed {args.seed}, alpha {ALPHA} "
+          f"(after: {args.alpha_after}), {sum(1 for _ in SCENARIOS)} scenarios")
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     for r in rows:
