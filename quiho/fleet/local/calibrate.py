@@ -206,21 +206,24 @@ def _paired_effect(cs: _Cells, a: list[dict[str, Any]], b: list[dict[str, Any]],
     if "memory" in cs.assumed or len(a) != 1 or len(b) != 1:
         return _effect(cs, a, b, probe)
     xa, xb = a[0].get(probe) or [], b[0].get(probe) or []
-    d = _after_warmup([math.log(u / v) if u and v and u > 0 and v > 0 else None for u, v in zip(xa, xb, strict=False)])
-    if len(d) < 3:
-        return _effect(cs, a, b, probe)
-    return statistics.fmean(d), statistics.stdev(d) / math.sqrt(len(d))
+    paired = _paired_mean([math.log(u / v) if u and v and u > 0 and v > 0 else None
+                           for u, v in zip(xa, xb, strict=False)])
+    return paired if paired is not None else _effect(cs, a, b, probe)
 
 
-def _after_warmup(d: list[float | None]) -> list[float]:
-    """The paired rounds' log ratios without the first round when 3 or more remain (``None``: not measured).
+def _paired_mean(d: list[float | None]) -> tuple[float, float] | None:
+    """Mean and SE of the paired rounds' log ratios (``None``: not measured), or None with fewer than 3 rounds.
 
-    The first round is the first run of each condition after the emulation changes (a huge-page policy's first
-    allocations): a transient, not the condition's speed. One such round (the huge-page cell 90 % slower than in
-    the five after it) made the page-size axis' SE 10 % and dropped an axis whose effect was +33 %.
+    The first round is left out when 3 or more remain: it is the first run of each condition after the emulation
+    changes (a huge-page policy's first allocations), a transient, not the condition's speed. One such round (the
+    huge-page cell 90 % slower than in the five after it) made the page-size axis' SE 10 % and dropped an axis
+    whose effect was +33 %.
     """
     rest = [x for x in d[1:] if x is not None]
-    return rest if len(rest) >= 3 else [x for x in d if x is not None]
+    kept = rest if len(rest) >= 3 else [x for x in d if x is not None]
+    if len(kept) < 3:
+        return None
+    return statistics.fmean(kept), statistics.stdev(kept) / math.sqrt(len(kept))
 
 
 def _moves(e: tuple[float, float]) -> bool:
@@ -247,10 +250,10 @@ def _differential(cs: _Cells, a: list[dict[str, Any]], b: list[dict[str, Any]], 
     if "memory" not in cs.assumed and len(a) == 1 and len(b) == 1:
         rows = zip(a[0].get("memory") or [], b[0].get("memory") or [], a[0].get("cpu") or [], b[0].get("cpu") or [],
                    strict=False)
-        d = _after_warmup([math.log(am / bm) - math.log(ac / bc) if min(am, bm, ac, bc) > 0 else None
-                           for am, bm, ac, bc in rows])
-        if len(d) >= 3:
-            return statistics.fmean(d), statistics.stdev(d) / math.sqrt(len(d))
+        paired = _paired_mean([math.log(am / bm) - math.log(ac / bc) if min(am, bm, ac, bc) > 0 else None
+                               for am, bm, ac, bc in rows])
+        if paired is not None:
+            return paired
     return em[0] - ec[0], math.hypot(em[1], ec[1])
 
 
