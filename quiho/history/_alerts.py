@@ -145,12 +145,17 @@ def _confirmed_spans(h: History, alerts: Sequence[AlertRow], idx: dict[str, int]
         if a.state != "fixed" or a.first_bad not in idx or a.fixed_at not in idx or a.baseline_from not in idx:
             continue
         fb, fx, b0 = idx[a.first_bad], idx[a.fixed_at], idx[a.baseline_from]
-        base = [h.samples[i] for i in range(b0, fb) if not any(x <= i < y for x, y in spans)]
+        base = [h.samples[i] for i in _outside(range(b0, fb), spans)]
         later = [h.samples[i] for i in range(fb + 1, fx)]
         if len(base) >= 2 and later and level_verdict(
                 compare_levels(variance_components(base), base, later, alpha), alpha, better) == "regression":
             spans.append((fb, fx))
     return spans
+
+
+def _outside(idx: range, spans: Sequence[tuple[int, int]]) -> list[int]:
+    """The indices of ``idx`` in none of the ``[start, end)`` spans."""
+    return [i for i in idx if not any(a <= i < b for a, b in spans)]
 
 
 def _near_fixed(i: int, spans: Sequence[tuple[int, int]]) -> bool:
@@ -165,7 +170,7 @@ def _segment(d: Detection, end: int, spans: Sequence[tuple[int, int]], bounds: S
     """
     cps = [c.index for c in d.change_points if c.index < end and not _near_fixed(c.index, spans)]
     start = max([*cps, *(b for b in bounds if b < end)], default=0)
-    return [i for i in range(start, end) if not any(a <= i < b for a, b in spans)]
+    return _outside(range(start, end), spans)
 
 
 def _without_spikes(h: History, idx: Sequence[int], keep: int = 5) -> list[int]:
@@ -283,12 +288,12 @@ def _follow(store: Store, h: History, d: Detection, a: AlertRow, spans: Sequence
         return _verdict(h, d, NewestCheck("not meaningful", h.revisions[-1] if n else "", nan, nan, nan, (nan, nan),
                                           nan, 0, f"not meaningful: alert #{a.id}'s revisions are no longer stored"),
                         a, event)
-    good = _without_spikes(h, [i for i in range(b0, fb) if not any(x <= i < y for x, y in spans)], opts.min_size)
+    good = _without_spikes(h, _outside(range(b0, fb), spans), opts.min_size)
     chk = check_newest(h, alpha=opts.alpha, min_size=min(opts.min_size, max(len(good), 1)), baseline=good,
                        magnitude_floor=opts.magnitude_floor)
     if n - 1 <= fb or event:
         return _verdict(h, d, chk, a, event)
-    reg = [h.samples[i] for i in range(fb, n - 1) if not any(x <= i < y for x, y in spans)]
+    reg = [h.samples[i] for i in _outside(range(fb, n - 1), spans)]
     base = [h.samples[i] for i in good]
     newest = [h.samples[-1]]
     if len(base) < 2:
