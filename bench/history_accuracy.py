@@ -38,6 +38,7 @@ import argparse
 import hashlib
 import pickle
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -355,12 +356,9 @@ def _gate_counts(case, first_bad: list[int]) -> tuple[int, int, int, int, int]:
 
 def part4(n_each: int, seeds: tuple[int, ...], n_builds: int = 100, alpha_after: float = A.ALPHA) -> None:
     """The CI gate before and after alerts on the generated performance histories, per shape."""
-    import tempfile
-
     print(f"\n## Part 4 - the CI gate on generated performance histories ({n_each} per shape x {len(seeds)} "
           f"seed(s) {', '.join(map(str, seeds))}, {n_builds} builds, alpha {A.ALPHA} (after: {alpha_after}), "
-          f"min_size {A.MIN_SIZE}, "
-          f"margin {MARGIN})\n")
+          f"min_size {A.MIN_SIZE}, margin {MARGIN})\n")
     print("| shape | gate | regressions | caught | alerts/regr | alerts at slow builds | false alerts "
           "| false /100 builds | CI width (pp) |")
     print("|---|---|---|---|---|---|---|---|---|")

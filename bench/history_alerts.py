@@ -8,8 +8,7 @@ Each history has ``N_REV`` revisions built one after another, each measured with
 spike (its build offset +15 %: one odd build, not a regression). True regressions are steps of +5 % to +20 % at
 random revisions (at least 10 after the start or the previous fix), fixed (back to the old level) after 3 to 15
 revisions or never. After every revision the gate runs on the history so far, alpha 0.01 (after: ``--alpha-after``),
-min_size 5, method
-auto, magnitude floor 0, and no person acknowledges anything:
+min_size 5, method auto, magnitude floor 0, and no person acknowledges anything:
 
 - **before**: today's ``detect --all`` (the code before issue 31): the newest revision's mean against the means
   of its segment (since the last change point), a prediction interval on revision means; the gate is red when
@@ -97,11 +96,6 @@ def generate(sc: Scenario, rng: np.random.Generator) -> Case:
 
 def _prefix(h: History, t: int) -> History:
     return History(h.name, h.revisions[:t], h.orders[:t], h.samples[:t], h.unit)
-
-
-def gate_before(case: Case) -> tuple[np.ndarray, list[float]]:
-    """Today's gate after each revision: red flags, and the interval widths at unregressed revisions."""
-    return walk_before(case.history, ~case.regressed)
 
 
 def walk_before(h: History, calm: np.ndarray) -> tuple[np.ndarray, list[float]]:
@@ -217,7 +211,7 @@ def main() -> None:
             wa: list[float] = []
             for k in range(n_hist):
                 case = generate(sc, np.random.default_rng([args.seed, si, k]))
-                red, w = gate_before(case)
+                red, w = walk_before(case.history, ~case.regressed)
                 before.add(case, red, red_runs(red))
                 wb += w
                 red, w, alerts = walk_after(case.history, ~case.regressed, Path(tmp) / f"{si}-{k}.db",
