@@ -117,8 +117,9 @@ def walk_before(h: History, calm: np.ndarray) -> tuple[np.ndarray, list[float]]:
 
 
 def walk_after(h: History, calm: np.ndarray, store_path: Path,
-               alpha: float = ALPHA) -> tuple[np.ndarray, list[float], list[tuple[int, int | None]]]:
-    """:func:`quiho.history.run_gate` (at ``alpha``) after each revision of ``h`` on a fresh store at ``store_path``.
+               opts: GateOptions = GateOptions(alpha=ALPHA, min_size=MIN_SIZE),
+               ) -> tuple[np.ndarray, list[float], list[tuple[int, int | None]]]:
+    """:func:`quiho.history.run_gate` (with ``opts``) after each revision of ``h`` on a fresh store at ``store_path``.
 
     Returns the red flag per revision, the interval widths where ``calm`` is true, and (first bad, fixed-at)
     indexes of every alert raised.
@@ -130,7 +131,7 @@ def walk_after(h: History, calm: np.ndarray, store_path: Path,
     with open_store(store_path) as st:
         for t in range(MIN_SIZE + 1, n + 1):
             save_history(st, _prefix(h, t), "bench")
-            r = run_gate(st, GateOptions(alpha=alpha, min_size=MIN_SIZE))
+            r = run_gate(st, opts)
             red[t - 1] = r.failing
             c = r.verdicts[0].newest
             if calm[t - 1] and np.isfinite(c.ci[0]):
@@ -139,6 +140,15 @@ def walk_after(h: History, calm: np.ndarray, store_path: Path,
         alerts = [(idx[a.first_bad], idx[a.fixed_at] if a.fixed_at else None)
                   for a in list_alerts(st, ALERT_STATES)]
     return red, widths, alerts
+
+
+def gate_options(alpha: float = ALPHA, newest_alpha: float | None = None,
+                 stack_on_new: bool | None = None) -> GateOptions:
+    """The alert gate's options at ``alpha`` and ``MIN_SIZE``; None keeps quiho's default of that field."""
+    d = GateOptions()
+    return GateOptions(alpha=alpha, min_size=MIN_SIZE,
+                       newest_alpha=d.newest_alpha if newest_alpha is None else newest_alpha,
+                       stack_on_new=d.stack_on_new if stack_on_new is None else stack_on_new)
 
 
 def red_runs(red: np.ndarray) -> list[tuple[int, None]]:
@@ -199,7 +209,12 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="6 histories per scenario instead of 25")
     ap.add_argument("--seed", type=int, default=31)
     ap.add_argument("--alpha-after", type=float, default=ALPHA, help="the alert gate's alpha (before: 0.01)")
+    ap.add_argument("--newest-alpha", type=float, default=None,
+                    help="the alert gate's alpha for the newest-revision checks (default: quiho's)")
+    ap.add_argument("--stack-on-new", action=argparse.BooleanOptionalAction, default=None,
+                    help="stack a second alert on a new alert too (default: quiho's)")
     args = ap.parse_args()
+    opts = gate_options(args.alpha_after, args.newest_alpha, args.stack_on_new)
     n_hist = 6 if args.quick else 25
     header = ["scenario", "gate", "caught", "alerts/regr", "red while regr", "false alerts/100 rev",
               "spikes alerted", "false red", "fixed", "CI width (pp)"]
@@ -214,14 +229,14 @@ def main() -> None:
                 red, w = walk_before(case.history, ~case.regressed)
                 before.add(case, red, red_runs(red))
                 wb += w
-                red, w, alerts = walk_after(case.history, ~case.regressed, Path(tmp) / f"{si}-{k}.db",
-                                            args.alpha_after)
+                red, w, alerts = walk_after(case.history, ~case.regressed, Path(tmp) / f"{si}-{k}.db", opts)
                 after.add(case, red, alerts)
                 wa += w
             rows.append([sc.name, "before", *before.row(wb, False)])
             rows.append(["", "after", *after.row(wa, True)])
     print(f"{n_hist} histories x {N_REV} revisions per scenario, seed {args.seed}, alpha {ALPHA} "
-          f"(after: {args.alpha_after}), {sum(1 for _ in SCENARIOS)} scenarios")
+          f"(after: {opts.alpha}, newest revision {opts.newest_alpha}, stack on new {opts.stack_on_new}), "
+          f"{sum(1 for _ in SCENARIOS)} scenarios")
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     for r in rows:

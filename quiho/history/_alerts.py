@@ -42,6 +42,11 @@ class GateOptions:
 
     With ``base`` the newest revision of every series is compared with the level at ``base`` (the segment that
     holds it, up to it) and no alert is raised, followed or closed: a PR's check never writes main's alerts.
+
+    ``alpha`` is the level of change-point detection, of a change point's confirmation and of a fix's evidence;
+    ``newest_alpha`` the level of every check of the newest revision against a baseline (its segment, an alert's
+    good level, the PR base, the regressed level of an alert it would stack on). ``stack_on_new``: a worse-again
+    newest revision stacks a second alert on a ``new`` alert too, not only on an acknowledged one.
     """
 
     method: str = "auto"
@@ -49,6 +54,8 @@ class GateOptions:
     min_size: int = 5
     magnitude_floor: float = 0.0
     base: str | None = None
+    newest_alpha: float = 0.01
+    stack_on_new: bool = False
 
 
 @dataclass(frozen=True)
@@ -117,8 +124,8 @@ def _review(store: Store, h: History, opts: GateOptions) -> SeriesVerdict:
     if open_:
         return _follow(store, h, d, open_[-1], spans, opts)
     seg = _segment(d, len(h) - 1, spans)
-    chk = check_newest(h, alpha=opts.alpha, min_size=opts.min_size, baseline=_without_spikes(h, seg, opts.min_size),
-                       magnitude_floor=opts.magnitude_floor)
+    chk = check_newest(h, alpha=opts.newest_alpha, min_size=opts.min_size,
+                       baseline=_without_spikes(h, seg, opts.min_size), magnitude_floor=opts.magnitude_floor)
     quiet = max((idx.get(a.last_revision, -1) for a in alerts), default=-1)
     raised = _raise(store, h, d, chk, seg, spans, quiet, opts)
     if raised is not None:
@@ -211,7 +218,7 @@ def _base_check(h: History, d: Detection, opts: GateOptions, spans: Sequence[tup
     if b is None or b == n - 1:
         why = "the base revision is not measured in this series" if b is None else "the newest revision is the base"
         return NewestCheck("not meaningful", rev, nan, nan, nan, (nan, nan), nan, 0, f"not meaningful: {why}")
-    return check_newest(h, alpha=opts.alpha, min_size=opts.min_size,
+    return check_newest(h, alpha=opts.newest_alpha, min_size=opts.min_size,
                         baseline=_without_spikes(h, _segment(d, b + 1, spans, bounds), opts.min_size),
                         magnitude_floor=opts.magnitude_floor)
 
@@ -289,7 +296,7 @@ def _follow(store: Store, h: History, d: Detection, a: AlertRow, spans: Sequence
                                           nan, 0, f"not meaningful: alert #{a.id}'s revisions are no longer stored"),
                         a, event)
     good = _without_spikes(h, _outside(range(b0, fb), spans), opts.min_size)
-    chk = check_newest(h, alpha=opts.alpha, min_size=min(opts.min_size, max(len(good), 1)), baseline=good,
+    chk = check_newest(h, alpha=opts.newest_alpha, min_size=min(opts.min_size, max(len(good), 1)), baseline=good,
                        magnitude_floor=opts.magnitude_floor)
     if n - 1 <= fb or event:
         return _verdict(h, d, chk, a, event)
@@ -314,11 +321,12 @@ def _follow(store: Store, h: History, d: Detection, a: AlertRow, spans: Sequence
                         fixed_by=how, fix_magnitude=ev.magnitude, fix_ci_low=ev.ci[0], fix_ci_high=ev.ci[1],
                         fix_p_value=ev.p_value)
         event = "fixed"
-    elif a.state == "acknowledged" and len(reg) >= 2 and level_verdict(back, opts.alpha, better) == "regression" \
-            and not abs(back.magnitude) < opts.magnitude_floor:
-        # worse again on top of a known regression: a new alert whose good level is the acknowledged one's level
-        row = _row(h, n - 1, a.first_bad, f"newest revision, on acknowledged #{a.id}", back.reference, back.test,
-                   (back.magnitude, back.ci, back.p_value), len(reg))
+    elif (a.state == "acknowledged" or opts.stack_on_new) and len(reg) >= 2 \
+            and level_verdict(worse := compare_levels(vc, reg, newest, opts.newest_alpha), opts.newest_alpha,
+                              better) == "regression" and not abs(worse.magnitude) < opts.magnitude_floor:
+        # worse again on top of a known regression: a new alert whose good level is the open one's level
+        row = _row(h, n - 1, a.first_bad, f"newest revision, on {a.state} #{a.id}", worse.reference, worse.test,
+                   (worse.magnitude, worse.ci, worse.p_value), len(reg))
         stacked = _insert(store, row)
         if stacked is not None:
             sa.update_alert(store, a.id, last_revision=h.revisions[-1])
