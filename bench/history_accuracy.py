@@ -375,7 +375,8 @@ def _label(o: GateOptions) -> str:
     return f"after {o.newest_alpha:g}{' +stack' if o.stack_on_new else ''}"
 
 
-def part4(n_each: int, seeds: tuple[int, ...], gates: tuple[GateOptions, ...], n_builds: int = 100) -> None:
+def part4(n_each: int, seeds: tuple[int, ...], gates: tuple[GateOptions, ...], n_builds: int = 100,
+          choose: bool = False) -> None:
     """Today's CI gate and the alert gate with each of ``gates`` on the generated performance histories, per shape."""
     print(f"\n## Part 4 - the CI gate on generated performance histories ({n_each} per shape x {len(seeds)} "
           f"seed(s) {', '.join(map(str, seeds))}, {n_builds} builds, alpha {A.ALPHA} (after: "
@@ -411,7 +412,7 @@ def part4(n_each: int, seeds: tuple[int, ...], gates: tuple[GateOptions, ...], n
             per_shape[shape] = rows
     for gate in names:
         _print_gate_row("all", gate, tot[gate], [])
-    if len(gates) > 1:
+    if choose:
         print(f"\nchosen by the protocol: {_choose(gates, tot, per_shape)}")
 
 
@@ -448,8 +449,9 @@ def main() -> None:
     ap.add_argument("--only-gate", action="store_true", help="part 4 only (the CI gate before and after alerts)")
     ap.add_argument("--alpha-after", type=float, default=A.ALPHA,
                     help="part 4: the alert gate's alpha (before: 0.01, quiho's default)")
-    ap.add_argument("--newest-alpha", type=float, default=None,
-                    help="part 4: the alert gate's alpha for the newest-revision checks (default: quiho's)")
+    ap.add_argument("--newest-alpha", type=float, nargs="+", default=[None],
+                    help="part 4: the alert gate's alpha for the newest-revision checks, one gate each (default: "
+                         "quiho's)")
     ap.add_argument("--stack-on-new", action=argparse.BooleanOptionalAction, default=None,
                     help="part 4: stack a second alert on a new alert too (default: quiho's)")
     ap.add_argument("--gate-grid", action="store_true",
@@ -458,9 +460,9 @@ def main() -> None:
     a = ap.parse_args()
     seeds = tuple(a.seeds) if a.seeds else (31,) if a.quick else (31, 7)
     gates = tuple(A.gate_options(a.alpha_after, na, st) for na, st in GATE_GRID) if a.gate_grid else \
-        (A.gate_options(a.alpha_after, a.newest_alpha, a.stack_on_new),)
+        tuple(A.gate_options(a.alpha_after, na, a.stack_on_new) for na in a.newest_alpha)
     if a.only_gate:
-        part4(n_each=2 if a.quick else 10, seeds=seeds, gates=gates)
+        part4(n_each=2 if a.quick else 10, seeds=seeds, gates=gates, choose=a.gate_grid)
         return
     protocol(a.tcpd, a.cache)
     if a.only_protocol:
@@ -468,7 +470,7 @@ def main() -> None:
     part1b(n_each=5 if a.quick else 20)
     part3(seeds=5 if a.quick else 20)
     part2(seeds=2 if a.quick else 5, kernels=["brownian"] if a.quick else list(KERNELS))
-    part4(n_each=2 if a.quick else 10, seeds=seeds, gates=gates)
+    part4(n_each=2 if a.quick else 10, seeds=seeds, gates=gates, choose=a.gate_grid)
 
 
 if __name__ == "__main__":

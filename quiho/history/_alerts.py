@@ -45,8 +45,11 @@ class GateOptions:
 
     ``alpha`` is the level of change-point detection, of a change point's confirmation and of a fix's evidence;
     ``newest_alpha`` the level of every check of the newest revision against a baseline (its segment, an alert's
-    good level, the PR base, the regressed level of an alert it would stack on). ``stack_on_new``: a worse-again
-    newest revision stacks a second alert on a ``new`` alert too, not only on an acknowledged one.
+    good level, the PR base, the regressed level of an alert it would stack on). The newest revision is checked
+    at every build, so its level is the stricter 0.001: at 0.01 the gate raised more false alerts than the
+    check it replaced, while a change point needs 0.01 to be placed in a short history at all.
+    ``stack_on_new``: a worse-again newest revision stacks a second alert on a ``new`` alert too, not only on an
+    acknowledged one (off: it raised false alerts above today's check with spikes).
     """
 
     method: str = "auto"
@@ -54,7 +57,7 @@ class GateOptions:
     min_size: int = 5
     magnitude_floor: float = 0.0
     base: str | None = None
-    newest_alpha: float = 0.01
+    newest_alpha: float = 0.001
     stack_on_new: bool = False
 
 
@@ -279,14 +282,15 @@ def _follow(store: Store, h: History, d: Detection, a: AlertRow, spans: Sequence
             opts: GateOptions, event: str = "") -> SeriesVerdict:
     """The newest revision against alert ``a``'s last good level; close it as fixed when the level is back.
 
-    Fixed means the newest revision does not regress against the good level, and either it is an improvement
-    on the regressed level (the revisions from the first bad one to the one before the newest; ``fixed_by`` =
-    "back to the good level", the evidence is that comparison) or the revisions after the first bad one, as
-    one level, do not regress against the good level ("not confirmed": a blip, the evidence is that level
-    against the good one), both at ``alpha``. The first bad revision stays out of that level: it was picked
+    Fixed means the newest revision does not regress against the good level (at ``newest_alpha``), and either it
+    is an improvement on the regressed level (the revisions from the first bad one to the one before the newest;
+    ``fixed_by`` = "back to the good level", the evidence is that comparison) or the revisions after the first
+    bad one, as one level, do not regress against the good level ("not confirmed": a blip, the evidence is that
+    level against the good one), both at ``alpha``. The first bad revision stays out of that level: it was picked
     for being extreme. A real regression's later revisions confirm it; a chance alert's do not. An
-    acknowledged alert whose newest revision is worse again than its regressed level (two revisions or more)
-    gets a new alert on top, whose good level is that regressed level; the newest open alert is the one followed.
+    acknowledged alert (any open one with ``stack_on_new``) whose newest revision is worse again than its
+    regressed level (two revisions or more, at ``newest_alpha``) gets a new alert on top, whose good level is that
+    regressed level; the newest open alert is the one followed.
     """
     idx = {r: i for i, r in enumerate(h.revisions)}
     fb, b0, n = idx.get(a.first_bad), idx.get(a.baseline_from), len(h)
