@@ -7,8 +7,9 @@ Each history has ``N_REV`` revisions built one after another, each measured with
 (builds and runs differ), the round noise ``N(0, sd_round)``, and with probability ``p_spike`` a revision is a
 spike (its build offset +15 %: one odd build, not a regression). True regressions are steps of +5 % to +20 % at
 random revisions (at least 10 after the start or the previous fix), fixed (back to the old level) after 3 to 15
-revisions or never. After every revision the gate runs on the history so far, alpha 0.01 (after: ``--alpha-after``),
-min_size 5, method auto, magnitude floor 0, and no person acknowledges anything:
+revisions or never. After every revision the gate runs on the history so far, alpha 0.01 (after: ``--alpha-after``;
+its newest-revision checks at quiho's ``newest_alpha``, or one after-row per ``--newest-alpha``), min_size 5,
+method auto, magnitude floor 0, and no person acknowledges anything:
 
 - **before**: today's ``detect --all`` (the code before issue 31): the newest revision's mean against the means
   of its segment (since the last change point), a prediction interval on revision means; the gate is red when
@@ -117,8 +118,9 @@ def walk_before(h: History, calm: np.ndarray) -> tuple[np.ndarray, list[float]]:
 
 
 def walk_after(h: History, calm: np.ndarray, store_path: Path,
-               alpha: float = ALPHA) -> tuple[np.ndarray, list[float], list[tuple[int, int | None]]]:
-    """:func:`quiho.history.run_gate` (at ``alpha``) after each revision of ``h`` on a fresh store at ``store_path``.
+               opts: GateOptions = GateOptions(alpha=ALPHA, min_size=MIN_SIZE),
+               ) -> tuple[np.ndarray, list[float], list[tuple[int, int | None]]]:
+    """:func:`quiho.history.run_gate` (with ``opts``) after each revision of ``h`` on a fresh store at ``store_path``.
 
     Returns the red flag per revision, the interval widths where ``calm`` is true, and (first bad, fixed-at)
     indexes of every alert raised.
@@ -130,7 +132,7 @@ def walk_after(h: History, calm: np.ndarray, store_path: Path,
     with open_store(store_path) as st:
         for t in range(MIN_SIZE + 1, n + 1):
             save_history(st, _prefix(h, t), "bench")
-            r = run_gate(st, GateOptions(alpha=alpha, min_size=MIN_SIZE))
+            r = run_gate(st, opts)
             red[t - 1] = r.failing
             c = r.verdicts[0].newest
             if calm[t - 1] and np.isfinite(c.ci[0]):
@@ -139,6 +141,15 @@ def walk_after(h: History, calm: np.ndarray, store_path: Path,
         alerts = [(idx[a.first_bad], idx[a.fixed_at] if a.fixed_at else None)
                   for a in list_alerts(st, ALERT_STATES)]
     return red, widths, alerts
+
+
+def gate_options(alpha: float = ALPHA, newest_alpha: float | None = None,
+                 stack_on_new: bool | None = None) -> GateOptions:
+    """The alert gate's options at ``alpha`` and ``MIN_SIZE``; None keeps quiho's default of that field."""
+    d = GateOptions()
+    return GateOptions(alpha=alpha, min_size=MIN_SIZE,
+                       newest_alpha=d.newest_alpha if newest_alpha is None else newest_alpha,
+                       stack_on_new=d.stack_on_new if stack_on_new is None else stack_on_new)
 
 
 def red_runs(red: np.ndarray) -> list[tuple[int, None]]:
@@ -199,29 +210,37 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="6 histories per scenario instead of 25")
     ap.add_argument("--seed", type=int, default=31)
     ap.add_argument("--alpha-after", type=float, default=ALPHA, help="the alert gate's alpha (before: 0.01)")
+    ap.add_argument("--newest-alpha", type=float, nargs="+", default=[None],
+                    help="the alert gate's alpha for the newest-revision checks, one after-row each (default: "
+                         "quiho's)")
+    ap.add_argument("--stack-on-new", action=argparse.BooleanOptionalAction, default=None,
+                    help="stack a second alert on a new alert too (default: quiho's)")
     args = ap.parse_args()
+    gates = [gate_options(args.alpha_after, na, args.stack_on_new) for na in args.newest_alpha]
     n_hist = 6 if args.quick else 25
     header = ["scenario", "gate", "caught", "alerts/regr", "red while regr", "false alerts/100 rev",
               "spikes alerted", "false red", "fixed", "CI width (pp)"]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for si, sc in enumerate(SCENARIOS):
-            before, after = Tally(), Tally()
+            before, after = Tally(), [Tally() for _ in gates]
             wb: list[float] = []
-            wa: list[float] = []
+            wa: list[list[float]] = [[] for _ in gates]
             for k in range(n_hist):
                 case = generate(sc, np.random.default_rng([args.seed, si, k]))
                 red, w = walk_before(case.history, ~case.regressed)
                 before.add(case, red, red_runs(red))
                 wb += w
-                red, w, alerts = walk_after(case.history, ~case.regressed, Path(tmp) / f"{si}-{k}.db",
-                                            args.alpha_after)
-                after.add(case, red, alerts)
-                wa += w
+                for j, opts in enumerate(gates):
+                    red, w, alerts = walk_after(case.history, ~case.regressed, Path(tmp) / f"{si}-{k}-{j}.db", opts)
+                    after[j].add(case, red, alerts)
+                    wa[j] += w
             rows.append([sc.name, "before", *before.row(wb, False)])
-            rows.append(["", "after", *after.row(wa, True)])
+            for opts, t, w in zip(gates, after, wa, strict=True):
+                rows.append(["", f"after {opts.newest_alpha:g}", *t.row(w, True)])
     print(f"{n_hist} histories x {N_REV} revisions per scenario, seed {args.seed}, alpha {ALPHA} "
-          f"(after: {args.alpha_after}), {sum(1 for _ in SCENARIOS)} scenarios")
+          f"(after: {gates[0].alpha}, the newest revision's alpha in the gate's name, stack on new "
+          f"{gates[0].stack_on_new}), {sum(1 for _ in SCENARIOS)} scenarios")
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     for r in rows:

@@ -8,13 +8,17 @@ from typing import Annotated
 import typer
 
 from quiho._text import printable
-from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err, number
+from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err, number, probability
 
 AlertId = Annotated[int, typer.Argument(metavar="ID", callback=number(1, 2**63 - 1),
                                         help="Alert number (see 'quiho history alert list').")]
 BaseOpt = Annotated[str | None, typer.Option("--base", help="With --all: compare each series' newest revision "
                                                             "(a PR's) with the level at this revision (the PR's "
                                                             "merge base); raises and closes no alert.")]
+NewestAlphaOpt = Annotated[float | None, typer.Option("--newest-alpha", callback=probability,
+                                                     help="With --all: significance level of the newest revision "
+                                                          "against its baseline (default 0.001); --alpha stays the "
+                                                          "change points' level.")]
 
 
 def detect_all(store: str | None, options: object, fmt: str, fail_on_change: bool, json_out: bool) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -12,7 +12,7 @@ import numpy as np
 import typer
 
 from quiho._text import printable
-from quiho.cli._alerts import BaseOpt, detect_all
+from quiho.cli._alerts import BaseOpt, NewestAlphaOpt, detect_all
 from quiho.cli._alerts import register as register_alerts
 from quiho.cli._common import (
     JsonOpt,
@@ -213,6 +213,7 @@ def detect_(
                                                                           "--all: while an alert is new; with "
                                                                           "--base: a regression).")] = False,
     base: BaseOpt = None,
+    newest_alpha: NewestAlphaOpt = None,
     normalise: NormaliseOpt = False,
     store: StoreOpt = None,
     json_out: JsonOpt = False,
@@ -228,12 +229,16 @@ def detect_(
         raise UsageError("give either FILE_OR_SERIES or --all")
     if base is not None and not all_series:
         raise UsageError("--base goes with --all")
+    if newest_alpha is not None and not all_series:
+        raise UsageError("--newest-alpha goes with --all")
     if all_series and normalise:
         raise UsageError("--normalise works on one stored series: name it instead of --all")
     if all_series:
         from quiho.history import GateOptions
 
-        detect_all(store, GateOptions(method, alpha, min_size, magnitude_floor, base), fmt, fail_on_change, json_out)
+        gate = GateOptions(method, alpha, min_size, magnitude_floor, base)
+        detect_all(store, gate if newest_alpha is None else replace(gate, newest_alpha=newest_alpha), fmt,
+                   fail_on_change, json_out)
         return
     assert target is not None
     if normalise:  # remove what the machines' fingerprints explain, where validated (quiho.history.normalise)

@@ -42,6 +42,14 @@ class GateOptions:
 
     With ``base`` the newest revision of every series is compared with the level at ``base`` (the segment that
     holds it, up to it) and no alert is raised, followed or closed: a PR's check never writes main's alerts.
+
+    ``alpha`` is the level of change-point detection, of a change point's confirmation and of a fix's evidence;
+    ``newest_alpha`` the level of every check of the newest revision against a baseline (its segment, an alert's
+    good level, the PR base, the regressed level of an alert it would stack on). The newest revision is checked
+    at every build, so its level is the stricter 0.001: at 0.01 the gate raised more false alerts than the
+    check it replaced, while a change point needs 0.01 to be placed in a short history at all.
+    ``stack_on_new``: a worse-again newest revision stacks a second alert on a ``new`` alert too, not only on an
+    acknowledged one (off: it raised false alerts above today's check with spikes).
     """
 
     method: str = "auto"
@@ -49,6 +57,8 @@ class GateOptions:
     min_size: int = 5
     magnitude_floor: float = 0.0
     base: str | None = None
+    newest_alpha: float = 0.001
+    stack_on_new: bool = False
 
 
 @dataclass(frozen=True)
@@ -117,8 +127,8 @@ def _review(store: Store, h: History, opts: GateOptions) -> SeriesVerdict:
     if open_:
         return _follow(store, h, d, open_[-1], spans, opts)
     seg = _segment(d, len(h) - 1, spans)
-    chk = check_newest(h, alpha=opts.alpha, min_size=opts.min_size, baseline=_without_spikes(h, seg, opts.min_size),
-                       magnitude_floor=opts.magnitude_floor)
+    chk = check_newest(h, alpha=opts.newest_alpha, min_size=opts.min_size,
+                       baseline=_without_spikes(h, seg, opts.min_size), magnitude_floor=opts.magnitude_floor)
     quiet = max((idx.get(a.last_revision, -1) for a in alerts), default=-1)
     raised = _raise(store, h, d, chk, seg, spans, quiet, opts)
     if raised is not None:
@@ -211,7 +221,7 @@ def _base_check(h: History, d: Detection, opts: GateOptions, spans: Sequence[tup
     if b is None or b == n - 1:
         why = "the base revision is not measured in this series" if b is None else "the newest revision is the base"
         return NewestCheck("not meaningful", rev, nan, nan, nan, (nan, nan), nan, 0, f"not meaningful: {why}")
-    return check_newest(h, alpha=opts.alpha, min_size=opts.min_size,
+    return check_newest(h, alpha=opts.newest_alpha, min_size=opts.min_size,
                         baseline=_without_spikes(h, _segment(d, b + 1, spans, bounds), opts.min_size),
                         magnitude_floor=opts.magnitude_floor)
 
@@ -272,14 +282,15 @@ def _follow(store: Store, h: History, d: Detection, a: AlertRow, spans: Sequence
             opts: GateOptions, event: str = "") -> SeriesVerdict:
     """The newest revision against alert ``a``'s last good level; close it as fixed when the level is back.
 
-    Fixed means the newest revision does not regress against the good level, and either it is an improvement
-    on the regressed level (the revisions from the first bad one to the one before the newest; ``fixed_by`` =
-    "back to the good level", the evidence is that comparison) or the revisions after the first bad one, as
-    one level, do not regress against the good level ("not confirmed": a blip, the evidence is that level
-    against the good one), both at ``alpha``. The first bad revision stays out of that level: it was picked
+    Fixed means the newest revision does not regress against the good level (at ``newest_alpha``), and either it
+    is an improvement on the regressed level (the revisions from the first bad one to the one before the newest;
+    ``fixed_by`` = "back to the good level", the evidence is that comparison) or the revisions after the first
+    bad one, as one level, do not regress against the good level ("not confirmed": a blip, the evidence is that
+    level against the good one), both at ``alpha``. The first bad revision stays out of that level: it was picked
     for being extreme. A real regression's later revisions confirm it; a chance alert's do not. An
-    acknowledged alert whose newest revision is worse again than its regressed level (two revisions or more)
-    gets a new alert on top, whose good level is that regressed level; the newest open alert is the one followed.
+    acknowledged alert (any open one with ``stack_on_new``) whose newest revision is worse again than its
+    regressed level (two revisions or more, at ``newest_alpha``) gets a new alert on top, whose good level is that
+    regressed level; the newest open alert is the one followed.
     """
     idx = {r: i for i, r in enumerate(h.revisions)}
     fb, b0, n = idx.get(a.first_bad), idx.get(a.baseline_from), len(h)
@@ -289,7 +300,7 @@ def _follow(store: Store, h: History, d: Detection, a: AlertRow, spans: Sequence
                                           nan, 0, f"not meaningful: alert #{a.id}'s revisions are no longer stored"),
                         a, event)
     good = _without_spikes(h, _outside(range(b0, fb), spans), opts.min_size)
-    chk = check_newest(h, alpha=opts.alpha, min_size=min(opts.min_size, max(len(good), 1)), baseline=good,
+    chk = check_newest(h, alpha=opts.newest_alpha, min_size=min(opts.min_size, max(len(good), 1)), baseline=good,
                        magnitude_floor=opts.magnitude_floor)
     if n - 1 <= fb or event:
         return _verdict(h, d, chk, a, event)
@@ -314,11 +325,12 @@ def _follow(store: Store, h: History, d: Detection, a: AlertRow, spans: Sequence
                         fixed_by=how, fix_magnitude=ev.magnitude, fix_ci_low=ev.ci[0], fix_ci_high=ev.ci[1],
                         fix_p_value=ev.p_value)
         event = "fixed"
-    elif a.state == "acknowledged" and len(reg) >= 2 and level_verdict(back, opts.alpha, better) == "regression" \
-            and not abs(back.magnitude) < opts.magnitude_floor:
-        # worse again on top of a known regression: a new alert whose good level is the acknowledged one's level
-        row = _row(h, n - 1, a.first_bad, f"newest revision, on acknowledged #{a.id}", back.reference, back.test,
-                   (back.magnitude, back.ci, back.p_value), len(reg))
+    elif (a.state == "acknowledged" or opts.stack_on_new) and len(reg) >= 2 \
+            and level_verdict(worse := compare_levels(vc, reg, newest, opts.newest_alpha), opts.newest_alpha,
+                              better) == "regression" and not abs(worse.magnitude) < opts.magnitude_floor:
+        # worse again on top of a known regression: a new alert whose good level is the open one's level
+        row = _row(h, n - 1, a.first_bad, f"newest revision, on {a.state} #{a.id}", worse.reference, worse.test,
+                   (worse.magnitude, worse.ci, worse.p_value), len(reg))
         stacked = _insert(store, row)
         if stacked is not None:
             sa.update_alert(store, a.id, last_revision=h.revisions[-1])

@@ -210,7 +210,7 @@ def test_a_blip_the_next_revisions_do_not_confirm_closes_by_itself(tmp_path: Pat
     good = [1.00, 1.02] * 5
     with open_store(tmp_path / "q.db") as st:
         states = []
-        for values in (good + [1.06], good + [1.06, 1.03]):
+        for values in (good + [1.08], good + [1.08, 1.04]):  # +7 %: beyond the gate's newest_alpha
             save_history(st, History.from_values(values, [f"r{i:02d}" for i in range(len(values))], "b", "s"), "t")
             r = run_gate(st, GateOptions())
             states.append((r.failing, r.verdicts[0].event))
@@ -219,7 +219,7 @@ def test_a_blip_the_next_revisions_do_not_confirm_closes_by_itself(tmp_path: Pat
     assert a.first_bad == "r10" and a.fixed_at == "r11" and a.fixed_by == "not confirmed" and a.fix_p_value > 0.01
     # the next revision at the regressed level keeps it new
     with open_store(tmp_path / "q2.db") as st:
-        for values in (good + [1.06], good + [1.06, 1.065]):
+        for values in (good + [1.08], good + [1.08, 1.085]):
             save_history(st, History.from_values(values, [f"r{i:02d}" for i in range(len(values))], "b", "s"), "t")
             r = run_gate(st, GateOptions())
         assert r.failing and r.open_alerts[0].state == "new" and r.open_alerts[0].last_revision == "r11"
@@ -309,3 +309,52 @@ def test_the_published_site_lists_open_alerts_escaped(tmp_path: Path) -> None:
     page = (tmp_path / "site" / "index.html").read_text()
     assert "Open alerts (1)" in page and "#1" in page and "r10" in page and "+48" in page
     assert "<img src=x" not in page and "&lt;img src=x" in page
+
+
+def test_the_newest_revision_is_checked_at_newest_alpha_change_points_at_alpha(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A shift with newest_alpha < p < alpha raises nothing by default but does at newest_alpha = alpha; a shift with
+    p < newest_alpha raises by default. The p-values come from check_newest on the same baseline (the reference)."""
+    from quiho.history._alerts import _without_spikes
+
+    default = GateOptions()
+    assert default.newest_alpha < default.alpha
+    rng = np.random.default_rng(6)
+    base = list(1.0 + rng.normal(0, 0.01, 12))
+
+    def history(shift: float) -> History:
+        return History.from_values([*base, float(np.mean(base)) * (1 + shift)], unit="s", name="b")
+
+    def p_of(shift: float) -> float:  # the gate's baseline: the segment without odd builds
+        h = history(shift)
+        return check_newest(h, alpha=default.alpha, baseline=_without_spikes(h, range(len(base)))).p_value
+
+    def shift_at(p: float) -> float:  # p falls as the shift grows: bisect on it
+        lo, hi = 0.0, 1.0
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if p_of(mid) > p else (lo, mid)
+        return hi
+
+    modest = shift_at(float(np.sqrt(default.newest_alpha * default.alpha)))  # p halfway between, on a log scale
+    clear = shift_at(default.newest_alpha / 10)
+    assert default.newest_alpha < p_of(modest) < default.alpha and p_of(clear) < default.newest_alpha
+    got = {}
+    for name, shift, opts in (("modest", modest, default), ("modest at alpha", modest,
+                                                            GateOptions(newest_alpha=default.alpha)),
+                              ("clear", clear, default)):
+        with open_store(tmp_path / f"{name}.db") as st:
+            save_history(st, history(shift), "t")
+            r = run_gate(st, opts)
+        v = r.verdicts[0]
+        assert not v.detection.change_points  # nothing for the change-point path: only the newest check speaks
+        assert v.newest.p_value == pytest.approx(p_of(shift))  # the baseline the reference used
+        got[name] = (v.newest.verdict, r.failing)
+    assert got == {"modest": ("no change", False), "modest at alpha": ("regression", True),
+                   "clear": ("regression", True)}
+    # the CLI: --newest-alpha sets it for --all, and goes with --all only
+    gate = ["history", "detect", "--all", "--fail-on-change", "--store", str(tmp_path / "modest.db")]
+    assert main(gate) == 0 and main([*gate, "--newest-alpha", str(default.alpha)]) == 3
+    capsys.readouterr()
+    assert main(["history", "detect", "b", "--newest-alpha", "0.01", "--store", str(tmp_path / "modest.db")]) == 2
+    assert "--newest-alpha goes with --all" in capsys.readouterr().err
