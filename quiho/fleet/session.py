@@ -209,11 +209,17 @@ class FleetSession:
         Local hosts queue on the machine-wide local-fleet lock. Whatever happens (timeout,
         failure, interrupt), emulation left-overs, stray processes below the remote
         directory and, on hosts that share this machine, the remote directory are removed.
+        For ``ansible_connection: local`` hosts this process makes and removes the remote
+        directories itself (``quiho_dir_ready``): each playbook task costs a module run.
         """
         hosts = [self.inventory.host(h) for h in group]
         local = [h.connection == "local" for h in hosts]  # all or none (see groups)
         res: PlaybookResult | None = None
+        if all(local):  # this machine's filesystem: a module run per host and invocation saved on each side
+            extravars = {**extravars, "quiho_dir_ready": True}
         try:
+            for h in group if all(local) else []:
+                Path(self.remote_root, h).mkdir(mode=0o700, parents=True, exist_ok=True)
             with local_fleet_lock() if any(local) else nullcontext():
                 how = Invocation(
                     limit=tuple(group), forks=1 if self.inventory.shares_machine else self.forks, timeout_s=timeout_s,
@@ -229,6 +235,8 @@ class FleetSession:
                 cleanup_emulation(f"{self.cgroup_prefix}-{self.batch}-")
             if res is None or res.timed_out or any(o.status != "ok" for o in res.hosts.values()):
                 self._cleanup_remote(group)
+            elif all(local):
+                self._remove_dirs(group)
             try:  # the playbooks remove each host's directory; the batch's own stays behind on this machine
                 Path(self.remote_root).rmdir()
             except OSError:
@@ -239,6 +247,9 @@ class FleetSession:
         # Stressors and app processes of a cancelled run on this machine (local/netns hosts) outlive ansible's
         # process group (coreutils timeout starts its own); a cut-off host never ran the playbook's cleanup task.
         reap_cwd(self.remote_root)
+        self._remove_dirs(group)
+
+    def _remove_dirs(self, group: list[str]) -> None:
         for h in group:
             d = Path(self.remote_root) / h
             if d.is_dir():
