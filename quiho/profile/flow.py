@@ -590,11 +590,12 @@ class _Job:
         return fingerprint(self.inv.path, store=self.store, on_event=self.on_event, plan=plan, **where)
 
     def interleave(self, hosts: Sequence[str], fingerprint_run_id: int | None, *, round_: int = 0,
-                   repetitions: int | None = None, offset: int = 0) -> dict[str, tuple[str, str | None]]:
+                   repetitions: int | None = None, offset: int = 0, setup: bool = True,
+                   ) -> dict[str, tuple[str, str | None]]:
         """Both versions on ``hosts``, interleaved (:func:`run_interleaved`); the status per host."""
         plan = InterleavePlan(repetitions=repetitions or self.measure.repetitions, warmup=self.measure.warmup,
                               hosts=list(hosts), fingerprint_run_id=fingerprint_run_id, round=round_,
-                              repetition_offset=offset)
+                              repetition_offset=offset, setup=setup)
         return run_interleaved(self.spec, self.version_a, self.version_b, self.inv.path, store=self.store,
                                batch=self.batch, plan=plan, on_event=self.on_event).hosts
 
@@ -660,6 +661,10 @@ def _fingerprint_and_run(
     notes: list[str] = []
     statuses: dict[str, tuple[str, str | None]] = {}
     reps = int(job.measure.repetitions or job.spec.repetitions)
+    # every host is this machine: what the first good visit's setup built in the versions' own workdirs serves
+    # the later visits (an app without a workdir runs in the visit's directory, which goes with the visit)
+    keeps_build = all(job.spec.versions[v].workdir for v in (job.version_a, job.version_b))
+    built = False
     done = fleet_store.visits_with_runs(job.store, job.batch, job.spec.name) if job.measure.resume else set()
     fp_done = {h for h, _r in done} | (set(hosts) if fingerprint_run_id is not None else set())
     for rnd, order, n in round_plan(hosts, job.measure.rounds, reps, job.batch):
@@ -672,7 +677,8 @@ def _fingerprint_and_run(
                 fp_done.add(host)
                 notes.extend(n_ for h in fp.hosts if h.name == host and (n_ := _host_note(h)))
                 notes.extend(fp.errors)  # this call measured only this host
-            got = job.interleave([host], run_id, round_=rnd, repetitions=n, offset=rnd * n)
+            got = job.interleave([host], run_id, round_=rnd, repetitions=n, offset=rnd * n, setup=not built)
+            built = built or (keeps_build and all(st == "ok" for st, _ in got.values()))
             for h, st in got.items():  # a host stays failed once a visit failed
                 if statuses.get(h, ("ok", None))[0] == "ok":
                     statuses[h] = st

@@ -193,6 +193,8 @@ class InterleavePlan:
         Measurement round of these runs (a blocked design visits every host once per round); stored with each run.
     repetition_offset : int, default 0
         Runs per version already stored for these hosts by earlier rounds: this call's repetitions follow them.
+    setup : bool, default True
+        Run the versions' setup commands first (False: what an earlier call built is still in place).
     """
 
     repetitions: int | None = None
@@ -203,6 +205,7 @@ class InterleavePlan:
     cgroup_prefix: str = "quiho"
     round: int = 0
     repetition_offset: int = 0
+    setup: bool = True
 
 
 def run_interleaved(
@@ -267,7 +270,7 @@ def run_interleaved(
             first = first_of[group[0]]
             extravars = {
                 "quiho_app": {"command": _command(spec, version_a, version_b, first),
-                              "setup": _setup(spec, version_a, version_b), "workdir": ""},
+                              "setup": _setup(spec, version_a, version_b) if p.setup else [], "workdir": ""},
                 "quiho_reps": list(range(1, n_runs + 1)),
                 "quiho_app_timeout": spec.timeout,
                 "quiho_emulate_seconds": emulate_s,

@@ -7,6 +7,7 @@ Kept short for CI: 3 emulated hosts, quick battery with 1 repetition, 2 runs per
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -26,17 +27,18 @@ HOSTS = """all:
     pf-q100-vm: {quiho_cpu_quota_pct: 100, quiho_corunner: vm}
 """
 # v2 fails on the host whose cgroup names it (the local fleet puts each emulated host in its own cgroup).
-FLAKY = f"""schema_version: 1
+# v1's setup counts its calls in the workdir (a copy of examples/cpuloop).
+FLAKY = """schema_version: 1
 name: flaky
 versions:
   v1:
-    setup: [gcc, -O2, -o, cpuloop, cpuloop.c]
+    setup: [sh, -c, 'echo built >> setup.log && exec gcc -O2 -o cpuloop cpuloop.c']
     command: [./cpuloop, "3000000"]
-    workdir: {REPO / "examples" / "cpuloop"}
+    workdir: {workdir}
   v2:
     command: [sh, -c, 'grep -q pf-q40 /proc/self/cgroup && {{ echo "flaky: <boom> on $(hostname)" >&2; exit 7; }};
               exec ./cpuloop 3000000']
-    workdir: {REPO / "examples" / "cpuloop"}
+    workdir: {workdir}
 metric: {{kind: regex, name: loop-time, pattern: 'time_s: ([0-9.]+)', unit: s}}
 repetitions: 2
 timeout: 30
@@ -48,7 +50,9 @@ def fleet(tmp_path_factory):
     d = tmp_path_factory.mktemp("pf")
     (d / "hosts.yml").write_text(HOSTS)
     (d / "more.yml").write_text(HOSTS + "    pf-new: {}\n")
-    (d / "flaky.yml").write_text(FLAKY)
+    (d / "app").mkdir()
+    shutil.copy(REPO / "examples" / "cpuloop" / "cpuloop.c", d / "app")
+    (d / "flaky.yml").write_text(FLAKY.format(workdir=d / "app"))
     return d
 
 
@@ -150,6 +154,8 @@ def test_failing_host_and_missing_fingerprint_are_kept_and_marked(fleet, capsys)
     row = __import__("sqlite3").connect(fleet / "q.db").execute(
         "SELECT status FROM profiles WHERE batch = ?", (doc["batch"],)).fetchone()
     assert row == ("partial",)
+    # 4 hosts x 2 rounds are 8 visits of this one machine: the first visit's build serves the others
+    assert (fleet / "app" / "setup.log").read_text() == "built\n"
 
 
 def test_stored_traces_of_both_versions_are_joined_into_the_hints(fleet, capsys, synthetic_calls):
