@@ -237,7 +237,7 @@ class FleetSession:
                 self._cleanup_remote(group)
             elif all(local):
                 self._remove_dirs(group)
-            try:  # the playbooks remove each host's directory; the batch's own stays behind on this machine
+            try:  # each host's directory is gone (playbook or here); the batch's own stays behind on this machine
                 Path(self.remote_root).rmdir()
             except OSError:
                 pass
