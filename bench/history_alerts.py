@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -146,10 +146,8 @@ def walk_after(h: History, calm: np.ndarray, store_path: Path,
 def gate_options(alpha: float = ALPHA, newest_alpha: float | None = None,
                  stack_on_new: bool | None = None) -> GateOptions:
     """The alert gate's options at ``alpha`` and ``MIN_SIZE``; None keeps quiho's default of that field."""
-    d = GateOptions()
-    return GateOptions(alpha=alpha, min_size=MIN_SIZE,
-                       newest_alpha=d.newest_alpha if newest_alpha is None else newest_alpha,
-                       stack_on_new=d.stack_on_new if stack_on_new is None else stack_on_new)
+    given = {"newest_alpha": newest_alpha, "stack_on_new": stack_on_new}
+    return replace(GateOptions(alpha=alpha, min_size=MIN_SIZE), **{k: v for k, v in given.items() if v is not None})
 
 
 def red_runs(red: np.ndarray) -> list[tuple[int, None]]:

@@ -24,17 +24,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from quiho.app import load_app_spec  # noqa: E402
+from quiho.app.run import _parse_delta  # noqa: E402
 from quiho.fleet.inventory import load_inventory  # noqa: E402
 from quiho.fleet.session import FleetSession, new_batch  # noqa: E402
-from quiho.profile.interleave import INTERLEAVE_SH, SETUP_SH  # noqa: E402
+from quiho.profile.interleave import _command, _setup  # noqa: E402
 
 
 def visit(host: str, runs: int, inventory: Path) -> None:
     spec = load_app_spec(REPO / "examples" / "stream" / "stream.yml")
-    a, b = spec.versions["nadds1"], spec.versions["nadds30"]
-    command = ["sh", "-c", INTERLEAVE_SH, "sh", "0", str(len(a.command)), a.workdir or "", b.workdir or "",
-               *a.command, *b.command]
-    setup = ["sh", "-c", SETUP_SH, "sh", str(len(a.setup)), a.workdir or "", b.workdir or "", *a.setup, *b.setup]
+    command, setup = _command(spec, "nadds1", "nadds30", 0), _setup(spec, "nadds1", "nadds30")
     session = FleetSession(load_inventory(inventory), "run.yml", new_batch("bench"), cgroup_prefix="qhbench")
     extravars = {"quiho_app": {"command": command, "setup": setup, "workdir": ""},
                  "quiho_reps": list(range(1, 2 * runs + 3)), "quiho_app_timeout": 60, "quiho_emulate_seconds": 900}
@@ -63,9 +61,7 @@ def visit(host: str, runs: int, inventory: Path) -> None:
         if e.get("event") == "runner_item_on_ok" and data.get("task") == "quiho app run":
             r = data.get("res") or {}
             end = datetime.fromisoformat(e["created"])
-            d = r.get("delta", "0:00:00")
-            h, m, s = d.split(":")
-            delta = int(h) * 3600 + int(m) * 60 + float(s)
+            delta = _parse_delta(r.get("delta")) or 0.0
             gap = f"{(end - prev).total_seconds() - delta:.2f}" if prev is not None else "-"
             print(f"| {r.get('item')} | {delta:.3f} | {gap} |")
             prev = end

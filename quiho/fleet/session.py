@@ -213,20 +213,20 @@ class FleetSession:
         directories itself (``quiho_dir_ready``): each playbook task costs a module run.
         """
         hosts = [self.inventory.host(h) for h in group]
-        local = [h.connection == "local" for h in hosts]  # all or none (see groups)
+        local = all(h.connection == "local" for h in hosts)  # all or none (see groups)
         res: PlaybookResult | None = None
-        if all(local):  # this machine's filesystem: a module run per host and invocation saved on each side
+        if local:  # this machine's filesystem: a module run per host and invocation saved on each side
             extravars = {**extravars, "quiho_dir_ready": True}
         try:
-            for h in group if all(local) else []:
+            for h in group if local else []:
                 Path(self.remote_root, h).mkdir(mode=0o700, parents=True, exist_ok=True)
-            with local_fleet_lock() if any(local) else nullcontext():
+            with local_fleet_lock() if local else nullcontext():
                 how = Invocation(
                     limit=tuple(group), forks=1 if self.inventory.shares_machine else self.forks, timeout_s=timeout_s,
                     host_key_checking=self.host_key_checking,
-                    python_interpreter=sys.executable if all(local) else "auto_silent",
+                    python_interpreter=sys.executable if local else "auto_silent",
                     # the controller shares the CPUs with what these hosts measure: no spinning strategy loop
-                    poll_s=SHARED_MACHINE_POLL_S if all(local) or self.inventory.shares_machine else None,
+                    poll_s=SHARED_MACHINE_POLL_S if local or self.inventory.shares_machine else None,
                 )
                 res = run_playbook(self.playbook, self.inventory.path, {**self.base_vars(), **extravars}, how,
                                    self.on_event)
@@ -235,7 +235,7 @@ class FleetSession:
                 cleanup_emulation(f"{self.cgroup_prefix}-{self.batch}-")
             if res is None or res.timed_out or any(o.status != "ok" for o in res.hosts.values()):
                 self._cleanup_remote(group)
-            elif all(local):
+            elif local:
                 self._remove_dirs(group)
             try:  # each host's directory is gone (playbook or here); the batch's own stays behind on this machine
                 Path(self.remote_root).rmdir()
