@@ -12,7 +12,12 @@ Counted per mode (raw / normalised as the product decides, falling back to raw w
 false alarms (change points more than ``--tolerance`` revisions from the planted one, or in an unchanged
 benchmark), and whether the planted change was found. A fixed-host control draws every revision on one host, each
 revision with a fingerprint re-measured (a random repetition of that host's fingerprint, a distinct fingerprint
-run), so normalising could only fit noise: it must never be worse than raw.
+run), so normalising could only fit noise: it must never be worse than raw. A *pool-shift* scenario draws the
+revisions before ``--pool-shift-at`` from one random half of the hosts and the later ones from the other half (a
+runner pool that moves to another machine generation): raw detection sees a step that no code made.
+
+Each revision keeps ``--runs`` of its host's repetitions, drawn without replacement (a CI job runs a benchmark a
+few times), so two revisions on one host differ as two real jobs would.
 
 Pools (``--pool``):
 
@@ -20,10 +25,11 @@ Pools (``--pool``):
     The quiho paper's data (``../shared/data/quiho-popper``): batch 1512873230, 21 hosts (~9 hardware groups),
     hpccg, ssca, scikit-learn, redisbench/SET; 3 repetitions per host. Runs anywhere.
 ``store``
-    Any store with fingerprints and application runs of the same batch, e.g. the local fleet's emulated hosts
-    after ``quiho fingerprint --battery quick`` and ``quiho run`` of examples/stream, examples/pchase and
-    examples/cpuloop (``--store PATH --targets stream,pchase,cpuloop [--batch B]``). Measuring that takes the
-    local-fleet lock; this script only reads the store.
+    Any store with fingerprints and application runs, e.g. the local fleet's emulated hosts after
+    ``quiho fingerprint --battery quick --repetitions 5`` and ``quiho profile`` of stream@nadds1/@nadds30 and
+    pair@loop/@chase with ``--repetitions 10`` (``--store PATH --targets
+    stream@nadds1,stream@nadds30,pair@loop,pair@chase``). Measuring that takes the local-fleet lock (~20 min on 2
+    vCPUs); this script only reads the store.
 """
 
 from __future__ import annotations
@@ -76,12 +82,11 @@ def load_pool(store_path: Path, targets: tuple[str, ...], batch: str | None) -> 
 
 
 def _history(pool: Pool, bench: str, hosts: list[str], fp_rows: list[int] | None, shift: float, at: int,
-             rng: np.random.Generator) -> tuple[History, list[MachineFingerprint]]:
+             rng: np.random.Generator, runs: int) -> tuple[History, list[MachineFingerprint]]:
     """One benchmark's history on the drawn hosts, planted change ``shift`` (×) from revision ``at``."""
     samples, machines = [], []
     for i, h in enumerate(hosts):
-        v = pool.values[bench][h].copy()
-        rng.shuffle(v)
+        v = rng.permutation(pool.values[bench][h])[:runs]
         if i >= at:
             v = v / shift if pool.higher_is_better[bench] else v * shift
         samples.append(v)
@@ -112,33 +117,45 @@ def run(pool: Pool, args: argparse.Namespace) -> None:
     for seed in range(args.seeds):
         rng = np.random.default_rng(seed)
         planted_bench = benches[seed % len(benches)]
-        for scenario in ("rotating", "fixed-host"):
+        for scenario in ("rotating", "pool-shift", "fixed-host"):
             if scenario == "rotating":
                 hosts, rows = [str(h) for h in rng.choice(pool.hosts, size=args.revisions)], None
+            elif scenario == "pool-shift":
+                order = [str(h) for h in rng.permutation(pool.hosts)]
+                first, second = order[:len(order) // 2], order[len(order) // 2:]
+                k = args.pool_shift_at
+                hosts = ([str(h) for h in rng.choice(first, size=k)]
+                         + [str(h) for h in rng.choice(second, size=args.revisions - k)])
+                rows = None
             else:
                 one = str(rng.choice(pool.hosts))
                 hosts, rows = [one] * args.revisions, [int(x) for x in rng.integers(0, 1000, size=args.revisions)]
             for b in benches:
                 planted = args.at if b == planted_bench else None
-                h, ms = _history(pool, b, hosts, rows, 1 + args.shift if planted is not None else 1.0, args.at, rng)
+                h, ms = _history(pool, b, hosts, rows, 1 + args.shift if planted is not None else 1.0, args.at, rng,
+                                 args.runs)
                 raw = detect(h, args.method, min_size=args.min_size, alpha=args.alpha)
                 nd = detect_normalised(h, ms, opts)
                 reasons[f"{scenario}: {'normalised' if nd.normalised else 'raw'}"] = reasons.get(
                     f"{scenario}: {'normalised' if nd.normalised else 'raw'}", 0) + 1
                 for mode, d in (("raw", raw), ("normalised", nd.detection)):
                     fa, found = _score([c.index for c in d.change_points], planted, args.tolerance)
-                    t = tally.setdefault((scenario, mode), [0, 0, 0, 0])
+                    t = tally.setdefault((scenario, mode), [0, 0, 0, 0, 0])
                     t[0] += fa
                     t[1] += int(found)
                     t[2] += int(planted is not None)
                     t[3] += 1
+                    t[4] += len(nd.machine_changes) if mode == "normalised" else 0
     model = f"ridge {args.ridge} on the top {args.stressors} stressor(s)" if args.model == "ridge" else args.model
     print(f"detector {args.method}, machine-effect model: {model}")
     print(f"{args.seeds} seeds × {len(benches)} benchmarks ({', '.join(benches)}), {args.revisions} revisions, "
           f"{len(pool.hosts)} hosts; planted {args.shift:+.0%} at revision {args.at} in one benchmark per seed")
-    print(f"{'scenario':<11} {'mode':<11} {'false alarms':>12} {'per series':>10} {'planted found':>14}")
-    for (scenario, mode), (fa, hits, n_planted, n) in sorted(tally.items()):
-        print(f"{scenario:<11} {mode:<11} {fa:>12} {fa / n:>10.2f} {hits:>8}/{n_planted:<5}")
+    print(f"{'scenario':<11} {'mode':<11} {'false alarms':>12} {'per series':>10} {'planted found':>14} "
+          f"{'set apart':>9}")
+    for (scenario, mode), (fa, hits, n_planted, n, apart) in sorted(tally.items()):
+        print(f"{scenario:<11} {mode:<11} {fa:>12} {fa / n:>10.2f} {hits:>8}/{n_planted:<5} "
+              f"{apart if mode == 'normalised' else '-':>9}")
+    print("set apart: changes --normalise reports as the machines' (their mix changed there and explains them)")
     print("what --normalise decided (series):", ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())))
 
 
@@ -146,7 +163,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pool", choices=("cloudlab", "store"), default="cloudlab")
     ap.add_argument("--store", type=Path, help="store of --pool store")
-    ap.add_argument("--targets", default=None, help="targets (default: stream,pchase,cpuloop for --pool store, "
+    ap.add_argument("--targets", default=None, help="targets (default: stream@nadds1,stream@nadds30,pair@loop,"
+                                                   "pair@chase for --pool store, "
                                                    f"{','.join(CLOUDLAB_TARGETS)} for cloudlab)")
     ap.add_argument("--batch", default=None, help=f"batch (default: all for --pool store, {CLOUDLAB_BATCH} for "
                                                   "cloudlab)")
@@ -154,6 +172,8 @@ def main() -> None:
     ap.add_argument("--revisions", type=int, default=60)
     ap.add_argument("--at", type=int, default=40, help="first revision of the planted change")
     ap.add_argument("--shift", type=float, default=0.10)
+    ap.add_argument("--runs", type=int, default=3, help="runs per revision, drawn from its host's repetitions")
+    ap.add_argument("--pool-shift-at", type=int, default=20, help="revision where pool-shift moves to other hosts")
     ap.add_argument("--tolerance", type=int, default=3)
     ap.add_argument("--stressors", type=int, default=2)
     ap.add_argument("--ridge", type=float, default=1.0)
@@ -165,7 +185,8 @@ def main() -> None:
     if args.pool == "store":
         if args.store is None:
             ap.error("--pool store needs --store")
-        run(load_pool(args.store, tuple((args.targets or "stream,pchase,cpuloop").split(",")), args.batch), args)
+        targets = args.targets or "stream@nadds1,stream@nadds30,pair@loop,pair@chase"
+        run(load_pool(args.store, tuple(targets.split(",")), args.batch), args)
         return
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "q.db"
