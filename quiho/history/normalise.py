@@ -9,7 +9,8 @@ effect is used only where it is validated on the series' own history: leave-one-
 machine's deviations must beat predicting none (the raw series) by a margin (MSE ratio ≤ 0.8). Otherwise, with one
 machine only, or with a revision whose machine has no fingerprint, the raw series is detected and the result says
 why: one global calibration factor failed exactly there (it doubled the error on a fixed host, vuetifyjs/0#749), so
-the default is to refuse.
+the default is to refuse. A change found where the machine mix changed, within what the machines' unexplained effect
+allows and not seen by the machines measured on both sides, is set apart as the machines' (:class:`MachineChange`).
 
 References
 ----------
@@ -26,12 +27,14 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from quiho.errors import UsageError
 from quiho.history._base import detect
-from quiho.history._model import Detection, History
+from quiho.history._model import ChangePoint, Detection, History
 
-__all__ = ["MachineFingerprint", "NormaliseOptions", "MachineEffect", "NormalisedDetection", "detect_normalised",
+__all__ = ["MachineFingerprint", "NormaliseOptions", "MachineEffect", "MachineChange", "NormalisedDetection",
+           "detect_normalised",
            "EFFECT_MODELS", "RidgeEffect", "GbmEffect"]
 
 
@@ -99,6 +102,28 @@ class MachineEffect:
 
 
 @dataclass(frozen=True)
+class MachineChange:
+    """A change the detector found where the machines changed too, within what the machine effect can explain.
+
+    ``mix`` is the distance of the two segments' machine mixes (√Σ(share before − share after)², 0 for the same mix,
+    √2 for one machine replaced by another); ``machine_se`` the standard error that mix puts on the log change (the
+    machine effect's out-of-machine error, or the raw machine spread where the effect is not used); ``t`` the log
+    change over its standard error with that term, below ``critical``.
+    """
+
+    change: ChangePoint
+    mix: float
+    machine_se: float
+    t: float
+    critical: float
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready dict: the change and why it is not attributed to the code."""
+        return {**self.change.to_dict(), "machine_mix": round(self.mix, 4),
+                "machine_se": round(self.machine_se, 6), "t": round(self.t, 3), "critical": round(self.critical, 3)}
+
+
+@dataclass(frozen=True)
 class NormalisedDetection:
     """A detection on the normalised series (``normalised``) or on the raw one, with why."""
 
@@ -109,6 +134,7 @@ class NormalisedDetection:
     used: History
     effect: MachineEffect | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    machine_changes: tuple[MachineChange, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         """The JSON document of ``quiho history detect --normalise --json``."""
@@ -116,6 +142,7 @@ class NormalisedDetection:
         d["change_points"] = [{**c.to_dict(), "normalised": self.normalised} for c in self.detection.change_points]
         e = self.effect
         return {**d, "normalised": self.normalised, "normalise_reason": self.reason, "notes": list(self.notes),
+                "machine_changes": [m.to_dict() for m in self.machine_changes],
                 "machine_effect": None if e is None else {
                     "stressors": list(e.stressors), "coef": [round(c, 6) for c in e.coef],
                     "cv_mse_ratio": round(e.cv_ratio, 4) if np.isfinite(e.cv_ratio) else None,
@@ -191,18 +218,93 @@ class GbmEffect:
 EFFECT_MODELS: dict[str, type[RidgeEffect] | type[GbmEffect]] = {"ridge": RidgeEffect, "gbm": GbmEffect}
 
 
-def _cv_ratio(Z: np.ndarray, r: np.ndarray, keys: np.ndarray, make: Callable[[], RidgeEffect | GbmEffect]) -> float:
-    """Leave-one-machine-out MSE of ``r`` with the fitted effect over the MSE without one (predicting 0)."""
+def _machine_variance(errors: list[np.ndarray]) -> float:
+    """Variance of a machine's shared error, from each machine's errors on its revisions (method of moments).
+
+    A machine's mean error is its shared part plus revision noise over its count; the noise part is removed.
+    """
+    if not errors:
+        return float("nan")
+    terms = [float(e.mean()) ** 2 - (float(e.var(ddof=1)) / len(e) if len(e) > 1 else 0.0) for e in errors]
+    return max(0.0, float(np.mean(terms)))
+
+
+def _cv_ratio(Z: np.ndarray, r: np.ndarray, keys: np.ndarray,
+              make: Callable[[], RidgeEffect | GbmEffect]) -> tuple[float, float]:
+    """Leave-one-machine-out MSE ratio and the variance of a held-out machine's shared error.
+
+    The ratio is the MSE of ``r`` with the fitted effect over the MSE without one (predicting 0); the variance is
+    :func:`_machine_variance` of the held-out machines' errors.
+    """
     err_fit, err_raw = 0.0, 0.0
+    held: list[np.ndarray] = []
     for key in np.unique(keys):
         test = keys == key
         if (~test).sum() < 3 or len(np.unique(keys[~test])) < 2:
             continue
         model = make().fit(Z[~test], r[~test])
         centre = r[~test].mean()
-        err_fit += float(((r[test] - centre - model.predict(Z[test])) ** 2).sum())
+        e = r[test] - centre - model.predict(Z[test])
+        held.append(e)
+        err_fit += float((e ** 2).sum())
         err_raw += float(((r[test] - centre) ** 2).sum())
-    return err_fit / err_raw if err_raw > 0 else float("nan")
+    return (err_fit / err_raw if err_raw > 0 else float("nan")), _machine_variance(held)
+
+
+def _machine_changes(used: History, d: Detection, keys: np.ndarray, machine_var: float,
+                     alpha: float) -> tuple[Detection, tuple[MachineChange, ...]]:
+    """Set apart the changes that a change of machines explains as well as the code would.
+
+    Between two segments whose machine mixes differ, each machine's unexplained effect (variance ``machine_var``)
+    enters the difference of the segment means: its variance is ``machine_var × Σ(share before − share after)²``.
+    A change whose t of log means passes without that term and fails with it is confounded with the machines,
+    unless the machines measured on both sides show it too (each machine compared with itself, inverse-variance
+    weighted: no machine effect enters that comparison).
+    """
+    cps = sorted(d.change_points, key=lambda c: c.index)
+    if not cps or not np.isfinite(machine_var) or machine_var <= 0:
+        return d, ()
+    y = np.log(np.array([float(np.mean(s)) for s in used.samples]))
+    edges = [0, *(c.index for c in cps), len(y)]
+    kept, apart = [], []
+    for i, c in enumerate(cps):
+        a, b, e = edges[i], edges[i + 1], edges[i + 2]
+        left, right = y[a:b], y[b:e]
+        names = np.unique(keys[a:e])
+        share = [(np.mean(keys[a:b] == k) - np.mean(keys[b:e] == k)) for k in names]
+        mix = float(np.sqrt(np.sum(np.square(share))))
+        noise = left.var(ddof=1) / len(left) + right.var(ddof=1) / len(right) if min(len(left), len(right)) > 1 \
+            else np.inf
+        diff = abs(float(right.mean() - left.mean()))
+        crit = float(stats.t.ppf(1 - alpha / 2, max(1, len(left) + len(right) - 2)))
+        t0 = diff / np.sqrt(noise) if noise > 0 else np.inf
+        t = diff / np.sqrt(noise + machine_var * mix ** 2) if noise + machine_var * mix ** 2 > 0 else np.inf
+        if t0 >= crit > t and _within_machines_t(left, right, keys[a:b], keys[b:e]) < crit:
+            apart.append(MachineChange(c, mix, float(np.sqrt(machine_var) * mix), float(t), crit))
+        else:
+            kept.append(c)
+    return replace(d, change_points=tuple(kept)), tuple(apart)
+
+
+def _within_machines_t(left: np.ndarray, right: np.ndarray, kl: np.ndarray, kr: np.ndarray) -> float:
+    """|t| of the change measured within the machines seen on both sides (0 when none is, or no variance)."""
+    both = sorted(set(kl.tolist()) & set(kr.tolist()))
+    cells = [left[kl == k] for k in both] + [right[kr == k] for k in both]
+    df = sum(len(c) - 1 for c in cells)
+    if not both or df < 1:
+        return 0.0
+    s2 = sum(float(((c - c.mean()) ** 2).sum()) for c in cells) / df
+    if s2 <= 0:
+        return 0.0
+    w = np.array([1 / (s2 * (1 / np.sum(kl == k) + 1 / np.sum(kr == k))) for k in both])
+    d = np.array([right[kr == k].mean() - left[kl == k].mean() for k in both])
+    return float(abs(np.sum(w * d)) / np.sqrt(np.sum(w)))  # (Σwd/Σw) / √(1/Σw)
+
+
+def _machine_notes(found: tuple[MachineChange, ...]) -> tuple[str, ...]:
+    return tuple(f"revision {m.change.revision} (index {m.change.index}): {m.change.magnitude:+.1%} not attributed to "
+                 f"the code: the machines changed there too (mix distance {m.mix:.2f}; machine uncertainty "
+                 f"±{np.expm1(m.machine_se):.1%}, t = {m.t:.2f} < {m.critical:.2f})" for m in found)
 
 
 def _scaled(h: History, effect: np.ndarray) -> History:
@@ -212,9 +314,16 @@ def _scaled(h: History, effect: np.ndarray) -> History:
 
 
 def _raw(h: History, opts: NormaliseOptions, reason: str, notes: Sequence[str] = (),
-         effect: MachineEffect | None = None) -> NormalisedDetection:
+         effect: MachineEffect | None = None, keys: np.ndarray | None = None) -> NormalisedDetection:
+    """The raw series detected; with ``keys`` (several machines), changes the machines explain are set apart."""
     d = detect(h, opts.method, min_size=opts.min_size, magnitude_floor=opts.magnitude_floor, alpha=opts.alpha)
-    return NormalisedDetection(d, False, reason, h, h, effect, tuple(notes))
+    apart: tuple[MachineChange, ...] = ()
+    if keys is not None and d.change_points:
+        y = np.log(np.array([float(np.mean(s)) for s in h.samples]))
+        r = y - _segment_means(y, sorted(c.index for c in d.change_points))
+        var = _machine_variance([r[keys == k] - r.mean() for k in np.unique(keys)])
+        d, apart = _machine_changes(h, d, keys, var, opts.alpha)
+    return NormalisedDetection(d, False, reason, h, h, effect, (*notes, *_machine_notes(apart)), apart)
 
 
 def detect_normalised(h: History, machines: Sequence[MachineFingerprint | None],
@@ -293,7 +402,7 @@ def _joint(h: History, Zdf: pd.DataFrame, keys: np.ndarray, opts: NormaliseOptio
             break
         bounds = new
     r = y - _segment_means(y, bounds)
-    ratio = _cv_ratio(Z, r, keys, make)
+    ratio, machine_var = _cv_ratio(Z, r, keys, make)
     final = make().fit(Z, r)
     eff = MachineEffect(tuple(str(Zdf.columns[c]) for c in final.columns_), tuple(float(c) for c in final.coef_),
                         effect, ratio,
@@ -302,9 +411,10 @@ def _joint(h: History, Zdf: pd.DataFrame, keys: np.ndarray, opts: NormaliseOptio
         why = ("too few machines to hold one out" if not np.isfinite(ratio) else
                f"predicting held-out machines with the fingerprint effect is not better than without it "
                f"(leave-one-machine-out MSE ratio {ratio:.2f} > {opts.max_cv_ratio})")
-        return _raw(h, opts, f"raw series used: {why}", notes, eff)
+        return _raw(h, opts, f"raw series used: {why}", notes, eff, keys)
     used = _scaled(h, effect)
     d = detect(used, opts.method, min_size=opts.min_size, magnitude_floor=opts.magnitude_floor, alpha=opts.alpha)
+    d, apart = _machine_changes(used, d, keys, machine_var, opts.alpha)
     reason = (f"normalised by {', '.join(eff.stressors)} over {eff.machines} machines: leave-one-machine-out MSE "
               f"ratio {ratio:.2f} (≤ {opts.max_cv_ratio}: beats the raw series)")
-    return NormalisedDetection(d, True, reason, h, used, eff, tuple(notes))
+    return NormalisedDetection(d, True, reason, h, used, eff, (*notes, *_machine_notes(apart)), apart)

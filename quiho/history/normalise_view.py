@@ -39,6 +39,7 @@ def normalised_markdown(nd: NormalisedDetection, machines: list[str | None]) -> 
     rows = [[md_escape(rev[:12]), md_escape(m or "unknown"), f"{a:.4g}", f"{b:.4g}", f"{a / b:.3f}" if b else "-"]
             for rev, m, a, b in zip(nd.raw.revisions, machines, raw, used, strict=True)]
     changes = "\n".join(f"- {md_escape(t)}" for t in _cp_text(nd)) or "- no change point passes the test"
+    changes += "".join(f"\n- note: {md_escape(n)}" for n in nd.notes)
     return (f"### {md_escape(nd.detection.series)}: hardware-normalised detection\n\n{md_escape(nd.reason)}\n\n"
             f"{changes}\n\n" + md_table(["revision", "machine", "raw", "normalised", "machine factor"], rows,
                                         align="llrrr", escape=False))

@@ -10,6 +10,7 @@ from quiho.cli.main import main
 from quiho.history import History, detect
 from quiho.history.machines import attach_machine, detect_series_normalised, local_machine, stored_host
 from quiho.history.normalise import MachineFingerprint, NormaliseOptions, detect_normalised
+from quiho.history.normalise_view import normalised_lines, normalised_markdown
 from quiho.store import open_store
 
 STRESSORS = ("cpu", "stream", "vm", "zero")
@@ -86,6 +87,52 @@ def test_fingerprints_that_explain_nothing_are_not_used():
         nd = detect_normalised(h, ms)
         assert not nd.normalised and "not better" in nd.reason, seed
     assert nd.effect is not None and nd.effect.cv_ratio > NormaliseOptions().max_cv_ratio
+
+
+def _pool_shift(seed, code=1.0, n=60, at=30, same_pool=False, shared=0):
+    """Revisions on 4 random machines of 8, then on the other 4 from ``at`` (a runner pool moving; ``shared`` of
+    the machines in both pools), the metric leaning on a resource no stressor measures; ``code`` from ``at`` on."""
+    rng = np.random.default_rng(seed)
+    speeds = np.exp(rng.normal(0, 0.4, size=(8, len(STRESSORS))))
+    hidden = np.exp(rng.normal(0, 0.2, size=8))
+    fps = [MachineFingerprint(f"m{k}", pd.Series(1000 * speeds[k], index=list(STRESSORS))) for k in range(8)]
+    order = rng.permutation(8)
+    pick = (rng.choice(order, size=n) if same_pool
+            else np.r_[rng.choice(order[:4 + shared], size=at), rng.choice(order[4 - shared:], size=n - at)])
+    samples = [10.0 / hidden[k] * (code if i >= at else 1.0) * np.exp(rng.normal(0, 0.01, 3))
+               for i, k in enumerate(pick)]
+    h = History("bench", tuple(f"r{i:03d}" for i in range(n)), np.arange(n), tuple(samples), "s")
+    return h, [fps[k] for k in pick]
+
+
+def test_a_step_where_the_machines_changed_is_set_apart_not_lost():
+    at_boundary = 0
+    for seed in range(12):
+        h, ms = _pool_shift(seed)
+        raw = [c for c in detect(h, "auto").change_points if abs(c.index - 30) <= 5]
+        nd = detect_normalised(h, ms)
+        at_boundary += len(raw)
+        assert nd.detection.change_points == (), seed  # no code change was made
+        assert [m.change for m in nd.machine_changes] == raw, seed  # kept, with why
+        for m in nd.machine_changes:
+            assert m.mix > 0.5 and m.t < m.critical
+            assert any(f"revision {m.change.revision}" in n and "machines changed there too" in n for n in nd.notes)
+        assert len(nd.to_dict()["machine_changes"]) == len(raw)
+        for m in nd.machine_changes:  # one story: text, Markdown and JSON say it
+            assert any("machines changed there too" in line for line in normalised_lines(nd))
+            assert f"revision {m.change.revision}" in normalised_markdown(nd, [x.key for x in ms])
+    assert at_boundary >= 2  # the raw detector does call the pool's step a change
+
+
+@pytest.mark.parametrize("same_pool, shared", [(True, 0), (False, 2)])
+def test_a_code_change_on_machines_seen_on_both_sides_is_kept(same_pool, shared):
+    found = 0
+    for seed in range(12):
+        h, ms = _pool_shift(seed, code=1.3, same_pool=same_pool, shared=shared)
+        nd = detect_normalised(h, ms)
+        assert nd.machine_changes == (), seed
+        found += any(abs(c.index - 30) <= 2 and c.magnitude > 0.2 for c in nd.detection.change_points)
+    assert found >= 7
 
 
 def test_options_reach_the_detector():
