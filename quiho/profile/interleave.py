@@ -38,6 +38,7 @@ from quiho.fleet.session import (
     measuring,
     rc_failure,
     remember_inventory,
+    run_rc,
     stderr_tail,
 )
 from quiho.store import Store
@@ -125,7 +126,7 @@ def interleaved_records(
     res: PlaybookResult, group: list[str], spec: AppSpec, labels: dict[str, str], *, first: int, n_warm: int,
     n_runs: int, statuses: dict[str, tuple[str, str | None]],
 ) -> list[RunRecord]:
-    """Map one invocation's ``quiho app run`` items to :class:`RunRecord` s (no store access).
+    """Map one invocation's ``quiho app run`` runs to :class:`RunRecord` s (no store access).
 
     The version of a run is read from the wrapper's ``quiho-version`` marker (the
     position only decides for runs without output); the first ``n_warm`` runs are
@@ -135,7 +136,7 @@ def interleaved_records(
     records: list[RunRecord] = []
     seen: dict[str, set[int]] = {h: set() for h in group}
     counters: dict[tuple[str, str], int] = {}  # (host, side) -> repetitions so far
-    for data in res.items("quiho app run"):
+    for data in res.runs("quiho app run"):
         h = str(data.get("host"))
         r = data.get("res") or {}
         order = int(r.get("item", 0))
@@ -149,7 +150,7 @@ def interleaved_records(
         wall = command_wall(r)
         tail = stderr_tail(r)
         value: float | None = None
-        why = rc_failure(r.get("rc"), spec.timeout, tail, with_stderr=True)
+        why = rc_failure(run_rc(r), spec.timeout, tail, with_stderr=True)
         if why is None and m is None:
             why = "the interleaving wrapper printed no version marker"
         elif why is None and wall is None:
