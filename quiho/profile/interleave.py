@@ -31,7 +31,7 @@ from quiho.app import AppSpec
 from quiho.app.run import command_wall, strip_markers
 from quiho.app.spec import extract_metric
 from quiho.errors import UsageError
-from quiho.fleet import FleetEvent, PlaybookResult, load_inventory
+from quiho.fleet import FleetEvent, Inventory, PlaybookResult, load_inventory
 from quiho.fleet.session import (
     FleetSession,
     app_budget,
@@ -213,7 +213,7 @@ def run_interleaved(
     spec: AppSpec,
     version_a: str,
     version_b: str,
-    inventory: str | os.PathLike[str] | None = None,
+    inventory: str | os.PathLike[str] | Inventory | None = None,
     *,
     store: Store,
     batch: str,
@@ -231,8 +231,8 @@ def run_interleaved(
         The application (both versions must be in it).
     version_a, version_b : str
         Baseline and candidate (may be the same version: a false-positive check).
-    inventory : path-like, optional
-        Default: the local fleet.
+    inventory : path-like or Inventory, optional
+        Default: the local fleet. A profile passes the inventory it loaded (each load runs ``ansible-inventory``).
     store : Store
         Runs go to ``app_runs`` with ``source='profile'`` and this ``batch``.
     batch : str
@@ -254,7 +254,7 @@ def run_interleaved(
         raise UsageError("warmup must be 0 or more")
     reps = int(p.repetitions or spec.repetitions)
     labels = {"1": version_a, "2": store_label(version_a, version_b)}
-    inv = load_inventory(inventory)
+    inv = inventory if isinstance(inventory, Inventory) else load_inventory(inventory)
     names = [h for h in inv.names if hosts is None or h in hosts]
     t0 = datetime.now(UTC)
     n_warm = 2 * warmup
