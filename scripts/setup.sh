@@ -51,19 +51,11 @@ assert os.path.samefile(os.path.dirname(quiho.__file__), 'quiho')" 2>/dev/null \
    || [ pyproject.toml -nt .quiho-installed ] 2>/dev/null || { [ "$WHAT" = dev ] && [ "$had" != dev ]; }; then
   echo "setup: $PY -m pip install -e $SPEC" >&2
   "$PY" -m pip install -q --disable-pip-version-check --upgrade pip
-  # --no-compile: pip byte-compiles what it installed one file after another (17 of the 32 s of this step on
-  # a 2-vCPU VM); compileall does the same work below, beside the numba warm-up, on the other CPU.
-  "$PY" -m pip install -q --disable-pip-version-check --no-compile -e "$SPEC"
+  "$PY" -m pip install -q --disable-pip-version-check -e "$SPEC"
   if [ "$had" = dev ]; then touch .quiho-installed; else echo "$WHAT" > .quiho-installed; fi
-  SITE=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  # the .pyc files pip would have written (same compileall, same defaults); a file that does not compile is
-  # skipped, as pip skips it
-  "$PY" -m compileall -q -j 2 "$SITE" >/dev/null 2>&1 &
-  COMPILING=$!
 fi
 # Compile the batched IRUP engine's numba kernels now (cached on disk next to the source, in
 # quiho/irup/__pycache__, or in NUMBA_CACHE_DIR), so the first `quiho irup` loads them instead of compiling.
 # A cache that is already current is only loaded.
 echo "setup: warming the numba cache of quiho/irup/batched.py" >&2
 "$PY" -c "from quiho.irup.batched import warm; warm()"
-if [ -n "${COMPILING:-}" ]; then wait "$COMPILING" || true; fi
