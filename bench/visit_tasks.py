@@ -3,7 +3,7 @@
 One interleaved visit of the stream example (both versions, ``--runs`` each plus one warm-up each) on one host of
 the local fleet, through the same ``FleetSession`` a profile uses, timed from ansible-runner's job events. Prints
 the start of every task (seconds from the call), the time outside the run loop, and per run its ``delta`` (the
-prefault included) and the time since the previous run ended (the command module's start-up: Ansible's per run).
+prefault included) and the time since the previous run ended (what ``quiho_runs`` costs between runs).
 
     python bench/visit_tasks.py                      # local-q94-thp of inventories/local.yml
     python bench/visit_tasks.py --host local-q82-4k --repeat 3
@@ -56,15 +56,12 @@ def visit(host: str, runs: int, inventory: Path) -> None:
         print(f"\noutside the run loop: {total - loop:.2f} s; run loop {loop:.2f} s")
     print("\n| run | delta (s) | since the previous run ended (s) |\n|---|---|---|")
     prev = None
-    for e in res.events:
-        data = e.get("event_data") or {}
-        if e.get("event") == "runner_item_on_ok" and data.get("task") == "quiho app run":
-            r = data.get("res") or {}
-            end = datetime.fromisoformat(e["created"])
-            delta = _parse_delta(r.get("delta")) or 0.0
-            gap = f"{(end - prev).total_seconds() - delta:.2f}" if prev is not None else "-"
-            print(f"| {r.get('item')} | {delta:.3f} | {gap} |")
-            prev = end
+    for data in res.runs("quiho app run"):  # start/end: the target's clock, around each run
+        r = data["res"]
+        start, end = datetime.fromisoformat(r["start"]), datetime.fromisoformat(r["end"])
+        gap = f"{(start - prev).total_seconds():.3f}" if prev is not None else "-"
+        print(f"| {r.get('item')} | {_parse_delta(r.get('delta')) or 0.0:.3f} | {gap} |")
+        prev = end
 
 
 def main() -> int:

@@ -8,11 +8,10 @@
 # run both versions of the STREAM-like example interleaved on every host in two blocked rounds, and print the
 # verdict (regression/improvement/no-change/inconclusive) with its size, CI and p-value, the designed fleet's
 # answer (each factor's effect per version: memory-bound -> CPU-bound), both IRUPs and the hints. Quick mode
-# (default): 8.9 min from a fresh clone on an idle 2-core VM in two runs, set-up included (46-48 s of it); 8.2-8.4
-# min with the venv installed (bench/demo_runs.py; docs/design.md says where the time goes) (fingerprint 8 hosts x 7 stressors
-# x 1 s x 2 repetitions, then
-# 2 rounds x 3 runs per version per host); QUIHO_DEMO_MODE=default uses the
-# 43-stressor battery (much longer).
+# (default; fingerprint 8 hosts x 7 stressors x 1 s x 2 repetitions, then 2 rounds x 3 runs per version per
+# host): 7.1 min from a fresh clone on an idle 2-core VM, set-up included (40 s of it; 7.3 min in a second run
+# with a set-up since reverted) (bench/demo_runs.py; docs/design.md says where the time goes);
+# QUIHO_DEMO_MODE=default uses the 43-stressor battery (much longer).
 # Needs root (cgroups); the report lands in .quiho/profile-report/report.html.
 set -euo pipefail
 cd "$(dirname "$0")/.."

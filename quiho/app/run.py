@@ -20,6 +20,7 @@ from quiho.fleet.session import (
     new_batch,
     rc_failure,
     remember_inventory,
+    run_rc,
     stderr_tail,
 )
 from quiho.store import Store
@@ -112,12 +113,12 @@ def strip_markers(stdout: str) -> str:
 def app_records(
     res: PlaybookResult, spec: AppSpec, version: str, *, fingerprint_run_id: int | None = None
 ) -> list[AppRepResult]:
-    """One :class:`AppRepResult` per ``quiho app run`` item in ``res`` (timeout, exit code, metric or its absence)."""
+    """One :class:`AppRepResult` per run of ``quiho app run`` in ``res`` (timeout, exit code, metric or its absence)."""
     out = []
-    for data in res.items("quiho app run"):
+    for data in res.runs("quiho app run"):
         r = data.get("res") or {}
         tail = stderr_tail(r)
-        why = rc_failure(r.get("rc"), spec.timeout)
+        why = rc_failure(run_rc(r), spec.timeout)
         wall = command_wall(r)
         value = None
         if why is None and wall is None:

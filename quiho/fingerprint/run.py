@@ -27,7 +27,15 @@ from quiho.fingerprint.parse import last_started, parse_stressng_yaml, running_s
 from quiho.fleet.inventory import Inventory, load_inventory
 from quiho.fleet.local.calibrate import resolve_inventory
 from quiho.fleet.runner import FleetEvent, PlaybookResult
-from quiho.fleet.session import TIMEOUT_RCS, FleetAccess, FleetSession, measuring, new_batch, remember_inventory
+from quiho.fleet.session import (
+    TIMEOUT_RCS,
+    FleetAccess,
+    FleetSession,
+    measuring,
+    new_batch,
+    remember_inventory,
+    run_rc,
+)
 from quiho.store import Store, utcnow
 from quiho.store import fleet as fleet_store
 from quiho.store.fleet import UNSTABLE_COV, summarise_run
@@ -85,18 +93,19 @@ class FingerprintRun:
 
 
 def _start(
-    store: Store, inventory: str | os.PathLike[str] | None, resume: str | None, battery: str,
+    store: Store, inventory: str | os.PathLike[str] | Inventory | None, resume: str | None, battery: str,
     battery_file: Path | None, overrides: dict[str, int | None], forks: int, only: Sequence[str] | None = None,
 ) -> tuple[Inventory, int, str, dict[str, Any]]:
     """Open a new run (validated parameters) or reopen ``resume``; return inventory, run id, batch and params."""
     if resume is not None:
         run = fleet_store.fingerprint_run(store, resume)
         params = json.loads(run["params_json"])
-        inv = load_inventory(inventory if inventory is not None else params["inventory"])
+        inv = _loaded(inventory if inventory is not None else params["inventory"])
         _check_hosts(only, params["hosts"], f"fingerprint run {run['batch']}")
         fleet_store.set_run_status(store, int(run["id"]), "running")
         return inv, int(run["id"]), str(run["batch"]), params
-    inv = load_inventory(resolve_inventory(inventory, store))  # None: the calibrated local fleet
+    # None: the calibrated local fleet
+    inv = inventory if isinstance(inventory, Inventory) else load_inventory(resolve_inventory(inventory, store))
     _check_hosts(only, inv.names, f"inventory {inv.path}")
     bat = load_battery(battery, battery_file)
     secs = int(overrides["seconds"] if overrides["seconds"] is not None else bat.seconds)
@@ -120,6 +129,11 @@ def _start(
     }
     batch = new_batch("fp")
     return inv, fleet_store.create_fingerprint_run(store, batch, bat.name, params, __version__), batch, params
+
+
+def _loaded(inventory: str | os.PathLike[str] | Inventory) -> Inventory:
+    """``inventory`` itself when already loaded, else parsed (``ansible-inventory``: ~1 s on a 2-vCPU VM)."""
+    return inventory if isinstance(inventory, Inventory) else load_inventory(inventory)
 
 
 def _check_hosts(only: Sequence[str] | None, names: Sequence[str], where: str) -> None:
@@ -156,7 +170,7 @@ class FingerprintPlan:
 
 
 def fingerprint(
-    inventory: str | os.PathLike[str] | None = None,
+    inventory: str | os.PathLike[str] | Inventory | None = None,
     *,
     store: Store,
     plan: FingerprintPlan = FingerprintPlan(),
@@ -173,8 +187,9 @@ def fingerprint(
 
     Parameters
     ----------
-    inventory : path-like, optional
-        Ansible inventory; default ``inventories/local.yml``. On resume, default the run's own.
+    inventory : path-like or Inventory, optional
+        Ansible inventory (or one already loaded); default the calibrated local fleet. On resume, default the
+        run's own.
     store : Store
         Open quiho store.
     plan : FingerprintPlan
@@ -299,10 +314,10 @@ def _plan_vars(
         items: list[dict[str, Any]] = []
         if warm > 0:
             all_s = sorted({s for v in plan[h].values() for s in v}, key=list(params["stressors"]).index)
-            items.append({"rep": 0, "job": render_job(all_s, warm, options), "outer": outer_timeout(len(all_s), warm)})
+            items.append(_item(0, render_job(all_s, warm, options), outer_timeout(len(all_s), warm)))
         for rep, miss in sorted(plan[h].items()):
             outer = cap if len(miss) == len(params["stressors"]) else min(outer_timeout(len(miss), secs), cap)
-            items.append({"rep": rep, "job": render_job(miss, secs, options), "outer": outer})
+            items.append(_item(rep, render_job(miss, secs, options), outer))
         host_plan[h] = items
         budget += sum(int(it["outer"]) + 15 for it in items) + 120
     outers = [int(it["outer"]) for items in host_plan.values() for it in items]
@@ -312,6 +327,11 @@ def _plan_vars(
         "quiho_emulate_seconds": int(sum(outers) + 60),
     }
     return extravars, budget
+
+
+def _item(rep: int, job: str, outer: int) -> dict[str, Any]:
+    """One job of a host's plan: ``args`` are what fingerprint.yml's measure script gets after the directory."""
+    return {"rep": rep, "outer": outer, "args": [f"rep{rep}", job, str(outer)]}
 
 
 def unpack_artifacts(res: PlaybookResult, group: list[str], artifacts: Path) -> None:
@@ -389,10 +409,11 @@ def _host_results(res: PlaybookResult, host: str) -> tuple[dict[str, Any], dict[
         r = data.get("res") or {}
         if ev.get("event") == "runner_on_ok" and task == "quiho facts":
             facts.update(parse_facts(str(r.get("stdout", ""))).to_dict(HOST_KEYS))
-        elif ev.get("event") in ("runner_item_on_ok", "runner_item_on_failed") and task == "quiho measure":
-            item = r.get("item") or {}
-            if "rep" in item:
-                rcs[int(item["rep"])] = r
+    for data in res.runs("quiho measure"):
+        r = data["res"]
+        item = r.get("item") or {}
+        if data.get("host") == host and isinstance(item, dict) and "rep" in item:
+            rcs[int(item["rep"])] = r
     return facts, rcs
 
 
@@ -417,7 +438,7 @@ def fingerprint_records(
     for rep, requested in sorted(plan.items()):
         yaml_path = hostdir / f"rep{rep}.yaml"
         r = rcs.get(rep)
-        rc = r.get("rc") if r else None
+        rc = run_rc(r) if r else None
         busy = _stat_busy(hostdir / f"rep{rep}.stat0", hostdir / f"rep{rep}.stat1")
         rep_extra = {"job_rc": rc, "machine_busy_share": busy[0] if busy else None}
         keep = list(requested)

@@ -109,6 +109,15 @@ class PlaybookResult:
                 out.append(data)
         return out
 
+    def runs(self, task: str) -> list[dict[str, Any]]:
+        """One ``{"host", "res"}`` per run of the ``quiho_runs`` task named ``task`` (playbooks/library), in order.
+
+        ``res`` has the command module's fields (``rc``, ``stdout``, ``stderr``, ``start``, ``end``, ``delta``)
+        and the run's ``item``, as a loop item of ``ansible.builtin.command`` had.
+        """
+        return [{"host": data.get("host"), "res": run}
+                for data in self.items(task) for run in (data.get("res") or {}).get("runs") or []]
+
 
 def _msg(res: dict[str, Any] | None) -> str:
     if not res:

@@ -45,7 +45,7 @@ from quiho.store import Store
 from quiho.store import fleet as fleet_store
 
 __all__ = ["FleetAccess", "FleetSession", "STDERR_TAIL", "REMOTE_BASE", "TIMEOUT_RCS", "app_budget", "measuring",
-           "new_batch", "rc_failure", "remember_inventory", "remote_root", "stderr_tail"]
+           "new_batch", "rc_failure", "remember_inventory", "remote_root", "run_rc", "stderr_tail"]
 
 #: Characters of stderr kept with a failed repetition.
 STDERR_TAIL = 2000
@@ -91,6 +91,11 @@ def rc_failure(rc: Any, timeout_s: float, tail: str | None = None, *, with_stder
         last = tail.strip().splitlines()[-1] if with_stderr and tail and tail.strip() else None
         return f"exit code {rc}" + (f": {last}" if last else "")
     return None
+
+
+def run_rc(result: dict[str, Any]) -> Any:
+    """Exit code of one run of ``quiho_runs``; one its guard killed reads as coreutils ``timeout -k``'s 137."""
+    return 137 if result.get("guard_killed") else result.get("rc")
 
 
 def _host_vars(h: FleetHost) -> dict[str, Any]:

@@ -587,7 +587,7 @@ class _Job:
         """A new fingerprint run of the options' battery (``where``: ``resume``, ``hosts``)."""
         m = self.measure
         plan = FingerprintPlan(battery=m.battery, seconds=m.fingerprint_seconds, repetitions=m.fingerprint_repetitions)
-        return fingerprint(self.inv.path, store=self.store, on_event=self.on_event, plan=plan, **where)
+        return fingerprint(self.inv, store=self.store, on_event=self.on_event, plan=plan, **where)
 
     def interleave(self, hosts: Sequence[str], fingerprint_run_id: int | None, *, round_: int = 0,
                    repetitions: int | None = None, offset: int = 0, setup: bool = True,
@@ -596,7 +596,7 @@ class _Job:
         plan = InterleavePlan(repetitions=repetitions or self.measure.repetitions, warmup=self.measure.warmup,
                               hosts=list(hosts), fingerprint_run_id=fingerprint_run_id, round=round_,
                               repetition_offset=offset, setup=setup)
-        return run_interleaved(self.spec, self.version_a, self.version_b, self.inv.path, store=self.store,
+        return run_interleaved(self.spec, self.version_a, self.version_b, self.inv, store=self.store,
                                batch=self.batch, plan=plan, on_event=self.on_event).hosts
 
 

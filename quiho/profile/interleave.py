@@ -31,13 +31,14 @@ from quiho.app import AppSpec
 from quiho.app.run import command_wall, strip_markers
 from quiho.app.spec import extract_metric
 from quiho.errors import UsageError
-from quiho.fleet import FleetEvent, PlaybookResult, load_inventory
+from quiho.fleet import FleetEvent, Inventory, PlaybookResult, load_inventory
 from quiho.fleet.session import (
     FleetSession,
     app_budget,
     measuring,
     rc_failure,
     remember_inventory,
+    run_rc,
     stderr_tail,
 )
 from quiho.store import Store
@@ -125,7 +126,7 @@ def interleaved_records(
     res: PlaybookResult, group: list[str], spec: AppSpec, labels: dict[str, str], *, first: int, n_warm: int,
     n_runs: int, statuses: dict[str, tuple[str, str | None]],
 ) -> list[RunRecord]:
-    """Map one invocation's ``quiho app run`` items to :class:`RunRecord` s (no store access).
+    """Map one invocation's ``quiho app run`` runs to :class:`RunRecord` s (no store access).
 
     The version of a run is read from the wrapper's ``quiho-version`` marker (the
     position only decides for runs without output); the first ``n_warm`` runs are
@@ -135,7 +136,7 @@ def interleaved_records(
     records: list[RunRecord] = []
     seen: dict[str, set[int]] = {h: set() for h in group}
     counters: dict[tuple[str, str], int] = {}  # (host, side) -> repetitions so far
-    for data in res.items("quiho app run"):
+    for data in res.runs("quiho app run"):
         h = str(data.get("host"))
         r = data.get("res") or {}
         order = int(r.get("item", 0))
@@ -149,7 +150,7 @@ def interleaved_records(
         wall = command_wall(r)
         tail = stderr_tail(r)
         value: float | None = None
-        why = rc_failure(r.get("rc"), spec.timeout, tail, with_stderr=True)
+        why = rc_failure(run_rc(r), spec.timeout, tail, with_stderr=True)
         if why is None and m is None:
             why = "the interleaving wrapper printed no version marker"
         elif why is None and wall is None:
@@ -212,7 +213,7 @@ def run_interleaved(
     spec: AppSpec,
     version_a: str,
     version_b: str,
-    inventory: str | os.PathLike[str] | None = None,
+    inventory: str | os.PathLike[str] | Inventory | None = None,
     *,
     store: Store,
     batch: str,
@@ -230,8 +231,8 @@ def run_interleaved(
         The application (both versions must be in it).
     version_a, version_b : str
         Baseline and candidate (may be the same version: a false-positive check).
-    inventory : path-like, optional
-        Default: the local fleet.
+    inventory : path-like or Inventory, optional
+        Default: the local fleet. A profile passes the inventory it loaded (each load runs ``ansible-inventory``).
     store : Store
         Runs go to ``app_runs`` with ``source='profile'`` and this ``batch``.
     batch : str
@@ -253,7 +254,7 @@ def run_interleaved(
         raise UsageError("warmup must be 0 or more")
     reps = int(p.repetitions or spec.repetitions)
     labels = {"1": version_a, "2": store_label(version_a, version_b)}
-    inv = load_inventory(inventory)
+    inv = inventory if isinstance(inventory, Inventory) else load_inventory(inventory)
     names = [h for h in inv.names if hosts is None or h in hosts]
     t0 = datetime.now(UTC)
     n_warm = 2 * warmup

@@ -148,3 +148,15 @@ def test_recorded_files_are_small_and_name_their_recorder(name: str) -> None:
     doc = _load(name)
     assert doc["recorded_with"] == "tests/fleet/record_events.py"
     assert (DATA / name).stat().st_size < 64_000
+
+
+@pytest.mark.parametrize("name", ["app-ok.json", "app-fail.json", "interleaved.json", "fingerprint-ok.json"])
+def test_a_host_on_this_machine_runs_no_task_it_skips(name: str) -> None:
+    # a skipped task still costs a worker process: what a whole invocation skips is left out when the play is
+    # parsed (the controller's remote directory, a setup there is none of); the stress-ng install depends on facts
+    for inv in [i for i in _load(name)["invocations"] if i["limit"] == ["rec-a"]]:
+        events = [e for e in inv["events"] if e["event_data"]["host"] == "rec-a"]
+        tasks = {e["event_data"]["task"] for e in events}
+        assert events and not tasks & {"quiho remote dir", "quiho remote cleanup", "quiho app setup"}
+        assert {e["event_data"]["task"] for e in events if e["event"] == "runner_on_skipped"} <= {
+            "quiho install stress-ng"}

@@ -324,3 +324,40 @@ def test_hosts_subset_measures_only_those_hosts_and_resume_adds_the_rest(
     assert _rows_per_host(store, first.run_id) == {"qtest-a": n, "qtest-b": n}
     store.close()
     assert ptools.live(ptools.ours(run_dir)) == []
+
+
+def test_a_visit_keeps_its_good_runs_when_one_fails_and_one_times_out(
+    tmp_path: Path, ptools: SimpleNamespace, run_dir: Path
+) -> None:
+    # One interleaved visit on an emulated host (cgroup quota, prefault: the wrapper and its marker), all runs in
+    # one module run: b's first run exits 3, its second outlives the 2 s timeout; a's runs are kept, with the
+    # sleep as their runtime (measured from the wrapper's marker, not from the module's start).
+    from quiho.app import load_app_spec
+    from quiho.profile.interleave import InterleavePlan, run_interleaved
+
+    inv = tmp_path / "one.yml"
+    inv.write_text("all:\n  vars: {ansible_connection: local, quiho_prefault_mib: 64}\n"
+                   "  hosts:\n    qtest-v: {quiho_cpu_quota_pct: 90}\n")
+    counter = tmp_path / "calls"
+    spec = tmp_path / "ab.yml"
+    spec.write_text(
+        "schema_version: 1\nname: ab\nversions:\n  a: {command: [sleep, '0.3']}\n"
+        "  b: {command: [sh, -c, 'n=$(cat \"$1\" 2>/dev/null || echo 0); echo $((n + 1)) > \"$1\"; "
+        "if [ $n = 0 ]; then echo doomed >&2; exit 3; fi; exec sleep 30', sh, " + json.dumps(str(counter)) + "]}\n"
+        "metric: {kind: runtime, unit: s}\nrepetitions: 2\ntimeout: 2\n")
+    store = open_store(tmp_path / "q.db")
+    t0 = time.monotonic()
+    run = run_interleaved(load_app_spec(spec), "a", "b", inv, store=store, batch="qtest-visit",
+                          plan=InterleavePlan(warmup=0, cgroup_prefix="qtest"))
+    assert time.monotonic() - t0 < 60  # the timed-out run cost its timeout (2 s + the 5 s -k grace at most)
+    assert run.status == "partial" and run.hosts == {"qtest-v": ("ok", None)}
+    got = [(r.order, r.version, r.repetition, r.status, r.reason) for r in run.records]
+    assert got == [(1, "a", 1, "ok", None), (2, "b", 1, "failed", "exit code 3: doomed"),
+                   (3, "a", 2, "ok", None), (4, "b", 2, "failed", "timed out after 2 s")]
+    walls = [r.value for r in run.records if r.status == "ok"]
+    assert all(v is not None and 0.29 <= v < 0.6 for v in walls), walls
+    stored = store.conn.execute("SELECT version, repetition, status FROM app_runs WHERE batch = 'qtest-visit' "
+                                "ORDER BY version, repetition").fetchall()
+    assert [tuple(r) for r in stored] == [("a", 1, "ok"), ("a", 2, "ok"), ("b", 1, "failed"), ("b", 2, "failed")]
+    store.close()
+    _no_leftovers(ptools, run_dir)

@@ -1,0 +1,111 @@
+#!/usr/bin/python
+"""quiho_runs: run one argv once per item, back to back, and return every run as the command module would.
+
+One module run per visit instead of one per repetition and two around them (``ansible.builtin.command`` in a loop
+pays Ansible's module start-up before every run, and the emulation's start and stop tasks one each). Each run goes
+through the same ``AnsibleModule.run_command`` call with the same arguments as the command module (no shell; ``~``
+and environment variables expanded as there) and comes back with its fields: ``rc``, ``stdout``, ``stderr``
+(trailing newlines stripped), ``start``, ``end``, ``delta``, plus ``item``. A run still going ``guard_s`` seconds
+after its start is killed (its process group when it leads one, as coreutils ``timeout`` does) and reported with
+``guard_killed``; the other runs are kept.
+
+Options: ``argv`` (list of str); ``items`` (list: one run each, returned as the run's ``item``); ``item_args``
+(optional list of lists, one per item, appended to ``argv``); ``chdir`` (path); ``guard_s`` (float, 0 = none);
+``before`` (argv run once first, e.g. the emulation's start: the runs only happen if it exits 0) and ``after``
+(argv run once last, also after a failure: the emulation's stop), each within ``step_guard_s`` seconds. The task
+fails without ``runs`` when ``chdir`` or ``before`` fails, and with them when ``after`` fails.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import signal
+import threading
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_text
+
+
+def _kill(pid: int) -> None:
+    try:
+        if os.getpgid(pid) == pid:  # `timeout` (and what it started) leads its own group
+            os.killpg(pid, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass  # already gone
+
+
+def _one(module: AnsibleModule, argv: list[str], item: object, guard_s: float, cwd: str | None = None,
+         ) -> dict[str, object]:
+    fired: list[bool] = []
+    timers: list[threading.Timer] = []
+
+    def arm(proc: object) -> None:
+        if guard_s > 0:
+            pid = proc.pid  # type: ignore[attr-defined]
+            t = threading.Timer(guard_s, lambda: (fired.append(True), _kill(pid)))
+            t.daemon = True
+            t.start()
+            timers.append(t)
+
+    start = datetime.datetime.now()
+    rc, out, err = module.run_command(argv, cwd=cwd, encoding=None, expand_user_and_vars=True,
+                                      before_communicate_callback=arm)
+    end = datetime.datetime.now()
+    for t in timers:
+        t.cancel()
+    return {"item": item, "rc": rc, "stdout": to_text(out).rstrip("\r\n"), "stderr": to_text(err).rstrip("\r\n"),
+            "start": to_text(start), "end": to_text(end), "delta": to_text(end - start),
+            "guard_killed": bool(fired)}
+
+
+def _step(module: AnsibleModule, name: str, argv: list[str], guard_s: float) -> str | None:
+    """Run ``before`` or ``after``; why it failed, or None."""
+    if not argv:
+        return None
+    r = _one(module, argv, name, guard_s)
+    if r["rc"] == 0 and not r["guard_killed"]:
+        return None
+    how = f"killed after {guard_s:g} s" if r["guard_killed"] else f"rc {r['rc']}"
+    return f"{name} failed ({how}): {str(r['stderr'] or r['stdout']).strip()[-500:]}"
+
+
+def main() -> None:
+    """Run ``before``, then ``argv`` (+ ``item_args``) once per item of ``items`` in ``chdir``, then ``after``."""
+    module = AnsibleModule(argument_spec={
+        "argv": {"type": "list", "elements": "str", "required": True},
+        "items": {"type": "list", "elements": "raw", "required": True},
+        "item_args": {"type": "list", "elements": "list"},
+        "chdir": {"type": "path"},
+        "guard_s": {"type": "float", "default": 0.0},
+        "before": {"type": "list", "elements": "str", "default": []},
+        "after": {"type": "list", "elements": "str", "default": []},
+        "step_guard_s": {"type": "float", "default": 60.0},
+    })
+    p = module.params
+    items, extra = p["items"], p["item_args"]
+    if extra is not None and len(extra) != len(items):
+        module.fail_json(msg=f"item_args has {len(extra)} entries for {len(items)} items")
+    # the runs start in chdir; before and after where the module started (the co-runner must not hold chdir)
+    if p["chdir"] and not os.path.isdir(p["chdir"]):
+        module.fail_json(msg=f"Unable to change directory before execution: {p['chdir']} is not a directory")
+    runs: list[dict[str, object]] = []
+    why = _step(module, "before", list(p["before"]), p["step_guard_s"])
+    try:
+        if why is None:
+            for i, item in enumerate(items):
+                argv = list(p["argv"]) + ([str(a) for a in extra[i]] if extra is not None else [])
+                runs.append(_one(module, argv, item, float(p["guard_s"]), p["chdir"]))
+    finally:
+        after = _step(module, "after", list(p["after"]), p["step_guard_s"])
+    if why is not None:
+        module.fail_json(msg=why + (f"; {after}" if after else ""))
+    if after is not None:
+        module.fail_json(msg=after, runs=runs)
+    module.exit_json(changed=True, runs=runs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""playbooks/library/quiho_runs.py, the module that runs a visit's repetitions, run as Ansible runs it (a process).
+
+An Ansible module reads its arguments from a JSON file named on its command line when run by hand; what it prints
+is the task result quiho reads. Its runs are mapped with the same functions a profile uses.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from quiho.app.run import command_wall
+from quiho.app.spec import AppSpec
+from quiho.fleet.runner import EventLog
+from quiho.profile.interleave import interleaved_records
+
+MODULE = Path(__file__).resolve().parents[2] / "playbooks" / "library" / "quiho_runs.py"
+#: call 1 hangs (past the guard), call 2 fails with stderr, call 3 prints 2 MB, later calls print a metric
+SCRIPT = ('n=$(cat "$1" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$1"; echo "quiho-version: 1"; '
+          'case $n in 1) exec sleep 30 ;; 2) echo doomed >&2; exit 3 ;; 3) head -c 2000000 /dev/zero | tr "\\0" x; '
+          'echo ;; *) echo "ops: 4$n" ;; esac')
+
+
+def _module(tmp_path: Path, args: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    f = tmp_path / "args.json"
+    f.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    t0 = time.monotonic()
+    out = subprocess.run([sys.executable, str(MODULE), str(f)], capture_output=True, text=True, check=False,
+                         timeout=120)
+    return json.loads(out.stdout), time.monotonic() - t0
+
+
+def test_every_run_comes_back_alone_a_hung_one_is_killed_by_the_guard(tmp_path: Path) -> None:
+    counter = tmp_path / "counter"
+    res, took = _module(tmp_path, {"argv": ["sh", "-c", SCRIPT, "sh", str(counter)], "chdir": str(tmp_path),
+                                   "items": [1, 2, 3, 4, 5], "guard_s": 1.5})
+    runs = res["runs"]
+    assert [r["item"] for r in runs] == [1, 2, 3, 4, 5]
+    assert took < 20  # the hung run cost its guard, not its 30 s
+    assert runs[0]["guard_killed"] and runs[0]["rc"] != 0
+    assert not any(r["guard_killed"] for r in runs[1:])
+    assert runs[1]["rc"] == 3 and runs[1]["stderr"] == "doomed"
+    assert runs[2]["rc"] == 0 and runs[2]["stdout"] == "quiho-version: 1\n" + "x" * 2_000_000  # nothing cut
+    assert [r["stdout"] for r in runs[3:]] == ["quiho-version: 1\nops: 44", "quiho-version: 1\nops: 45"]
+    for r in runs:  # the command module's time fields: quiho's wall time reads them as before
+        wall = command_wall(r)
+        assert wall is not None and 0 <= wall < 10
+
+    spec = AppSpec.model_validate({
+        "name": "rec", "versions": {"a": {"command": ["true"]}, "b": {"command": ["true"]}},
+        "metric": {"kind": "regex", "pattern": "ops: (\\d+)", "unit": "ops/s", "higher_is_better": True},
+        "timeout": 7})
+    log = EventLog()
+    log({"event": "runner_on_ok", "event_data": {"host": "h", "task": "quiho app run", "res": res}})
+    log({"event": "runner_on_ok", "event_data": {"host": "h", "task": "quiho done", "res": {}}})
+    result = log.result("successful", 0, cancelled=False, timeout_s=60)
+    recs = interleaved_records(result, ["h"], spec, {"1": "a", "2": "b"}, first=0, n_warm=0, n_runs=5,
+                               statuses={"h": ("ok", None)})
+    assert [(r.order, r.status, r.value) for r in recs] == [
+        (1, "failed", None), (2, "failed", None), (3, "failed", None), (4, "ok", 44.0), (5, "ok", 45.0)]
+    assert [r.reason for r in recs[:2]] == ["timed out after 7 s", "exit code 3: doomed"]
+    assert recs[2].reason is not None and "ops" in recs[2].reason  # ran, printed no metric
+
+
+def test_a_directory_that_cannot_be_entered_fails_the_task_and_runs_nothing(tmp_path: Path) -> None:
+    res, _ = _module(tmp_path, {"argv": ["touch", str(tmp_path / "ran")], "chdir": str(tmp_path / "nope"),
+                                "items": [1, 2]})
+    assert res.get("failed") and "runs" not in res and "Unable to change directory" in res["msg"]
+    assert not (tmp_path / "ran").exists()
+
+
+def test_before_gates_the_runs_after_always_runs_and_item_args_follow_argv(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    note = ["sh", "-c", 'echo "$1" >> "$0"; [ "$1" != bad ]', str(log)]
+    res, _ = _module(tmp_path, {"argv": ["sh", "-c", 'echo "$2 $3" >> "$1"', "sh", str(log)],
+                                "items": [{"rep": 1}, {"rep": 2}], "item_args": [["a", "1"], ["b", "2"]],
+                                "before": [*note, "start"], "after": [*note, "stop"]})
+    assert not res.get("failed") and [r["item"] for r in res["runs"]] == [{"rep": 1}, {"rep": 2}]
+    assert log.read_text().split("\n") == ["start", "a 1", "b 2", "stop", ""]
+
+    log.unlink()
+    res, _ = _module(tmp_path, {"argv": ["touch", str(tmp_path / "ran")], "items": [1],
+                                "before": [*note, "bad"], "after": [*note, "stop"]})
+    assert res["failed"] and "runs" not in res and res["msg"].startswith("before failed (rc 1)")
+    assert log.read_text() == "bad\nstop\n" and not (tmp_path / "ran").exists()  # no runs, the stop ran
+
+    res, _ = _module(tmp_path, {"argv": ["true"], "items": [1, 2], "after": [*note, "bad"]})
+    assert res["failed"] and [r["rc"] for r in res["runs"]] == [0, 0]  # the runs are kept, the host fails
