@@ -100,12 +100,12 @@ def _start(
     if resume is not None:
         run = fleet_store.fingerprint_run(store, resume)
         params = json.loads(run["params_json"])
-        inv = _loaded(inventory if inventory is not None else params["inventory"])
+        inv = load_inventory(inventory if inventory is not None else params["inventory"])
         _check_hosts(only, params["hosts"], f"fingerprint run {run['batch']}")
         fleet_store.set_run_status(store, int(run["id"]), "running")
         return inv, int(run["id"]), str(run["batch"]), params
     # None: the calibrated local fleet
-    inv = inventory if isinstance(inventory, Inventory) else load_inventory(resolve_inventory(inventory, store))
+    inv = load_inventory(inventory if isinstance(inventory, Inventory) else resolve_inventory(inventory, store))
     _check_hosts(only, inv.names, f"inventory {inv.path}")
     bat = load_battery(battery, battery_file)
     secs = int(overrides["seconds"] if overrides["seconds"] is not None else bat.seconds)
@@ -129,11 +129,6 @@ def _start(
     }
     batch = new_batch("fp")
     return inv, fleet_store.create_fingerprint_run(store, batch, bat.name, params, __version__), batch, params
-
-
-def _loaded(inventory: str | os.PathLike[str] | Inventory) -> Inventory:
-    """``inventory`` itself when already loaded, else parsed (``ansible-inventory``: ~1 s on a 2-vCPU VM)."""
-    return inventory if isinstance(inventory, Inventory) else load_inventory(inventory)
 
 
 def _check_hosts(only: Sequence[str] | None, names: Sequence[str], where: str) -> None:

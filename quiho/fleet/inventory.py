@@ -114,19 +114,22 @@ def tool_path() -> str:
     return path if scripts in path.split(os.pathsep) else scripts + os.pathsep + path
 
 
-def load_inventory(path: str | os.PathLike[str] | None = None) -> Inventory:
+def load_inventory(path: str | os.PathLike[str] | Inventory | None = None) -> Inventory:
     """Parse an inventory with ``ansible-inventory --list`` and validate quiho's host variables.
 
     Parameters
     ----------
-    path : path-like, optional
-        Inventory file or directory (any format Ansible reads); default ``inventories/local.yml``.
+    path : path-like or Inventory, optional
+        Inventory file or directory (any format Ansible reads); default ``inventories/local.yml``. An Inventory
+        already loaded is returned as it is (each parse runs ``ansible-inventory``, ~0.5 s).
 
     Raises
     ------
     InventoryError
         Missing path, unparseable inventory, no hosts, unsafe host names or bad quiho variables.
     """
+    if isinstance(path, Inventory):
+        return path
     p = Path(path) if path is not None else local_inventory_path()
     if not p.exists():
         raise InventoryError(f"inventory {p} does not exist")

@@ -264,7 +264,7 @@ def _machine_changes(used: History, d: Detection, keys: np.ndarray, machine_var:
     cps = sorted(d.change_points, key=lambda c: c.index)
     if not cps or not np.isfinite(machine_var) or machine_var <= 0:
         return d, ()
-    y = np.log(np.array([float(np.mean(s)) for s in used.samples]))
+    y = np.log(used.values)
     edges = [0, *(c.index for c in cps), len(y)]
     kept, apart = [], []
     for i, c in enumerate(cps):
@@ -319,7 +319,7 @@ def _raw(h: History, opts: NormaliseOptions, reason: str, notes: Sequence[str] =
     d = detect(h, opts.method, min_size=opts.min_size, magnitude_floor=opts.magnitude_floor, alpha=opts.alpha)
     apart: tuple[MachineChange, ...] = ()
     if keys is not None and d.change_points:
-        y = np.log(np.array([float(np.mean(s)) for s in h.samples]))
+        y = np.log(h.values)
         r = y - _segment_means(y, sorted(c.index for c in d.change_points))
         var = _machine_variance([r[keys == k] - r.mean() for k in np.unique(keys)])
         d, apart = _machine_changes(h, d, keys, var, opts.alpha)
@@ -378,7 +378,7 @@ def detect_normalised(h: History, machines: Sequence[MachineFingerprint | None],
 def _joint(h: History, Zdf: pd.DataFrame, keys: np.ndarray, opts: NormaliseOptions,
            notes: list[str]) -> NormalisedDetection:
     """Iterate effect fit ↔ segmentation, validate leave-one-machine-out, detect on the normalised series."""
-    y = np.log(np.array([float(np.mean(s)) for s in h.samples]))
+    y = np.log(h.values)
     Z = Zdf.to_numpy(dtype=float)
     k = max(1, min(opts.stressors, Z.shape[1], len(set(keys.tolist())) - 1))
     if opts.model not in EFFECT_MODELS:

@@ -254,7 +254,7 @@ def run_interleaved(
         raise UsageError("warmup must be 0 or more")
     reps = int(p.repetitions or spec.repetitions)
     labels = {"1": version_a, "2": store_label(version_a, version_b)}
-    inv = inventory if isinstance(inventory, Inventory) else load_inventory(inventory)
+    inv = load_inventory(inventory)
     names = [h for h in inv.names if hosts is None or h in hosts]
     t0 = datetime.now(UTC)
     n_warm = 2 * warmup
