@@ -25,7 +25,9 @@ for a regression); ``spikes alerted`` = share of spike revisions (a real +15 % m
 cannot tell from a regression until the next build) with an alert raised there; ``false red`` = share of calm
 revisions (neither regressed nor spikes) at which the gate is red; ``fixed`` = fixed regressions whose alert closed
 as fixed within 3 revisions of the fix (after only); ``CI width`` = median width (percentage points) of the
-newest-vs-baseline interval at unregressed revisions.
+newest-vs-baseline interval at unregressed revisions as the gate reports it (1 - its newest-revision alpha), and
+``at 99 %`` the same t interval at today's level (quantile t(0.995, df) for t(1 - alpha/2, df)), so the two gates'
+widths compare like with like.
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
 
-from quiho.history import GateOptions, History, check_newest, detect, run_gate, save_history
+from quiho.history import STACK_RULES, GateOptions, History, NewestCheck, check_newest, detect, run_gate, save_history
 from quiho.store import open_store
 
 N_REV = 60
@@ -99,13 +102,20 @@ def _prefix(h: History, t: int) -> History:
     return History(h.name, h.revisions[:t], h.orders[:t], h.samples[:t], h.unit)
 
 
-def walk_before(h: History, calm: np.ndarray) -> tuple[np.ndarray, list[float]]:
+def interval_widths(c: NewestCheck, alpha: float) -> tuple[float, float]:
+    """The width of ``c``'s ``1 - alpha`` interval and of the same t interval at 99 % (today's gate's level)."""
+    w = c.ci[1] - c.ci[0]
+    return w, w if alpha == ALPHA else w * float(stats.t.ppf(1 - ALPHA / 2, c.df) / stats.t.ppf(1 - alpha / 2, c.df))
+
+
+def walk_before(h: History, calm: np.ndarray) -> tuple[np.ndarray, list[tuple[float, float]]]:
     """Today's gate (newest revision against its segment, on revision means) after each revision of ``h``.
 
-    Returns the red flag per revision and the interval widths at revisions where ``calm`` is true.
+    Returns the red flag per revision and the interval widths (as the gate reports them, at 99 %) at revisions
+    where ``calm`` is true.
     """
     n = len(h)
-    red, widths = np.zeros(n, dtype=bool), []
+    red, ws = np.zeros(n, dtype=bool), []
     for t in range(MIN_SIZE + 1, n + 1):
         p = _prefix(h, t)
         d = detect(p, "auto", min_size=MIN_SIZE, alpha=ALPHA)
@@ -113,22 +123,22 @@ def walk_before(h: History, calm: np.ndarray) -> tuple[np.ndarray, list[float]]:
                          detection=d)
         red[t - 1] = c.verdict == "regression"
         if calm[t - 1] and np.isfinite(c.ci[0]):
-            widths.append(c.ci[1] - c.ci[0])
-    return red, widths
+            ws.append(interval_widths(c, ALPHA))
+    return red, ws
 
 
 def walk_after(h: History, calm: np.ndarray, store_path: Path,
                opts: GateOptions = GateOptions(alpha=ALPHA, min_size=MIN_SIZE),
-               ) -> tuple[np.ndarray, list[float], list[tuple[int, int | None]]]:
+               ) -> tuple[np.ndarray, list[tuple[float, float]], list[tuple[int, int | None]]]:
     """:func:`quiho.history.run_gate` (with ``opts``) after each revision of ``h`` on a fresh store at ``store_path``.
 
-    Returns the red flag per revision, the interval widths where ``calm`` is true, and (first bad, fixed-at)
-    indexes of every alert raised.
+    Returns the red flag per revision, the interval widths (as reported, at 99 %) where ``calm`` is true, and
+    (first bad, fixed-at) indexes of every alert raised.
     """
     from quiho.history import ALERT_STATES, list_alerts
 
     n = len(h)
-    red, widths = np.zeros(n, dtype=bool), []
+    red, ws = np.zeros(n, dtype=bool), []
     with open_store(store_path) as st:
         for t in range(MIN_SIZE + 1, n + 1):
             save_history(st, _prefix(h, t), "bench")
@@ -136,18 +146,23 @@ def walk_after(h: History, calm: np.ndarray, store_path: Path,
             red[t - 1] = r.failing
             c = r.verdicts[0].newest
             if calm[t - 1] and np.isfinite(c.ci[0]):
-                widths.append(c.ci[1] - c.ci[0])
+                ws.append(interval_widths(c, opts.newest_alpha))
         idx = {rev: i for i, rev in enumerate(h.revisions)}
         alerts = [(idx[a.first_bad], idx[a.fixed_at] if a.fixed_at else None)
                   for a in list_alerts(st, ALERT_STATES)]
-    return red, widths, alerts
+    return red, ws, alerts
 
 
 def gate_options(alpha: float = ALPHA, newest_alpha: float | None = None,
-                 stack_on_new: bool | None = None) -> GateOptions:
+                 stack_on_new: str | None = None) -> GateOptions:
     """The alert gate's options at ``alpha`` and ``MIN_SIZE``; None keeps quiho's default of that field."""
     given = {"newest_alpha": newest_alpha, "stack_on_new": stack_on_new}
     return replace(GateOptions(alpha=alpha, min_size=MIN_SIZE), **{k: v for k, v in given.items() if v is not None})
+
+
+def label(o: GateOptions) -> str:
+    """An alert gate's name in the tables: its newest-revision alpha and how it stacks on a new alert."""
+    return f"after {o.newest_alpha:g}{'' if o.stack_on_new == 'no' else ' +' + o.stack_on_new}"
 
 
 def red_runs(red: np.ndarray) -> list[tuple[int, None]]:
@@ -194,13 +209,13 @@ class Tally:
             else:
                 self.false_alerts += 1
 
-    def row(self, widths: list[float], with_fix: bool) -> list[str]:
+    def row(self, ws: list[tuple[float, float]], with_fix: bool) -> list[str]:
         pct = lambda a, b: f"{100 * a / b:.0f} %" if b else "n/a"  # noqa: E731
+        med = lambda j: f"{100 * float(np.median([w[j] for w in ws])):.1f}" if ws else "n/a"  # noqa: E731
         return [pct(self.caught, self.regressions), f"{self.true_alerts / max(self.regressions, 1):.2f}",
                 pct(self.red_regr, self.n_regr), f"{100 * self.false_alerts / max(self.revisions, 1):.2f}",
                 pct(self.spike_alerts, self.spikes), pct(self.red_ok, self.n_ok),
-                pct(self.fixed_seen, self.fixed_truth) if with_fix else "-",
-                f"{100 * float(np.median(widths)):.1f}" if widths else "n/a"]
+                pct(self.fixed_seen, self.fixed_truth) if with_fix else "-", med(0), med(1)]
 
 
 def main() -> None:
@@ -211,19 +226,20 @@ def main() -> None:
     ap.add_argument("--newest-alpha", type=float, nargs="+", default=[None],
                     help="the alert gate's alpha for the newest-revision checks, one after-row each (default: "
                          "quiho's)")
-    ap.add_argument("--stack-on-new", action=argparse.BooleanOptionalAction, default=None,
-                    help="stack a second alert on a new alert too (default: quiho's)")
+    ap.add_argument("--stack-on-new", choices=STACK_RULES, nargs="+", default=[None],
+                    help="how a second alert stacks on a new alert, one after-row each per --newest-alpha "
+                         "(default: quiho's)")
     args = ap.parse_args()
-    gates = [gate_options(args.alpha_after, na, args.stack_on_new) for na in args.newest_alpha]
+    gates = [gate_options(args.alpha_after, na, st) for na in args.newest_alpha for st in args.stack_on_new]
     n_hist = 6 if args.quick else 25
     header = ["scenario", "gate", "caught", "alerts/regr", "red while regr", "false alerts/100 rev",
-              "spikes alerted", "false red", "fixed", "CI width (pp)"]
+              "spikes alerted", "false red", "fixed", "CI width (pp)", "at 99 % (pp)"]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for si, sc in enumerate(SCENARIOS):
             before, after = Tally(), [Tally() for _ in gates]
-            wb: list[float] = []
-            wa: list[list[float]] = [[] for _ in gates]
+            wb: list[tuple[float, float]] = []
+            wa: list[list[tuple[float, float]]] = [[] for _ in gates]
             for k in range(n_hist):
                 case = generate(sc, np.random.default_rng([args.seed, si, k]))
                 red, w = walk_before(case.history, ~case.regressed)
@@ -235,10 +251,10 @@ def main() -> None:
                     wa[j] += w
             rows.append([sc.name, "before", *before.row(wb, False)])
             for opts, t, w in zip(gates, after, wa, strict=True):
-                rows.append(["", f"after {opts.newest_alpha:g}", *t.row(w, True)])
+                rows.append(["", label(opts), *t.row(w, True)])
     print(f"{n_hist} histories x {N_REV} revisions per scenario, seed {args.seed}, alpha {ALPHA} "
-          f"(after: {gates[0].alpha}, the newest revision's alpha in the gate's name, stack on new "
-          f"{gates[0].stack_on_new}), {sum(1 for _ in SCENARIOS)} scenarios")
+          f"(after: {gates[0].alpha}, the newest revision's alpha and the stacking on a new alert in the gate's "
+          f"name), {sum(1 for _ in SCENARIOS)} scenarios")
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     for r in rows:

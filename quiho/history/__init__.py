@@ -16,6 +16,7 @@ from quiho.history import _auto, _combo, _cusum, _pelt, _segment, _talos, _windo
 from quiho.history._alerts import (
     ALERT_STATES,
     OPEN_STATES,
+    STACK_RULES,
     GateOptions,
     GateResult,
     alert_lines,
@@ -66,6 +67,7 @@ from quiho.history._sampling import (
 __all__ = [
     "ALERT_STATES",
     "OPEN_STATES",
+    "STACK_RULES",
     "GateOptions",
     "GateResult",
     "alert_lines",

@@ -22,16 +22,18 @@ from quiho.history._base import detect
 from quiho.history._ci import NewestCheck, SeriesVerdict, check_newest, level_verdict
 from quiho.history._formats import direction_of_unit
 from quiho.history._io import list_series, load_history
-from quiho.history._levels import compare_levels, variance_components
+from quiho.history._levels import LevelComparison, VarianceComponents, compare_levels, variance_components
 from quiho.history._model import ChangePoint, Detection, History
 from quiho.store import Store
 from quiho.store import alerts as sa
 from quiho.store.alerts import ALERT_STATES, AlertRow
 
-__all__ = ["ALERT_STATES", "OPEN_STATES", "GateOptions", "GateResult", "run_gate", "list_alerts", "set_alert_state",
-           "alert_to_dict", "alert_lines", "alert_markdown"]
+__all__ = ["ALERT_STATES", "OPEN_STATES", "STACK_RULES", "GateOptions", "GateResult", "run_gate", "list_alerts",
+           "set_alert_state", "alert_to_dict", "alert_lines", "alert_markdown"]
 
 OPEN_STATES = ("new", "acknowledged")
+#: values of :attr:`GateOptions.stack_on_new`
+STACK_RULES = ("no", "newest", "confirmed")
 #: change points this close (in revisions) to a fixed alert's first bad or fix revision are that alert's own
 _NEAR = 2
 
@@ -48,8 +50,11 @@ class GateOptions:
     good level, the PR base, the regressed level of an alert it would stack on). The newest revision is checked
     at every build, so its level is the stricter 0.001: at 0.01 the gate raised more false alerts than the
     check it replaced, while a change point needs 0.01 to be placed in a short history at all.
-    ``stack_on_new``: a worse-again newest revision stacks a second alert on a ``new`` alert too, not only on an
-    acknowledged one (off: it raised false alerts above today's check with spikes).
+    ``stack_on_new``: how a further regression on top of a ``new`` alert is raised (on an acknowledged one the
+    newest revision alone always stacks: the gate is green, so waiting would let a slower build pass). ``"no"``:
+    never (the gate is red already); ``"newest"``: as on an acknowledged alert (it raised false alerts above
+    today's check where one slow build lands on an open alert); ``"confirmed"``: only when the next revision
+    confirms it (see :func:`_stack`).
     """
 
     method: str = "auto"
@@ -58,7 +63,11 @@ class GateOptions:
     magnitude_floor: float = 0.0
     base: str | None = None
     newest_alpha: float = 0.001
-    stack_on_new: bool = False
+    stack_on_new: str = "no"
+
+    def __post_init__(self) -> None:
+        if self.stack_on_new not in STACK_RULES:
+            raise UsageError(f"stack_on_new must be one of {', '.join(STACK_RULES)}, not {self.stack_on_new!r}")
 
 
 @dataclass(frozen=True)
@@ -287,10 +296,9 @@ def _follow(store: Store, h: History, d: Detection, a: AlertRow, spans: Sequence
     ``fixed_by`` = "back to the good level", the evidence is that comparison) or the revisions after the first
     bad one, as one level, do not regress against the good level ("not confirmed": a blip, the evidence is that
     level against the good one), both at ``alpha``. The first bad revision stays out of that level: it was picked
-    for being extreme. A real regression's later revisions confirm it; a chance alert's do not. An
-    acknowledged alert (any open one with ``stack_on_new``) whose newest revision is worse again than its
-    regressed level (two revisions or more, at ``newest_alpha``) gets a new alert on top, whose good level is that
-    regressed level; the newest open alert is the one followed.
+    for being extreme. A real regression's later revisions confirm it; a chance alert's do not. A further
+    regression on top (:func:`_stack`) gets a new alert whose good level is the open one's regressed level; the
+    newest open alert is the one followed.
     """
     idx = {r: i for i, r in enumerate(h.revisions)}
     fb, b0, n = idx.get(a.first_bad), idx.get(a.baseline_from), len(h)
@@ -325,19 +333,56 @@ def _follow(store: Store, h: History, d: Detection, a: AlertRow, spans: Sequence
                         fixed_by=how, fix_magnitude=ev.magnitude, fix_ci_low=ev.ci[0], fix_ci_high=ev.ci[1],
                         fix_p_value=ev.p_value)
         event = "fixed"
-    elif (a.state == "acknowledged" or opts.stack_on_new) and len(reg) >= 2 \
-            and level_verdict(worse := compare_levels(vc, reg, newest, opts.newest_alpha), opts.newest_alpha,
-                              better) == "regression" and not abs(worse.magnitude) < opts.magnitude_floor:
-        # worse again on top of a known regression: a new alert whose good level is the open one's level
-        row = _row(h, n - 1, a.first_bad, f"newest revision, on {a.state} #{a.id}", worse.reference, worse.test,
-                   (worse.magnitude, worse.ci, worse.p_value), len(reg))
-        stacked = _insert(store, row)
-        if stacked is not None:
-            sa.update_alert(store, a.id, last_revision=h.revisions[-1])
-            return _follow(store, h, d, stacked, spans, opts, event="raised")
+    elif (row := _stack(h, a, fb, vc, spans, opts)) is not None and (stacked := _insert(store, row)) is not None:
+        sa.update_alert(store, a.id, last_revision=h.revisions[-1])
+        return _follow(store, h, d, stacked, spans, opts, event="raised")
     if fix is None and a.last_revision != h.revisions[-1]:
         sa.update_alert(store, a.id, last_revision=h.revisions[-1])
     return _verdict(h, d, chk, sa.get_alert(store, a.id), event)
+
+
+def _stack(h: History, a: AlertRow, fb: int, vc: VarianceComponents, spans: Sequence[tuple[int, int]],
+           opts: GateOptions) -> AlertRow | None:
+    """A further regression on top of open alert ``a`` (first bad revision ``fb``) as a new alert row, or None.
+
+    On an acknowledged alert (any open one with ``stack_on_new="newest"``): the newest revision worse than the
+    regressed level (``fb`` to the one before the newest, two revisions or more) at ``newest_alpha``; the gate is
+    green, so waiting would let a slower build pass. On a ``new`` alert with ``"confirmed"``: the two newest
+    revisions, each of them and the two as one level, worse than the regressed level at ``newest_alpha``, first
+    bad = the older of the two; the gate is red already, so waiting one revision lets no build pass, and a lone
+    slow build is not confirmed by the next one (each alone must be worse: an intersection-union test, level
+    ``newest_alpha`` without a correction; the two as one level is the evidence the alert reports). That regressed
+    level leaves out ``fb``, as the fix's "not confirmed" level does: it was picked for being extreme, and keeping
+    it would bias the level up (at least one revision remains; ``vc``, the good level's, gives the variances).
+
+    References
+    ----------
+    .. [1] R. L. Berger, "Multiparameter hypothesis testing and acceptance sampling", Technometrics 24(4), 1982
+       (intersection-union tests).
+    """
+    n, better = len(h), direction_of_unit(h.unit)
+    if a.state == "acknowledged" or opts.stack_on_new == "newest":
+        ref_idx, test_idx, how = _outside(range(fb, n - 1), spans), [n - 1], "newest revision"
+        if len(ref_idx) < 2:
+            return None
+    elif opts.stack_on_new == "confirmed":
+        ref_idx, test_idx, how = _outside(range(fb + 1, n - 2), spans), [n - 2, n - 1], "two newest revisions"
+        if not ref_idx:
+            return None
+    else:
+        return None
+    ref = [h.samples[i] for i in ref_idx]
+
+    def worse(idx: Sequence[int]) -> LevelComparison | None:
+        c = compare_levels(vc, ref, [h.samples[i] for i in idx], opts.newest_alpha)
+        bad = level_verdict(c, opts.newest_alpha, better) == "regression"
+        return c if bad and not abs(c.magnitude) < opts.magnitude_floor else None
+
+    level = worse(test_idx)
+    if level is None or (len(test_idx) > 1 and any(worse([i]) is None for i in test_idx)):
+        return None
+    return _row(h, test_idx[0], h.revisions[ref_idx[0]], f"{how}, on {a.state} #{a.id}", level.reference,
+                level.test, (level.magnitude, level.ci, level.p_value), len(ref_idx))
 
 
 def list_alerts(store: Store, states: Sequence[str] = OPEN_STATES, series: str | None = None) -> list[AlertRow]:

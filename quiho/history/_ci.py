@@ -23,7 +23,8 @@ class NewestCheck:
     ``verdict`` is ``"regression"``, ``"improvement"`` (a significant change
     in the bad / good direction of the unit), ``"no change"`` or ``"not
     meaningful"`` (``reason`` says why). ``magnitude`` is ``(newest -
-    baseline) / |baseline|`` with its ``1 - alpha`` interval ``ci``.
+    baseline) / |baseline|`` with its ``1 - alpha`` interval ``ci``, a t interval with ``df`` degrees of
+    freedom (Satterthwaite's; NaN when not meaningful).
     """
 
     verdict: str
@@ -35,6 +36,7 @@ class NewestCheck:
     p_value: float
     n_baseline: int
     reason: str = ""
+    df: float = float("nan")
 
 
 def check_newest(history: History, *, alpha: float = 0.01, min_size: int = 5, direction: str | None = None,
@@ -92,7 +94,7 @@ def check_newest(history: History, *, alpha: float = 0.01, min_size: int = 5, di
     better = direction or direction_of_unit(history.unit)
     verdict = level_verdict(cmp, alpha, better) if not abs(cmp.magnitude) < magnitude_floor else "no change"
     return NewestCheck(verdict, rev, cmp.reference, cmp.test, cmp.magnitude, cmp.ci,
-                       cmp.p_value, len(base))
+                       cmp.p_value, len(base), df=cmp.df)
 
 
 def level_verdict(cmp: LevelComparison, alpha: float, better: str) -> str:

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from quiho.cli.main import main
+from quiho.errors import UsageError
 from quiho.history import GateOptions, History, check_newest, list_alerts, run_gate, save_history
 from quiho.history._levels import compare_levels, variance_components
 from quiho.store import open_store
@@ -358,3 +359,50 @@ def test_the_newest_revision_is_checked_at_newest_alpha_change_points_at_alpha(
     capsys.readouterr()
     assert main(["history", "detect", "b", "--newest-alpha", "0.01", "--store", str(tmp_path / "modest.db")]) == 2
     assert "--newest-alpha goes with --all" in capsys.readouterr().err
+
+
+def _walk(tmp_path: Path, name: str, levels: list[float], opts: GateOptions, start: int = 6) -> list:
+    """run_gate after every revision of a history at ``levels`` (8 rounds each, 0.5 % noise); every alert raised."""
+    rng = np.random.default_rng(7)
+    revs = [f"r{i:02d}" for i in range(len(levels))]
+    samples = [m * (1 + rng.normal(0, 0.005)) + rng.normal(0, 0.005, 8) for m in levels]
+    with open_store(tmp_path / f"{name}.db") as st:
+        for t in range(start, len(levels) + 1):
+            save_history(st, History("b", tuple(revs[:t]), np.arange(t), tuple(samples[:t]), "s"), "t")
+            run_gate(st, opts)
+        from quiho.history import ALERT_STATES
+
+        return list_alerts(st, ALERT_STATES)
+
+
+@pytest.mark.parametrize("rule", ["confirmed", "newest"])
+def test_a_lone_slow_build_on_a_new_alert_stacks_only_without_confirmation(tmp_path: Path, rule: str) -> None:
+    """A +12 % build on top of an open regression, the next builds back at the regressed level: "newest" stacks a
+    second alert at it, "confirmed" does not (the next build does not confirm it)."""
+    levels = [1.0] * 10 + [1.2] * 5 + [1.35] + [1.2] * 3
+    alerts = _walk(tmp_path, rule, levels, GateOptions(stack_on_new=rule))
+    assert alerts[0].first_bad == "r10" and alerts[0].state == "new"
+    assert [a.first_bad for a in alerts[1:]] == ([] if rule == "confirmed" else ["r15"])
+
+
+@pytest.mark.parametrize("rule", ["confirmed", "no"])
+def test_a_confirmed_further_step_on_a_new_alert_stacks_an_alert(tmp_path: Path, rule: str) -> None:
+    """A second step (+17 %) while the first alert is new: "confirmed" raises a second alert named at its first bad
+    build when the next build confirms it, with the regressed level (without its first bad build) as good level."""
+    levels = [1.0] * 10 + [1.2] * 5 + [1.4] * 3
+    by_len = {n: _walk(tmp_path, f"{rule}{n}", levels[:n], GateOptions(stack_on_new=rule)) for n in (16, 17)}
+    assert [a.first_bad for a in by_len[16]] == ["r10"]  # one slow build: not yet
+    got = by_len[17]
+    if rule == "no":
+        assert [a.first_bad for a in got] == ["r10"]
+        return
+    assert [(a.first_bad, a.state) for a in got] == [("r10", "new"), ("r15", "new")]
+    second = got[1]
+    assert second.baseline_from == "r11" and second.n_baseline == 4 and second.found_by.startswith("two newest")
+    assert second.magnitude == pytest.approx(1.4 / 1.2 - 1, abs=0.03) and second.ci_low > 0
+    assert second.p_value <= GateOptions().newest_alpha
+
+
+def test_stack_on_new_is_checked() -> None:
+    with pytest.raises(UsageError, match="stack_on_new must be one of"):
+        GateOptions(stack_on_new="yes")
