@@ -110,11 +110,11 @@ def _score(cps: list[int], planted: int | None, tol: int) -> tuple[int, bool]:
 
 def run(pool: Pool, args: argparse.Namespace) -> None:
     opts = NormaliseOptions(method=args.method, model=args.model, stressors=args.stressors, min_size=args.min_size,
-                            alpha=args.alpha, ridge=args.ridge)
+                            alpha=args.alpha, ridge=args.ridge, intercepts=args.intercepts)
     benches = list(pool.values)
     tally: dict[tuple[str, str], list[int]] = {}
     reasons: dict[str, int] = {}
-    for seed in range(args.seeds):
+    for seed in range(args.seed_offset, args.seed_offset + args.seeds):
         rng = np.random.default_rng(seed)
         planted_bench = benches[seed % len(benches)]
         for scenario in ("rotating", "pool-shift", "fixed-host"):
@@ -147,7 +147,9 @@ def run(pool: Pool, args: argparse.Namespace) -> None:
                     t[3] += 1
                     t[4] += len(nd.machine_changes) if mode == "normalised" else 0
     model = f"ridge {args.ridge} on the top {args.stressors} stressor(s)" if args.model == "ridge" else args.model
-    print(f"detector {args.method}, machine-effect model: {model}")
+    print(f"detector {args.method}, machine-effect model: {model}"
+          f"{', with machine intercepts' if args.intercepts else ''}; seeds {args.seed_offset}-"
+          f"{args.seed_offset + args.seeds - 1}")
     print(f"{args.seeds} seeds × {len(benches)} benchmarks ({', '.join(benches)}), {args.revisions} revisions, "
           f"{len(pool.hosts)} hosts; planted {args.shift:+.0%} at revision {args.at} in one benchmark per seed")
     print(f"{'scenario':<11} {'mode':<11} {'false alarms':>12} {'per series':>10} {'planted found':>14} "
@@ -169,6 +171,9 @@ def main() -> None:
     ap.add_argument("--batch", default=None, help=f"batch (default: all for --pool store, {CLOUDLAB_BATCH} for "
                                                   "cloudlab)")
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--seed-offset", type=int, default=0, help="first seed (fresh seeds: 1000)")
+    ap.add_argument("--intercepts", action=argparse.BooleanOptionalAction, default=False,
+                    help="machine intercepts by partial pooling (NormaliseOptions.intercepts)")
     ap.add_argument("--revisions", type=int, default=60)
     ap.add_argument("--at", type=int, default=40, help="first revision of the planted change")
     ap.add_argument("--shift", type=float, default=0.10)

@@ -16,17 +16,19 @@ from quiho.store import open_store
 STRESSORS = ("cpu", "stream", "vm", "zero")
 
 
-def _rotating(n=60, at=40, shift=1.10, n_machines=8, seed=0, lean_on="stream", noise=0.01):
-    """Revisions on random machines whose runtime is 1/speed of ``lean_on``; a ``shift`` from ``at`` on."""
+def _rotating(n=60, at=40, shift=1.10, n_machines=8, seed=0, lean_on="stream", noise=0.01, hidden=0.0):
+    """Revisions on random machines whose runtime is 1/speed of ``lean_on`` (times a ``hidden`` machine factor no
+    stressor measures, log sd); a ``shift`` from ``at`` on."""
     rng = np.random.default_rng(seed)
     speeds = np.exp(rng.normal(0, 0.4, size=(n_machines, len(STRESSORS))))
+    missed = np.exp(rng.normal(0, hidden, size=n_machines)) if hidden else np.ones(n_machines)
     fps = [MachineFingerprint(f"m{k}", pd.Series(1000 * speeds[k], index=list(STRESSORS)))
            for k in range(n_machines)]
     pick = rng.integers(0, n_machines, size=n)
     j = STRESSORS.index(lean_on)
     samples = []
     for i, k in enumerate(pick):
-        base = 10.0 / speeds[k, j] * (shift if i >= at else 1.0)
+        base = 10.0 / speeds[k, j] * missed[k] * (shift if i >= at else 1.0)
         samples.append(base * np.exp(rng.normal(0, noise, size=3)))
     h = History("bench", tuple(f"r{i:03d}" for i in range(n)), np.arange(n), tuple(samples), "s")
     return h, [fps[k] for k in pick]
@@ -133,6 +135,40 @@ def test_a_code_change_on_machines_seen_on_both_sides_is_kept(same_pool, shared)
         assert nd.machine_changes == (), seed
         found += any(abs(c.index - 30) <= 2 and c.magnitude > 0.2 for c in nd.detection.change_points)
     assert found >= 7
+
+
+def test_machine_intercepts_remove_what_the_fingerprint_misses():
+    hits = {False: 0, True: 0}
+    for seed in range(10):  # recurring machines, each 5 % off what its fingerprint predicts
+        h, ms = _rotating(seed=seed, hidden=0.05, noise=0.01)
+        for on in (False, True):
+            nd = detect_normalised(h, ms, NormaliseOptions(intercepts=on))
+            assert nd.normalised, seed
+            hits[on] += [abs(c.index - 40) <= 1 for c in nd.detection.change_points] == [True]
+    assert hits[True] >= 9 and hits[True] > hits[False]
+
+
+def test_machine_intercepts_add_no_alarm():
+    for seed in range(6):
+        for hidden in (0.0, 0.05):
+            h, ms = _rotating(shift=1.0, seed=seed, hidden=hidden)
+            nd = detect_normalised(h, ms, NormaliseOptions(intercepts=True))
+            assert nd.detection.change_points == () and nd.machine_changes == (), (seed, hidden)
+
+
+def test_intercepts_shrink_by_what_a_machine_has_shown():
+    from quiho.history.normalise import _intercepts
+
+    rng = np.random.default_rng(1)
+    effects = np.array([0.1, -0.1, 0.05, -0.05, 0.08])
+    keys = np.array([f"m{i % 4}" for i in range(40)] + ["m4"])  # m0-m3 seen 10 times, m4 once
+    e = effects[[*(np.arange(40) % 4), 4]] + rng.normal(0, 0.05, 41)
+    u = _intercepts(e, keys)
+    means = np.array([e[keys == k].mean() for k in ("m0", "m1", "m2", "m3", "m4")])
+    kept = u[[0, 1, 2, 3, 40]] / (means - np.average(means, weights=[10, 10, 10, 10, 1]))
+    assert np.all(kept[:4] > 0.9) and 0 < kept[4] < kept[0] - 0.2  # ten revisions are believed, one less so
+    noise = _intercepts(rng.normal(0, 0.01, 40), keys[:40])
+    assert np.abs(noise).max() < 0.005  # no spread beyond noise: next to nothing removed
 
 
 def test_options_reach_the_detector():
