@@ -19,15 +19,16 @@ method auto, magnitude floor 0, and no person acknowledges anything:
 
 Columns: ``caught`` = true regressions with an alert raised within 3 revisions of the first bad one; ``alerts/regr``
 = alerts raised whose first bad revision lies in a regressed span, per true regression (1 is ideal: more means the
-same regression alerted again); ``red while regr`` = share of regressed revisions at which the gate is red; ``false
-alerts`` = alerts raised at revisions that are neither regressed nor spikes, per 100 checked revisions (noise taken
-for a regression); ``spikes alerted`` = share of spike revisions (a real +15 % measured at one build, which a gate
-cannot tell from a regression until the next build) with an alert raised there; ``false red`` = share of calm
-revisions (neither regressed nor spikes) at which the gate is red; ``fixed`` = fixed regressions whose alert closed
-as fixed within 3 revisions of the fix (after only); ``CI width`` = median width (percentage points) of the
-newest-vs-baseline interval at unregressed revisions as the gate reports it (1 - its newest-revision alpha), and
-``at 99 %`` the same t interval at today's level (quantile t(0.995, df) for t(1 - alpha/2, df)), so the two gates'
-widths compare like with like.
+same regression alerted again); ``alerts/alerted`` = those alerts per true regression with at least one of them
+(above 1: one regression alerted again after the gate went green, which is not more useful); ``red while regr`` =
+share of regressed revisions at which the gate is red; ``false alerts`` = alerts raised at revisions that are
+neither regressed nor spikes, per 100 checked revisions (noise taken for a regression); ``spikes alerted`` = share
+of spike revisions (a real +15 % measured at one build, which a gate cannot tell from a regression until the next
+build) with an alert raised there; ``false red`` = share of calm revisions (neither regressed nor spikes) at which
+the gate is red; ``fixed`` = fixed regressions whose alert closed as fixed within 3 revisions of the fix (after
+only); ``CI width`` = median width (percentage points) of the newest-vs-baseline interval at unregressed revisions
+as the gate reports it (1 - its newest-revision alpha), and ``at 99 %`` the same t interval at today's level
+(quantile t(0.995, df) for t(1 - alpha/2, df)), so the two gates' widths compare like with like.
 """
 
 from __future__ import annotations
@@ -176,6 +177,7 @@ class Tally:
     fixed_truth: int = 0
     caught: int = 0
     true_alerts: int = 0
+    alerted: int = 0
     false_alerts: int = 0
     spike_alerts: int = 0
     spikes: int = 0
@@ -198,6 +200,7 @@ class Tally:
         self.spikes += int((case.spike & checked).sum())
         for s, f in zip(case.starts, case.fixes, strict=True):
             self.caught += any(s <= a <= s + 3 for a, _ in alerts)
+            self.alerted += any(s <= a < (f if f > 0 else N_REV) for a, _ in alerts)
             if f > 0:
                 self.fixed_truth += 1
                 self.fixed_seen += any(s <= a < f and fx is not None and f <= fx <= f + 3 for a, fx in alerts)
@@ -213,6 +216,7 @@ class Tally:
         pct = lambda a, b: f"{100 * a / b:.0f} %" if b else "n/a"  # noqa: E731
         med = lambda j: f"{100 * float(np.median([w[j] for w in ws])):.1f}" if ws else "n/a"  # noqa: E731
         return [pct(self.caught, self.regressions), f"{self.true_alerts / max(self.regressions, 1):.2f}",
+                f"{self.true_alerts / max(self.alerted, 1):.2f}",
                 pct(self.red_regr, self.n_regr), f"{100 * self.false_alerts / max(self.revisions, 1):.2f}",
                 pct(self.spike_alerts, self.spikes), pct(self.red_ok, self.n_ok),
                 pct(self.fixed_seen, self.fixed_truth) if with_fix else "-", med(0), med(1)]
@@ -232,7 +236,7 @@ def main() -> None:
     args = ap.parse_args()
     gates = [gate_options(args.alpha_after, na, st) for na in args.newest_alpha for st in args.stack_on_new]
     n_hist = 6 if args.quick else 25
-    header = ["scenario", "gate", "caught", "alerts/regr", "red while regr", "false alerts/100 rev",
+    header = ["scenario", "gate", "caught", "alerts/regr", "alerts/alerted", "red while regr", "false alerts/100 rev",
               "spikes alerted", "false red", "fixed", "CI width (pp)", "at 99 % (pp)"]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
