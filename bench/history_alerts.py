@@ -41,7 +41,17 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from quiho.history import STACK_RULES, GateOptions, History, NewestCheck, check_newest, detect, run_gate, save_history
+from quiho.history import (
+    STACK_RULES,
+    WITHIN_RULES,
+    GateOptions,
+    History,
+    NewestCheck,
+    check_newest,
+    detect,
+    run_gate,
+    save_history,
+)
 from quiho.store import open_store
 
 N_REV = 60
@@ -155,15 +165,17 @@ def walk_after(h: History, calm: np.ndarray, store_path: Path,
 
 
 def gate_options(alpha: float = ALPHA, newest_alpha: float | None = None,
-                 stack_on_new: str | None = None) -> GateOptions:
+                 stack_on_new: str | None = None, test_within: str | None = None) -> GateOptions:
     """The alert gate's options at ``alpha`` and ``MIN_SIZE``; None keeps quiho's default of that field."""
-    given = {"newest_alpha": newest_alpha, "stack_on_new": stack_on_new}
+    given = {"newest_alpha": newest_alpha, "stack_on_new": stack_on_new, "test_within": test_within}
     return replace(GateOptions(alpha=alpha, min_size=MIN_SIZE), **{k: v for k, v in given.items() if v is not None})
 
 
 def label(o: GateOptions) -> str:
-    """An alert gate's name in the tables: its newest-revision alpha and how it stacks on a new alert."""
-    return f"after {o.newest_alpha:g}{'' if o.stack_on_new == 'no' else ' +' + o.stack_on_new}"
+    """An alert gate's name in the tables: its newest-revision alpha, how it stacks on a new alert, and the tested
+    revisions' round variance when it is not their own (``~pooled``, ``~larger``)."""
+    return (f"after {o.newest_alpha:g}{'' if o.stack_on_new == 'no' else ' +' + o.stack_on_new}"
+            f"{'' if o.test_within == 'own' else ' ~' + o.test_within}")
 
 
 def red_runs(red: np.ndarray) -> list[tuple[int, None]]:
@@ -233,8 +245,12 @@ def main() -> None:
     ap.add_argument("--stack-on-new", choices=STACK_RULES, nargs="+", default=[None],
                     help="how a second alert stacks on a new alert, one after-row each per --newest-alpha "
                          "(default: quiho's)")
+    ap.add_argument("--test-within", choices=WITHIN_RULES, nargs="+", default=[None],
+                    help="the tested revisions' round variance, one after-row each per --newest-alpha and "
+                         "--stack-on-new (default: quiho's)")
     args = ap.parse_args()
-    gates = [gate_options(args.alpha_after, na, st) for na in args.newest_alpha for st in args.stack_on_new]
+    gates = [gate_options(args.alpha_after, na, st, tw) for na in args.newest_alpha for st in args.stack_on_new
+             for tw in args.test_within]
     n_hist = 6 if args.quick else 25
     header = ["scenario", "gate", "caught", "alerts/regr", "alerts/alerted", "red while regr", "false alerts/100 rev",
               "spikes alerted", "false red", "fixed", "CI width (pp)", "at 99 % (pp)"]

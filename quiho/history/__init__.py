@@ -52,6 +52,7 @@ from quiho.history._io import (
     save_history,
 )
 from quiho.history._kernels import BrownianKernel
+from quiho.history._levels import WITHIN_RULES
 from quiho.history._model import ChangePoint, Detection, History
 from quiho.history._plot import plot_history
 from quiho.history._sampling import (
@@ -68,6 +69,7 @@ __all__ = [
     "ALERT_STATES",
     "OPEN_STATES",
     "STACK_RULES",
+    "WITHIN_RULES",
     "GateOptions",
     "GateResult",
     "alert_lines",

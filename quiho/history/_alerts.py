@@ -22,7 +22,13 @@ from quiho.history._base import detect
 from quiho.history._ci import NewestCheck, SeriesVerdict, check_newest, level_verdict
 from quiho.history._formats import direction_of_unit
 from quiho.history._io import list_series, load_history
-from quiho.history._levels import LevelComparison, VarianceComponents, compare_levels, variance_components
+from quiho.history._levels import (
+    WITHIN_RULES,
+    LevelComparison,
+    VarianceComponents,
+    compare_levels,
+    variance_components,
+)
 from quiho.history._model import ChangePoint, Detection, History
 from quiho.store import Store
 from quiho.store import alerts as sa
@@ -55,6 +61,9 @@ class GateOptions:
     never (the gate is red already); ``"newest"``: as on an acknowledged alert (it raised false alerts above
     today's check where one slow build lands on an open alert); ``"confirmed"``: only when the next revision
     confirms it (see :func:`_stack`).
+    ``test_within``: the round variance of the tested revisions in every comparison of the gate (the newest check,
+    stacking, a change point's confirmation, a fix's evidence; :func:`~quiho.history._levels.compare_levels`):
+    one rule, because a tested revision's few rounds estimate its variance as poorly whichever question is asked.
     """
 
     method: str = "auto"
@@ -64,8 +73,11 @@ class GateOptions:
     base: str | None = None
     newest_alpha: float = 0.001
     stack_on_new: str = "no"
+    test_within: str = "own"
 
     def __post_init__(self) -> None:
+        if self.test_within not in WITHIN_RULES:
+            raise UsageError(f"test_within must be one of {', '.join(WITHIN_RULES)}, not {self.test_within!r}")
         if self.stack_on_new not in STACK_RULES:
             raise UsageError(f"stack_on_new must be one of {', '.join(STACK_RULES)}, not {self.stack_on_new!r}")
 
@@ -128,7 +140,7 @@ def _review(store: Store, h: History, opts: GateOptions) -> SeriesVerdict:
     d = detect(h, opts.method, min_size=opts.min_size, alpha=opts.alpha, magnitude_floor=opts.magnitude_floor)
     alerts = sa.alerts_of(store, h.name)
     idx = {r: i for i, r in enumerate(h.revisions)}
-    spans = _confirmed_spans(h, alerts, idx, opts.alpha)
+    spans = _confirmed_spans(h, alerts, idx, opts.alpha, opts.test_within)
     open_ = [a for a in alerts if a.state in OPEN_STATES]
     if opts.base is not None:
         return _verdict(h, d, _base_check(h, d, opts, spans, [idx[a.first_bad] for a in open_ if a.first_bad in idx]),
@@ -137,7 +149,8 @@ def _review(store: Store, h: History, opts: GateOptions) -> SeriesVerdict:
         return _follow(store, h, d, open_[-1], spans, opts)
     seg = _segment(d, len(h) - 1, spans)
     chk = check_newest(h, alpha=opts.newest_alpha, min_size=opts.min_size,
-                       baseline=_without_spikes(h, seg, opts.min_size), magnitude_floor=opts.magnitude_floor)
+                       baseline=_without_spikes(h, seg, opts.min_size), magnitude_floor=opts.magnitude_floor,
+                       test_within=opts.test_within)
     quiet = max((idx.get(a.last_revision, -1) for a in alerts), default=-1)
     raised = _raise(store, h, d, chk, seg, spans, quiet, opts)
     if raised is not None:
@@ -150,7 +163,7 @@ def _verdict(h: History, d: Detection, chk: NewestCheck, alert: AlertRow | None,
 
 
 def _confirmed_spans(h: History, alerts: Sequence[AlertRow], idx: dict[str, int],
-                     alpha: float) -> list[tuple[int, int]]:
+                     alpha: float, test_within: str = "own") -> list[tuple[int, int]]:
     """``[first bad, fixed at)`` of every fixed alert whose regression its later revisions confirmed.
 
     Those revisions were at another level and leave every later baseline. A fixed alert whose revisions after the
@@ -167,7 +180,8 @@ def _confirmed_spans(h: History, alerts: Sequence[AlertRow], idx: dict[str, int]
         base = [h.samples[i] for i in _outside(range(b0, fb), spans)]
         later = [h.samples[i] for i in range(fb + 1, fx)]
         if len(base) >= 2 and later and level_verdict(
-                compare_levels(variance_components(base), base, later, alpha), alpha, better) == "regression":
+                compare_levels(variance_components(base), base, later, alpha, test_within=test_within), alpha,
+                better) == "regression":
             spans.append((fb, fx))
     return spans
 
@@ -232,7 +246,7 @@ def _base_check(h: History, d: Detection, opts: GateOptions, spans: Sequence[tup
         return NewestCheck("not meaningful", rev, nan, nan, nan, (nan, nan), nan, 0, f"not meaningful: {why}")
     return check_newest(h, alpha=opts.newest_alpha, min_size=opts.min_size,
                         baseline=_without_spikes(h, _segment(d, b + 1, spans, bounds), opts.min_size),
-                        magnitude_floor=opts.magnitude_floor)
+                        magnitude_floor=opts.magnitude_floor, test_within=opts.test_within)
 
 
 def _worse(before: float, after: float, unit: str) -> bool:
@@ -260,7 +274,7 @@ def _raise(store: Store, h: History, d: Detection, chk: NewestCheck, seg: Sequen
         return None
     ref = [h.samples[i] for i in before]
     level = list(h.samples[cp.index:])
-    cmp = compare_levels(variance_components(ref), ref, level, opts.alpha)
+    cmp = compare_levels(variance_components(ref), ref, level, opts.alpha, test_within=opts.test_within)
     if level_verdict(cmp, opts.alpha, direction_of_unit(h.unit)) != "regression" \
             or abs(cmp.magnitude) < opts.magnitude_floor:
         return None
@@ -309,7 +323,7 @@ def _follow(store: Store, h: History, d: Detection, a: AlertRow, spans: Sequence
                         a, event)
     good = _without_spikes(h, _outside(range(b0, fb), spans), opts.min_size)
     chk = check_newest(h, alpha=opts.newest_alpha, min_size=min(opts.min_size, max(len(good), 1)), baseline=good,
-                       magnitude_floor=opts.magnitude_floor)
+                       magnitude_floor=opts.magnitude_floor, test_within=opts.test_within)
     if n - 1 <= fb or event:
         return _verdict(h, d, chk, a, event)
     reg = [h.samples[i] for i in _outside(range(fb, n - 1), spans)]
@@ -319,8 +333,9 @@ def _follow(store: Store, h: History, d: Detection, a: AlertRow, spans: Sequence
         return _verdict(h, d, chk, a, event)
     vc = variance_components(base)
     better = direction_of_unit(h.unit)
-    back = compare_levels(vc, reg, newest, opts.alpha)
-    since = compare_levels(vc, base, [*reg[1:], *newest], opts.alpha)  # not the first bad: chosen as extreme
+    back = compare_levels(vc, reg, newest, opts.alpha, test_within=opts.test_within)
+    # not the first bad: chosen as extreme
+    since = compare_levels(vc, base, [*reg[1:], *newest], opts.alpha, test_within=opts.test_within)
     fix = None
     if chk.verdict in ("no change", "improvement"):
         if level_verdict(back, opts.alpha, better) == "improvement":
@@ -374,7 +389,8 @@ def _stack(h: History, a: AlertRow, fb: int, vc: VarianceComponents, spans: Sequ
     ref = [h.samples[i] for i in ref_idx]
 
     def worse(idx: Sequence[int]) -> LevelComparison | None:
-        c = compare_levels(vc, ref, [h.samples[i] for i in idx], opts.newest_alpha)
+        c = compare_levels(vc, ref, [h.samples[i] for i in idx], opts.newest_alpha,
+                           test_within=opts.test_within)
         bad = level_verdict(c, opts.newest_alpha, better) == "regression"
         return c if bad and not abs(c.magnitude) < opts.magnitude_floor else None
 

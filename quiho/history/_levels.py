@@ -15,7 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-__all__ = ["VarianceComponents", "LevelComparison", "variance_components", "compare_levels"]
+from quiho.errors import UsageError
+
+__all__ = ["WITHIN_RULES", "VarianceComponents", "LevelComparison", "variance_components", "compare_levels"]
+
+#: values of ``compare_levels(..., test_within=)``: the round variance a tested revision gets
+WITHIN_RULES = ("own", "pooled", "larger")
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,7 @@ def variance_components(base: Sequence[np.ndarray]) -> VarianceComponents:
 
 
 def compare_levels(vc: VarianceComponents, ref: Sequence[np.ndarray], test: Sequence[np.ndarray],
-                   alpha: float) -> LevelComparison:
+                   alpha: float, *, test_within: str = "own") -> LevelComparison:
     """Compare the mean of ``test``'s revision means with ``ref``'s, using the variance components ``vc``.
 
     A level of ``k`` revisions with rounds ``n_i`` has variance ``(s_b^2 + s_w^2 mean(1/n_i)) / k``; the
@@ -85,26 +90,48 @@ def compare_levels(vc: VarianceComponents, ref: Sequence[np.ndarray], test: Sequ
     its mean squares (``k - 1``, ``df_within``, ``n_i - 1``); with ``s_b^2`` estimated 0 its mean square drops
     out. The interval is ``1 - alpha``, the p-value two-sided.
 
+    ``test_within`` sets the tested revisions' round variance: ``"own"`` (above); ``"pooled"``: ``s_w^2 / n_i``
+    with ``df_within``, the model's common round variance (a revision of 3 rounds estimates its own variance with
+    2 degrees of freedom: by chance near 0, or a t quantile near 10 at 99 %); ``"larger"``: per tested revision the
+    larger of its own ``s_i^2 / n_i`` and ``s_w^2 / n_i``, with the degrees of freedom of the one used (a noisier
+    change still widens the interval, a revision whose few rounds are tight by chance is not believed). Every
+    ``s_w^2`` term is one mean square, so with ``"pooled"`` or ``"larger"`` their coefficients are summed before
+    Satterthwaite's rule (``"own"`` keeps today's separate terms for one-round tested revisions).
+
     References
     ----------
     .. [1] F. E. Satterthwaite, "An approximate distribution of estimates of variance components", Biometrics
        Bulletin 2(6), 1946.
     .. [2] B. L. Welch, "The generalization of 'Student's' problem when several different population variances
        are involved", Biometrika 34, 1947.
+    .. [3] S. R. Searle, G. Casella, C. E. McCulloch, "Variance Components", Wiley 1992, ch. 3 (the one-way
+       random-effects model's common within-revision variance).
     """
+    if test_within not in WITHIN_RULES:
+        raise UsageError(f"test_within must be one of {', '.join(WITHIN_RULES)}, not {test_within!r}")
     mr = float(np.mean([s.mean() for s in ref]))
     mt = float(np.mean([s.mean() for s in test]))
     kr, kt = len(ref), len(test)
     c_b = 1 / kr + 1 / kt
     c_ref = float(np.mean([1 / s.size for s in ref])) / kr
     # (variance term, degrees of freedom) of each mean square in the sum
-    own = [(float(s.var(ddof=1)) / s.size / kt**2, s.size - 1.0) if s.size > 1 else
-           (vc.within / s.size / kt**2, float(vc.df_within)) for s in test]
+    if test_within == "own":
+        own = [(float(s.var(ddof=1)) / s.size / kt**2, s.size - 1.0) if s.size > 1 else
+               (vc.within / s.size / kt**2, float(vc.df_within)) for s in test]
+        c_w = 0.0
+    else:  # tested revisions on the pooled s_w^2 add to its coefficient c_w: one mean square, one term
+        own, c_w = [], 0.0
+        for s in test:
+            mine = float(s.var(ddof=1)) / s.size if s.size > 1 else -1.0
+            if test_within == "larger" and mine > vc.within / s.size:
+                own.append((mine / kt**2, s.size - 1.0))
+            else:
+                c_w += 1 / s.size / kt**2
     if vc.truncated or vc.k < 2:
-        terms = [(vc.within * c_ref, float(vc.df_within)), *own]
+        terms = [((c_ref + c_w) * vc.within, float(vc.df_within)), *own]
     else:  # c_b * s_b^2 + c_ref * s_w^2 = c_b * ms_means + (c_ref - c_b * h) * s_w^2
-        terms = [(c_b * vc.ms_means, vc.k - 1.0), ((c_ref - c_b * vc.mean_inv_n) * vc.within, float(vc.df_within)),
-                 *own]
+        terms = [(c_b * vc.ms_means, vc.k - 1.0),
+                 ((c_ref - c_b * vc.mean_inv_n + c_w) * vc.within, float(vc.df_within)), *own]
     var = sum(t for t, _ in terms)
     den = sum(t * t / df for t, df in terms if df > 0 and t != 0)
     df = var * var / den if den > 0 else float(max(vc.k - 1, vc.df_within))

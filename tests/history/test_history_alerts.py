@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from quiho.cli.main import main
 from quiho.errors import UsageError
@@ -406,3 +407,71 @@ def test_a_confirmed_further_step_on_a_new_alert_stacks_an_alert(tmp_path: Path,
 def test_stack_on_new_is_checked() -> None:
     with pytest.raises(UsageError, match="stack_on_new must be one of"):
         GateOptions(stack_on_new="yes")
+
+
+def _bimodal_baseline() -> list[np.ndarray]:
+    """12 revisions of 3 rounds each in two bands (1.0 and 1.2): half hold two low rounds, half two high ones."""
+    return [np.array([1.0, 1.0, 1.2] if i % 2 else [1.0, 1.2, 1.2]) + 0.001 * np.array([-1, 0, 1]) for i in range(12)]
+
+
+def test_a_bimodal_revision_whose_rounds_fall_in_one_band_is_believed_only_with_its_own_variance() -> None:
+    """3 rounds all in the high band: the revision's own variance (2 degrees of freedom) is near 0, so "own" calls
+    a regression at 0.001; the pooled round variance of the bands ("pooled", "larger") does not."""
+    base = _bimodal_baseline()
+    vc = variance_components(base)
+    assert vc.truncated  # the revision means vary less than the rounds predict: the bands are within revisions
+    newest = np.array([1.199, 1.2, 1.201])
+    got = {tw: compare_levels(vc, base, [newest], 0.001, test_within=tw) for tw in ("own", "larger", "pooled")}
+    assert got["own"].p_value <= 0.001 and got["own"].ci[0] > 0
+    for tw in ("larger", "pooled"):
+        assert got[tw].p_value > 0.01 and got[tw].ci[0] < 0 < got[tw].ci[1], tw
+        # closed form: the two levels' round variances, s_w^2 (mean(1/n) / k + 1/n), with df_within
+        se = np.sqrt(vc.within * (1 / 3 / 12 + 1 / 3))
+        half = float(stats.t.ppf(1 - 0.001 / 2, vc.df_within)) * se / got[tw].reference
+        assert got[tw].ci[1] - got[tw].ci[0] == pytest.approx(2 * half, rel=1e-9)
+
+
+def test_larger_keeps_the_wider_interval_of_a_revision_noisier_than_the_baseline() -> None:
+    """A tested revision whose rounds scatter 40x the baseline's: "larger" uses its own variance (as "own"),
+    "pooled" would believe the baseline's quiet rounds."""
+    rng = np.random.default_rng(5)
+    base = [1.1 * (1 + rng.normal(0, 0.01, 3)) for _ in range(12)]
+    vc = variance_components(base)
+    noisy = np.array([0.7, 1.1, 1.5])
+    own, larger, pooled = (compare_levels(vc, base, [noisy], 0.01, test_within=tw) for tw in ("own", "larger",
+                                                                                                "pooled"))
+    assert larger.ci == own.ci and larger.df == own.df
+    assert (pooled.ci[1] - pooled.ci[0]) < 0.1 * (larger.ci[1] - larger.ci[0])
+
+
+def test_pooled_with_equal_rounds_is_the_prediction_interval_on_revision_means() -> None:
+    """Equal rounds and a between-revision component: with the pooled round variance the s_w^2 terms cancel and
+    the newest check is ``(x - m) / (s_means sqrt(1 + 1/k))`` with ``k - 1`` degrees of freedom (the closed form)."""
+    rng = np.random.default_rng(11)
+    samples = tuple(10 + rng.normal(0, 1.0) + rng.normal(0, 0.5, 4) for _ in range(9))
+    vc = variance_components(list(samples[:8]))
+    assert not vc.truncated
+    cmp = compare_levels(vc, list(samples[:8]), [samples[8]], 0.01, test_within="pooled")
+    means = np.array([s.mean() for s in samples])
+    t = (means[8] - means[:8].mean()) / (means[:8].std(ddof=1) * np.sqrt(1 + 1 / 8))
+    assert cmp.df == pytest.approx(7) and cmp.p_value == pytest.approx(2 * stats.t.sf(abs(t), 7))
+
+
+def test_test_within_is_checked() -> None:
+    with pytest.raises(UsageError, match="test_within must be one of"):
+        GateOptions(test_within="mine")
+    with pytest.raises(UsageError, match="test_within must be one of"):
+        compare_levels(variance_components(_bimodal_baseline()), _bimodal_baseline(), [np.ones(3)], 0.01,
+                       test_within="mine")
+
+
+@pytest.mark.parametrize("rule", ["own", "larger", "pooled"])
+def test_the_gate_on_a_bimodal_benchmark_whose_newest_rounds_fall_in_one_band(tmp_path: Path, rule: str) -> None:
+    """12 bimodal revisions of 3 rounds, then one whose 3 rounds are all high: an alert only with "own"."""
+    samples = (*_bimodal_baseline(), np.array([1.199, 1.2, 1.201]))
+    h = History("b", tuple(f"r{i:02d}" for i in range(13)), np.arange(13), samples, "s")
+    with open_store(tmp_path / "g.db") as st:
+        save_history(st, h, "t")
+        r = run_gate(st, GateOptions(test_within=rule))
+        assert r.verdicts[0].newest.verdict == ("regression" if rule == "own" else "no change")
+        assert r.failing == (rule == "own")
