@@ -523,3 +523,13 @@ def test_a_lone_slow_build_still_leaves_the_baseline_when_the_newest_is_not_odd_
 def test_spike_filter_is_checked() -> None:
     with pytest.raises(UsageError, match="spike_filter must be one of"):
         GateOptions(spike_filter="keep")
+
+
+def test_the_default_gate_keeps_a_recurring_band_and_stacks_a_confirmed_step(tmp_path: Path) -> None:
+    """Round 5's choice as the default: a newest build in a rare band that recurs raises nothing (today's "drop"
+    alerted), and a confirmed further step on a new alert gets its own alert (today's "no" raised none)."""
+    with open_store(tmp_path / "q.db") as st:
+        save_history(st, _rare_band(1.15), "t")
+        assert not run_gate(st, GateOptions()).failing
+    levels = [1.0] * 10 + [1.2] * 5 + [1.4] * 3
+    assert [a.first_bad for a in _walk(tmp_path, "default", levels[:17], GateOptions())] == ["r10", "r15"]
