@@ -42,6 +42,7 @@ import numpy as np
 from scipy import stats
 
 from quiho.history import (
+    SPIKE_FILTERS,
     STACK_RULES,
     WITHIN_RULES,
     GateOptions,
@@ -164,18 +165,21 @@ def walk_after(h: History, calm: np.ndarray, store_path: Path,
     return red, ws, alerts
 
 
-def gate_options(alpha: float = ALPHA, newest_alpha: float | None = None,
-                 stack_on_new: str | None = None, test_within: str | None = None) -> GateOptions:
+def gate_options(alpha: float = ALPHA, newest_alpha: float | None = None, stack_on_new: str | None = None,
+                 test_within: str | None = None, spike_filter: str | None = None) -> GateOptions:
     """The alert gate's options at ``alpha`` and ``MIN_SIZE``; None keeps quiho's default of that field."""
-    given = {"newest_alpha": newest_alpha, "stack_on_new": stack_on_new, "test_within": test_within}
+    given = {"newest_alpha": newest_alpha, "stack_on_new": stack_on_new, "test_within": test_within,
+             "spike_filter": spike_filter}
     return replace(GateOptions(alpha=alpha, min_size=MIN_SIZE), **{k: v for k, v in given.items() if v is not None})
 
 
 def label(o: GateOptions) -> str:
     """An alert gate's name in the tables: its newest-revision alpha, how it stacks on a new alert, and the tested
-    revisions' round variance when it is not their own (``~pooled``, ``~larger``)."""
+    revisions' round variance when it is not their own (``~pooled``, ``~larger``), and the spike filter when it is
+    not ``drop`` (``/recurring``)."""
     return (f"after {o.newest_alpha:g}{'' if o.stack_on_new == 'no' else ' +' + o.stack_on_new}"
-            f"{'' if o.test_within == 'own' else ' ~' + o.test_within}")
+            f"{'' if o.test_within == 'own' else ' ~' + o.test_within}"
+            f"{'' if o.spike_filter == 'drop' else ' /' + o.spike_filter}")
 
 
 def red_runs(red: np.ndarray) -> list[tuple[int, None]]:
@@ -248,9 +252,12 @@ def main() -> None:
     ap.add_argument("--test-within", choices=WITHIN_RULES, nargs="+", default=[None],
                     help="the tested revisions' round variance, one after-row each per --newest-alpha and "
                          "--stack-on-new (default: quiho's)")
+    ap.add_argument("--spike-filter", choices=SPIKE_FILTERS, nargs="+", default=[None],
+                    help="how odd builds leave the newest revision's baselines, one after-row each per the options "
+                         "above (default: quiho's)")
     args = ap.parse_args()
-    gates = [gate_options(args.alpha_after, na, st, tw) for na in args.newest_alpha for st in args.stack_on_new
-             for tw in args.test_within]
+    gates = [gate_options(args.alpha_after, na, st, tw, sf) for na in args.newest_alpha for st in args.stack_on_new
+             for tw in args.test_within for sf in args.spike_filter]
     n_hist = 6 if args.quick else 25
     header = ["scenario", "gate", "caught", "alerts/regr", "alerts/alerted", "red while regr", "false alerts/100 rev",
               "spikes alerted", "false red", "fixed", "CI width (pp)", "at 99 % (pp)"]

@@ -16,6 +16,7 @@ from quiho.history import _auto, _combo, _cusum, _pelt, _segment, _talos, _windo
 from quiho.history._alerts import (
     ALERT_STATES,
     OPEN_STATES,
+    SPIKE_FILTERS,
     STACK_RULES,
     GateOptions,
     GateResult,
@@ -68,6 +69,7 @@ from quiho.history._sampling import (
 __all__ = [
     "ALERT_STATES",
     "OPEN_STATES",
+    "SPIKE_FILTERS",
     "STACK_RULES",
     "WITHIN_RULES",
     "GateOptions",

@@ -34,12 +34,14 @@ from quiho.store import Store
 from quiho.store import alerts as sa
 from quiho.store.alerts import ALERT_STATES, AlertRow
 
-__all__ = ["ALERT_STATES", "OPEN_STATES", "STACK_RULES", "GateOptions", "GateResult", "run_gate", "list_alerts",
-           "set_alert_state", "alert_to_dict", "alert_lines", "alert_markdown"]
+__all__ = ["ALERT_STATES", "OPEN_STATES", "SPIKE_FILTERS", "STACK_RULES", "GateOptions", "GateResult", "run_gate",
+           "list_alerts", "set_alert_state", "alert_to_dict", "alert_lines", "alert_markdown"]
 
 OPEN_STATES = ("new", "acknowledged")
 #: values of :attr:`GateOptions.stack_on_new`
 STACK_RULES = ("no", "newest", "confirmed")
+#: values of :attr:`GateOptions.spike_filter`
+SPIKE_FILTERS = ("drop", "recurring")
 #: change points this close (in revisions) to a fixed alert's first bad or fix revision are that alert's own
 _NEAR = 2
 
@@ -59,11 +61,15 @@ class GateOptions:
     ``stack_on_new``: how a further regression on top of a ``new`` alert is raised (on an acknowledged one the
     newest revision alone always stacks: the gate is green, so waiting would let a slower build pass). ``"no"``:
     never (the gate is red already); ``"newest"``: as on an acknowledged alert (it raised false alerts above
-    today's check where one slow build lands on an open alert); ``"confirmed"``: only when the next revision
-    confirms it (see :func:`_stack`).
+    today's check where one slow build lands on an open alert); ``"confirmed"`` (the default): only when the next
+    revision confirms it (see :func:`_stack`).
     ``test_within``: the round variance of the tested revisions in every comparison of the gate (the newest check,
     stacking, a change point's confirmation, a fix's evidence; :func:`~quiho.history._levels.compare_levels`):
     one rule, because a tested revision's few rounds estimate its variance as poorly whichever question is asked.
+    ``spike_filter``: how odd builds leave a baseline the newest revision is checked against (its segment, an
+    alert's good level, the PR base; :func:`_without_spikes`). ``"drop"``: they go; ``"recurring"`` (the default):
+    they go unless the newest revision is odd on their side by the same rule, because then they are not isolated
+    but recur (else every build of a bimodal benchmark's rare band alerts).
     """
 
     method: str = "auto"
@@ -72,10 +78,13 @@ class GateOptions:
     magnitude_floor: float = 0.0
     base: str | None = None
     newest_alpha: float = 0.001
-    stack_on_new: str = "no"
+    stack_on_new: str = "confirmed"
     test_within: str = "own"
+    spike_filter: str = "recurring"
 
     def __post_init__(self) -> None:
+        if self.spike_filter not in SPIKE_FILTERS:
+            raise UsageError(f"spike_filter must be one of {', '.join(SPIKE_FILTERS)}, not {self.spike_filter!r}")
         if self.test_within not in WITHIN_RULES:
             raise UsageError(f"test_within must be one of {', '.join(WITHIN_RULES)}, not {self.test_within!r}")
         if self.stack_on_new not in STACK_RULES:
@@ -149,7 +158,7 @@ def _review(store: Store, h: History, opts: GateOptions) -> SeriesVerdict:
         return _follow(store, h, d, open_[-1], spans, opts)
     seg = _segment(d, len(h) - 1, spans)
     chk = check_newest(h, alpha=opts.newest_alpha, min_size=opts.min_size,
-                       baseline=_without_spikes(h, seg, opts.min_size), magnitude_floor=opts.magnitude_floor,
+                       baseline=_newest_baseline(h, seg, opts), magnitude_floor=opts.magnitude_floor,
                        test_within=opts.test_within)
     quiet = max((idx.get(a.last_revision, -1) for a in alerts), default=-1)
     raised = _raise(store, h, d, chk, seg, spans, quiet, opts)
@@ -206,7 +215,12 @@ def _segment(d: Detection, end: int, spans: Sequence[tuple[int, int]], bounds: S
     return _outside(range(start, end), spans)
 
 
-def _without_spikes(h: History, idx: Sequence[int], keep: int = 5) -> list[int]:
+def _newest_baseline(h: History, idx: Sequence[int], opts: GateOptions) -> list[int]:
+    """``idx`` without odd builds, as a baseline of the newest revision (``opts.spike_filter``)."""
+    return _without_spikes(h, idx, opts.min_size, len(h) - 1 if opts.spike_filter == "recurring" else None)
+
+
+def _without_spikes(h: History, idx: Sequence[int], keep: int = 5, test: int | None = None) -> list[int]:
     """``idx`` without isolated odd builds: revision means with a modified z-score above 3.5, if they are few.
 
     ``M_i = 0.6745 (x_i - median) / MAD`` over the revision means (Iglewicz & Hoaglin's outlier rule). One odd
@@ -215,6 +229,11 @@ def _without_spikes(h: History, idx: Sequence[int], keep: int = 5) -> list[int]:
     a second band of a bimodal benchmark, which belongs to its level. None go when fewer than ``keep`` (the
     gate's ``min_size``) would remain: a baseline a dropped build makes too short to answer would turn a
     meaningful check into "not meaningful", and a kept odd build only widens the interval.
+
+    With ``test`` (the revision the baseline is for): if that revision is odd by the same rule (the same median
+    and MAD of ``idx``), the odd builds on its side stay. The rule's premise is that odd builds are isolated; one
+    more on the same side shows they recur, a rare band of the benchmark that the baseline must hold, else every
+    build in that band alerts.
 
     References
     ----------
@@ -231,6 +250,8 @@ def _without_spikes(h: History, idx: Sequence[int], keep: int = 5) -> list[int]:
     odd = np.abs(0.6745 * (m - med) / mad) > 3.5
     if not odd.any() or odd.sum() > max(1, len(idx) // 10) or len(idx) - odd.sum() < keep:
         return list(idx)
+    if test is not None and abs(0.6745 * (h.values[test] - med) / mad) > 3.5:
+        odd &= np.sign(m - med) != np.sign(h.values[test] - med)  # the test's side recurs: those builds stay
     return [i for i, o in zip(idx, odd, strict=True) if not o]
 
 
@@ -245,7 +266,7 @@ def _base_check(h: History, d: Detection, opts: GateOptions, spans: Sequence[tup
         why = "the base revision is not measured in this series" if b is None else "the newest revision is the base"
         return NewestCheck("not meaningful", rev, nan, nan, nan, (nan, nan), nan, 0, f"not meaningful: {why}")
     return check_newest(h, alpha=opts.newest_alpha, min_size=opts.min_size,
-                        baseline=_without_spikes(h, _segment(d, b + 1, spans, bounds), opts.min_size),
+                        baseline=_newest_baseline(h, _segment(d, b + 1, spans, bounds), opts),
                         magnitude_floor=opts.magnitude_floor, test_within=opts.test_within)
 
 
@@ -321,7 +342,7 @@ def _follow(store: Store, h: History, d: Detection, a: AlertRow, spans: Sequence
         return _verdict(h, d, NewestCheck("not meaningful", h.revisions[-1] if n else "", nan, nan, nan, (nan, nan),
                                           nan, 0, f"not meaningful: alert #{a.id}'s revisions are no longer stored"),
                         a, event)
-    good = _without_spikes(h, _outside(range(b0, fb), spans), opts.min_size)
+    good = _newest_baseline(h, _outside(range(b0, fb), spans), opts)
     chk = check_newest(h, alpha=opts.newest_alpha, min_size=min(opts.min_size, max(len(good), 1)), baseline=good,
                        magnitude_floor=opts.magnitude_floor, test_within=opts.test_within)
     if n - 1 <= fb or event:

@@ -475,3 +475,61 @@ def test_the_gate_on_a_bimodal_benchmark_whose_newest_rounds_fall_in_one_band(tm
         r = run_gate(st, GateOptions(test_within=rule))
         assert r.verdicts[0].newest.verdict == ("regression" if rule == "own" else "no change")
         assert r.failing == (rule == "own")
+
+
+def _rare_band(newest: float) -> History:
+    """44 quiet 1-run builds of which 4 (under 10 %) are +15 % (a rare second band), then ``newest``."""
+    rng = np.random.default_rng(8)
+    values = list(1.0 + rng.normal(0, 0.005, 44))
+    for i in (6, 17, 28, 39):
+        values[i] *= 1.15
+    return History.from_values([*values, newest], unit="s", name="b")
+
+
+@pytest.mark.parametrize("rule", ["drop", "recurring"])
+def test_a_newest_build_in_a_rare_band_puts_the_band_back_only_with_recurring(tmp_path: Path, rule: str) -> None:
+    """The filter drops the 4 upper-band builds as isolated; a newest build in that band shows they recur: with
+    "recurring" they stay in its baseline and it does not alert, with "drop" it alerts against the lower band."""
+    from quiho.history._alerts import _without_spikes
+
+    h = _rare_band(1.15)
+    assert _without_spikes(h, range(44)) == [i for i in range(44) if i not in (6, 17, 28, 39)]
+    assert _without_spikes(h, range(44), test=44) == list(range(44))
+    with open_store(tmp_path / "q.db") as st:
+        save_history(st, h, "t")
+        r = run_gate(st, GateOptions(spike_filter=rule))
+    v = r.verdicts[0]
+    assert not v.detection.change_points
+    assert (v.newest.n_baseline, v.newest.verdict, r.failing) == (
+        (44, "no change", False) if rule == "recurring" else (40, "regression", True))
+
+
+@pytest.mark.parametrize("newest", [1.0, 0.85])
+def test_a_lone_slow_build_still_leaves_the_baseline_when_the_newest_is_not_odd_on_its_side(
+        tmp_path: Path, newest: float) -> None:
+    """With "recurring", a lone slow build goes as before when the newest build is normal, or odd the other way."""
+    from quiho.history._alerts import _without_spikes
+
+    rng = np.random.default_rng(5)
+    quiet = list(1.0 + rng.normal(0, 0.003, 20))
+    h = History.from_values([*quiet[:7], 1.15, *quiet[7:], newest], unit="s", name="b")
+    assert _without_spikes(h, range(21), test=21) == [i for i in range(21) if i != 7]
+    with open_store(tmp_path / "q.db") as st:
+        save_history(st, h, "t")
+        v = run_gate(st, GateOptions(spike_filter="recurring")).verdicts[0]
+    assert v.newest.n_baseline == 20
+
+
+def test_spike_filter_is_checked() -> None:
+    with pytest.raises(UsageError, match="spike_filter must be one of"):
+        GateOptions(spike_filter="keep")
+
+
+def test_the_default_gate_keeps_a_recurring_band_and_stacks_a_confirmed_step(tmp_path: Path) -> None:
+    """Round 5's choice as the default: a newest build in a rare band that recurs raises nothing (today's "drop"
+    alerted), and a confirmed further step on a new alert gets its own alert (today's "no" raised none)."""
+    with open_store(tmp_path / "q.db") as st:
+        save_history(st, _rare_band(1.15), "t")
+        assert not run_gate(st, GateOptions()).failing
+    levels = [1.0] * 10 + [1.2] * 5 + [1.4] * 3
+    assert [a.first_bad for a in _walk(tmp_path, "default", levels[:17], GateOptions())] == ["r10", "r15"]
