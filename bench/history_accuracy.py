@@ -547,28 +547,14 @@ def main() -> None:
     ap.add_argument("--only-protocol", action="store_true", help="part 0 only")
     ap.add_argument("--cache", action="store_true", help=f"reuse predictions cached in {CACHE}")
     ap.add_argument("--only-gate", action="store_true", help="part 4 only (the CI gate before and after alerts)")
-    ap.add_argument("--alpha-after", type=float, default=A.ALPHA,
-                    help="part 4: the alert gate's alpha (before: 0.01, quiho's default)")
-    ap.add_argument("--newest-alpha", type=float, nargs="+", default=[None],
-                    help="part 4: the alert gate's alpha for the newest-revision checks, one gate each (default: "
-                         "quiho's)")
-    ap.add_argument("--stack-on-new", choices=A.STACK_RULES, nargs="+", default=[None],
-                    help="part 4: how a second alert stacks on a new alert, one gate each per --newest-alpha "
-                         "(default: quiho's)")
-    ap.add_argument("--test-within", choices=A.WITHIN_RULES, nargs="+", default=[None],
-                    help="part 4: the tested revisions' round variance, one gate each per --newest-alpha and "
-                         "--stack-on-new (default: quiho's)")
-    ap.add_argument("--spike-filter", choices=A.SPIKE_FILTERS, nargs="+", default=[None],
-                    help="part 4: how odd builds leave the newest revision's baselines, one gate each per the "
-                         "options above (default: quiho's)")
+    A.add_gate_arguments(ap, "one gate each", prefix="part 4: ")
     ap.add_argument("--gate-grid", type=int, nargs="?", const=max(GATE_GRIDS), choices=sorted(GATE_GRIDS), default=None,
                     help="part 4: every gate of that round of the protocol (default: the last) and its choice")
     ap.add_argument("--seeds", type=int, nargs="+", default=None, help="part 4's suites (default 31 7; --quick 31)")
     a = ap.parse_args()
     seeds = tuple(a.seeds) if a.seeds else (31,) if a.quick else (31, 7)
-    gates = tuple(A.gate_options(a.alpha_after, *g) for g in GATE_GRIDS[a.gate_grid]) \
-        if a.gate_grid else tuple(A.gate_options(a.alpha_after, na, st, tw, sf) for na in a.newest_alpha
-                                  for st in a.stack_on_new for tw in a.test_within for sf in a.spike_filter)
+    gates = tuple(A.gate_options(a.alpha_after, *g) for g in GATE_GRIDS[a.gate_grid]) if a.gate_grid \
+        else tuple(A.gates_from_arguments(a))
     if a.only_gate:
         part4(n_each=2 if a.quick else 10, seeds=seeds, gates=gates, choose=a.gate_grid)
         return

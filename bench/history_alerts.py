@@ -173,6 +173,29 @@ def gate_options(alpha: float = ALPHA, newest_alpha: float | None = None, stack_
     return replace(GateOptions(alpha=alpha, min_size=MIN_SIZE), **{k: v for k, v in given.items() if v is not None})
 
 
+def add_gate_arguments(ap: argparse.ArgumentParser, each: str, prefix: str = "") -> None:
+    """The alert gate's options on the command line: ``--alpha-after`` and, ``each`` one gate per combination of
+    values, ``--newest-alpha``, ``--stack-on-new``, ``--test-within``, ``--spike-filter`` (both benches)."""
+    ap.add_argument("--alpha-after", type=float, default=ALPHA, help=f"{prefix}the alert gate's alpha (before: 0.01)")
+    ap.add_argument("--newest-alpha", type=float, nargs="+", default=[None],
+                    help=f"{prefix}the alert gate's alpha for the newest-revision checks, {each} (default: quiho's)")
+    ap.add_argument("--stack-on-new", choices=STACK_RULES, nargs="+", default=[None],
+                    help=f"{prefix}how a second alert stacks on a new alert, {each} per --newest-alpha "
+                         "(default: quiho's)")
+    ap.add_argument("--test-within", choices=WITHIN_RULES, nargs="+", default=[None],
+                    help=f"{prefix}the tested revisions' round variance, {each} per --newest-alpha and "
+                         "--stack-on-new (default: quiho's)")
+    ap.add_argument("--spike-filter", choices=SPIKE_FILTERS, nargs="+", default=[None],
+                    help=f"{prefix}how odd builds leave the newest revision's baselines, {each} per the options "
+                         "above (default: quiho's)")
+
+
+def gates_from_arguments(args: argparse.Namespace) -> list[GateOptions]:
+    """One gate per combination of the values given to :func:`add_gate_arguments`' options."""
+    return [gate_options(args.alpha_after, na, st, tw, sf) for na in args.newest_alpha for st in args.stack_on_new
+            for tw in args.test_within for sf in args.spike_filter]
+
+
 def label(o: GateOptions) -> str:
     """An alert gate's name in the tables: its newest-revision alpha, how it stacks on a new alert, and the tested
     revisions' round variance when it is not their own (``~pooled``, ``~larger``), and the spike filter when it is
@@ -242,22 +265,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="6 histories per scenario instead of 25")
     ap.add_argument("--seed", type=int, default=31)
-    ap.add_argument("--alpha-after", type=float, default=ALPHA, help="the alert gate's alpha (before: 0.01)")
-    ap.add_argument("--newest-alpha", type=float, nargs="+", default=[None],
-                    help="the alert gate's alpha for the newest-revision checks, one after-row each (default: "
-                         "quiho's)")
-    ap.add_argument("--stack-on-new", choices=STACK_RULES, nargs="+", default=[None],
-                    help="how a second alert stacks on a new alert, one after-row each per --newest-alpha "
-                         "(default: quiho's)")
-    ap.add_argument("--test-within", choices=WITHIN_RULES, nargs="+", default=[None],
-                    help="the tested revisions' round variance, one after-row each per --newest-alpha and "
-                         "--stack-on-new (default: quiho's)")
-    ap.add_argument("--spike-filter", choices=SPIKE_FILTERS, nargs="+", default=[None],
-                    help="how odd builds leave the newest revision's baselines, one after-row each per the options "
-                         "above (default: quiho's)")
+    add_gate_arguments(ap, "one after-row each")
     args = ap.parse_args()
-    gates = [gate_options(args.alpha_after, na, st, tw, sf) for na in args.newest_alpha for st in args.stack_on_new
-             for tw in args.test_within for sf in args.spike_filter]
+    gates = gates_from_arguments(args)
     n_hist = 6 if args.quick else 25
     header = ["scenario", "gate", "caught", "alerts/regr", "alerts/alerted", "red while regr", "false alerts/100 rev",
               "spikes alerted", "false red", "fixed", "CI width (pp)", "at 99 % (pp)"]

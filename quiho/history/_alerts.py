@@ -85,12 +85,10 @@ class GateOptions:
     spike_filter: str = "drop"
 
     def __post_init__(self) -> None:
-        if self.spike_filter not in SPIKE_FILTERS:
-            raise UsageError(f"spike_filter must be one of {', '.join(SPIKE_FILTERS)}, not {self.spike_filter!r}")
-        if self.test_within not in WITHIN_RULES:
-            raise UsageError(f"test_within must be one of {', '.join(WITHIN_RULES)}, not {self.test_within!r}")
-        if self.stack_on_new not in STACK_RULES:
-            raise UsageError(f"stack_on_new must be one of {', '.join(STACK_RULES)}, not {self.stack_on_new!r}")
+        for name, allowed in (("spike_filter", SPIKE_FILTERS), ("test_within", WITHIN_RULES),
+                              ("stack_on_new", STACK_RULES)):
+            if (value := getattr(self, name)) not in allowed:
+                raise UsageError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
 
 
 @dataclass(frozen=True)
