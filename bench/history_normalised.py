@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,7 +114,7 @@ def run(pool: Pool, args: argparse.Namespace) -> None:
                             alpha=args.alpha, ridge=args.ridge, intercepts=args.intercepts)
     benches = list(pool.values)
     tally: dict[tuple[str, str], list[int]] = {}
-    reasons: dict[str, int] = {}
+    reasons: Counter[str] = Counter()
     for seed in range(args.seed_offset, args.seed_offset + args.seeds):
         rng = np.random.default_rng(seed)
         planted_bench = benches[seed % len(benches)]
@@ -136,8 +137,7 @@ def run(pool: Pool, args: argparse.Namespace) -> None:
                                  args.runs)
                 raw = detect(h, args.method, min_size=args.min_size, alpha=args.alpha)
                 nd = detect_normalised(h, ms, opts)
-                reasons[f"{scenario}: {'normalised' if nd.normalised else 'raw'}"] = reasons.get(
-                    f"{scenario}: {'normalised' if nd.normalised else 'raw'}", 0) + 1
+                reasons[f"{scenario}: {'normalised' if nd.normalised else 'raw'}"] += 1
                 for mode, d in (("raw", raw), ("normalised", nd.detection)):
                     fa, found = _score([c.index for c in d.change_points], planted, args.tolerance)
                     t = tally.setdefault((scenario, mode), [0, 0, 0, 0, 0])
