@@ -140,8 +140,9 @@ def run(pool: Pool, args: argparse.Namespace) -> None:
                 reasons[f"{scenario}: {'normalised' if nd.normalised else 'raw'}"] += 1
                 for mode, d in (("raw", raw), ("normalised", nd.detection)):
                     fa, found = _score([c.index for c in d.change_points], planted, args.tolerance)
-                    t = tally.setdefault((scenario, mode), [0, 0, 0, 0, 0])
+                    t = tally.setdefault((scenario, mode), [0, 0, 0, 0, 0, 0])
                     t[0] += fa
+                    t[5] += fa if planted is None else 0
                     t[1] += int(found)
                     t[2] += int(planted is not None)
                     t[3] += 1
@@ -152,11 +153,13 @@ def run(pool: Pool, args: argparse.Namespace) -> None:
           f"{args.seed_offset + args.seeds - 1}")
     print(f"{args.seeds} seeds × {len(benches)} benchmarks ({', '.join(benches)}), {args.revisions} revisions, "
           f"{len(pool.hosts)} hosts; planted {args.shift:+.0%} at revision {args.at} in one benchmark per seed")
-    print(f"{'scenario':<11} {'mode':<11} {'false alarms':>12} {'per series':>10} {'planted found':>14} "
-          f"{'set apart':>9}")
-    for (scenario, mode), (fa, hits, n_planted, n, apart) in sorted(tally.items()):
-        print(f"{scenario:<11} {mode:<11} {fa:>12} {fa / n:>10.2f} {hits:>8}/{n_planted:<5} "
+    print(f"{'scenario':<11} {'mode':<11} {'false alarms':>12} {'unchanged':>9} {'per series':>10} "
+          f"{'planted found':>14} {'set apart':>9}")
+    for (scenario, mode), (fa, hits, n_planted, n, apart, fa_unchanged) in sorted(tally.items()):
+        print(f"{scenario:<11} {mode:<11} {fa:>12} {fa_unchanged:>9} {fa / n:>10.2f} {hits:>8}/{n_planted:<5} "
               f"{apart if mode == 'normalised' else '-':>9}")
+    print("unchanged: the false alarms in benchmarks with nothing planted (the rest are in the planted benchmark, "
+          f"more than {args.tolerance} revisions from its change)")
     print("set apart: changes --normalise reports as the machines' (their mix changed there and explains them)")
     print("what --normalise decided (series):", ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())))
 
