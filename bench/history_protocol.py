@@ -121,6 +121,10 @@ def candidates() -> list[Candidate]:
         Candidate("auto-cubic", _quiho("auto", trend_degree=3), 3),
         Candidate("auto-diffrho", _quiho("auto", rho_from="differences"), 3),
         Candidate("auto-cubic-diffrho", _quiho("auto", trend_degree=3, rho_from="differences"), 3),
+        # round 3, added after round 2's results (docs/history-protocol.md, "Round 3"); rule unchanged
+        Candidate("auto-vtrend", _quiho("auto", trend_on="values"), 3),
+        Candidate("auto-vario", _quiho("auto", rho_from="variogram"), 3),
+        Candidate("auto-vtrend-vario", _quiho("auto", trend_on="values", rho_from="variogram"), 3),
         Candidate("rpt-binseg-bic", _ruptures("Binseg"), 1, peer=True),
         Candidate("rpt-pelt-bic", _ruptures("Pelt"), 1, peer=True),
     ]

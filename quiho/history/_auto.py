@@ -7,7 +7,7 @@ from scipy import stats
 
 from quiho.history._base import Detector, register_detector
 
-__all__ = ["AutoDetector", "pettitt", "step_vs_trend_p", "short_range_rho", "differences_rho"]
+__all__ = ["AutoDetector", "pettitt", "step_vs_trend_p", "short_range_rho", "differences_rho", "variogram_rho"]
 
 
 def short_range_rho(y: np.ndarray, width: int) -> float:
@@ -68,34 +68,51 @@ def pettitt(y: np.ndarray, min_size: int = 1, inflation: float = 1.0) -> tuple[i
     return int(ks[j]), p
 
 
-def step_vs_trend_p(y: np.ndarray, k: int, inflation: float = 1.0, degree: int = 1) -> float:
-    """p-value of a step at ``k`` in a regression on ranks that also has a polynomial trend.
+def step_vs_trend_p(y: np.ndarray, k: int, inflation: float = 1.0, degree: int = 1, on: str = "ranks",
+                    width: int = 11) -> float:
+    """p-value of a step at ``k`` in a regression that also has a polynomial trend.
 
-    Fits ``rank(y) ~ 1 + P_1(t) + ... + P_degree(t) + [t >= k]`` (Legendre
+    Fits ``z ~ 1 + P_1(t) + ... + P_degree(t) + [t >= k]`` (Legendre
     polynomials on the segment) by least squares and returns the two-sided
     t-test p-value of the step coefficient. A slow drift is absorbed by the
     trend (p large); a step stays significant. Exact: 0 for a noise-free step,
     1 for a noise-free line. ``inflation`` multiplies the variance of the step
-    estimate for dependent noise (see :func:`pettitt`). ``degree=3`` also
-    absorbs the S shape a linear drift takes in ranks (the ranks of a drifting
-    series are its empirical distribution function, flat where the drift is
-    within the noise of the ends).
+    estimate for dependent noise (see :func:`pettitt`).
+
+    ``on="ranks"``: ``z`` is ``rank(y)``. ``degree=3`` also absorbs the S shape
+    a linear drift takes in ranks (the ranks of a drifting series are its
+    empirical distribution function, flat where the drift is within the noise
+    of the ends). ``on="values"``: ``z`` is ``y`` winsorised at 3 sigma around
+    its running median of ``width`` points (:func:`quiho.history._pelt.winsorise`,
+    sigma from lag-1 differences), because the trend model is linear in values
+    while clipping keeps the rank test's indifference to spikes and outliers.
     """
+    from quiho.history._pelt import lag_sigma, winsorise
+
     n = y.size
-    r = stats.rankdata(y)
+    if on == "ranks":
+        z = stats.rankdata(y)
+        spread = float(n)  # the scale of ranks
+    elif on == "values":
+        z = winsorise(np.asarray(y, dtype=float), width, lag_sigma(y, 1))
+        spread = float(np.ptp(z)) if n else 0.0
+    else:
+        from quiho.errors import UsageError
+
+        raise UsageError(f"step_vs_trend_p: on must be 'ranks' or 'values', got {on!r}")
     u = 2 * np.arange(n, dtype=float) / max(n - 1, 1) - 1
     x = np.column_stack([np.polynomial.legendre.legvander(u, degree), (np.arange(n) >= k).astype(float)])
     j = degree + 1  # column of the step
-    beta, *_ = np.linalg.lstsq(x, r, rcond=None)
-    resid = r - x @ beta
+    beta, *_ = np.linalg.lstsq(x, z, rcond=None)
+    resid = z - x @ beta
     dof = n - degree - 2
-    if dof <= 0:
+    if dof <= 0 or spread <= 0:  # a constant segment has no step
         return 1.0
     s2 = float(resid @ resid) / dof
     cov = np.linalg.pinv(x.T @ x)
     se = np.sqrt(max(s2 * cov[j, j] * inflation, 0.0))
-    if se <= 1e-9 * n:
-        return 0.0 if abs(beta[j]) > 1e-6 else 1.0
+    if se <= 1e-9 * spread:  # noise-free, relative to the data's scale (values may be nanoseconds or hours)
+        return 0.0 if abs(beta[j]) > 1e-6 * spread / max(n, 1) else 1.0
     return float(2 * stats.t.sf(abs(beta[j]) / se, dof))
 
 
@@ -113,6 +130,34 @@ def differences_rho(y: np.ndarray, lag: int) -> float:
     if y.size <= lag + 1:
         return 0.0
     return long_run_sigma(stats.rankdata(y), lag)[1]
+
+
+def variogram_rho(y: np.ndarray) -> float:
+    """Lag-1 autocorrelation of the ranks of ``y`` from their variogram at lags 1 and 2, in [0, 0.95].
+
+    For Gaussian AR(1) noise, lag-``h`` differences have variance ``2 s^2 (1 - rho^h)``,
+    so ``var(d_2) / var(d_1) = 1 + rho`` and ``rho = (sigma_2 / sigma_1)^2 - 1`` (MAD
+    scales of centred differences, :func:`quiho.history._pelt.lag_sigma`). Only
+    one lag-1 and two lag-2 differences straddle a step, so steps barely move
+    either scale (unlike the lag-``h`` differences of :func:`differences_rho`).
+    The ranks enter as normal scores ``Phi^-1(rank / (n + 1))``: rank differences
+    of a wandering series are a scale mixture whose MAD ratio reads high (about
+    0.9 for rho 0.7), while normal scores of any monotone transform of a Gaussian
+    AR(1) are that AR(1) again.
+
+    References
+    ----------
+    .. [1] G. Matheron, "Principles of geostatistics", Economic Geology 58, 1963 (the variogram).
+    """
+    from quiho.history._pelt import lag_sigma
+
+    if y.size < 4:
+        return 0.0
+    z = stats.norm.ppf(stats.rankdata(y) / (y.size + 1))  # normal scores: see the docstring
+    s1, s2 = lag_sigma(z, 1), lag_sigma(z, 2)
+    if s1 <= 0:
+        return 0.0
+    return float(min(max((s2 / s1) ** 2 - 1.0, 0.0), 0.95))
 
 
 @register_detector
@@ -138,9 +183,13 @@ class AutoDetector(Detector):
     standard correction for serial dependence in change-point tests, not a
     threshold: alpha and min_size are untouched. ``dependence=False`` leaves
     it out (rho = 0); ``rho_from="differences"`` estimates rho from rank
-    differences instead (:func:`differences_rho`). ``trend_degree`` is the
-    degree of the trend of the step-versus-trend check (3 absorbs the S shape
-    a linear drift has in ranks).
+    differences instead (:func:`differences_rho`), ``rho_from="variogram"``
+    from the rank variogram at lags 1 and 2 (:func:`variogram_rho`, which a
+    step barely moves). ``trend_degree`` is the degree of the trend of the
+    step-versus-trend check (3 absorbs the S shape a linear drift has in
+    ranks); ``trend_on="values"`` runs that check on values winsorised around
+    a running median instead of ranks (a linear drift is linear in values, not
+    in ranks; see :func:`step_vs_trend_p`).
 
     References
     ----------
@@ -155,13 +204,14 @@ class AutoDetector(Detector):
     name = "auto"
 
     def __init__(self, *, dependence: bool = True, rho_from: str = "running-median", trend_degree: int = 1,
-                 min_size: int = 5, magnitude_floor: float = 0.0, alpha: float = 0.01,
+                 trend_on: str = "ranks", min_size: int = 5, magnitude_floor: float = 0.0, alpha: float = 0.01,
                  random_state: int | None = 0) -> None:
         super().__init__(min_size=min_size, magnitude_floor=magnitude_floor, alpha=alpha,
                          random_state=random_state)
         self.dependence = dependence
         self.rho_from = rho_from
         self.trend_degree = trend_degree
+        self.trend_on = trend_on
 
     def _rho(self, y: np.ndarray) -> float:
         width = 2 * self.min_size + 1
@@ -171,11 +221,18 @@ class AutoDetector(Detector):
             return short_range_rho(y, width)
         if self.rho_from == "differences":
             return differences_rho(y, width)
+        if self.rho_from == "variogram":
+            return variogram_rho(y)
         from quiho.errors import UsageError
 
-        raise UsageError(f"auto: rho_from must be 'running-median' or 'differences', got {self.rho_from!r}")
+        raise UsageError(f"auto: rho_from must be 'running-median', 'differences' or 'variogram', "
+                         f"got {self.rho_from!r}")
 
     def _locate(self, y: np.ndarray) -> list[tuple[int, float]]:
+        if self.trend_on not in ("ranks", "values"):
+            from quiho.errors import UsageError
+
+            raise UsageError(f"auto: trend_on must be 'ranks' or 'values', got {self.trend_on!r}")
         found: list[tuple[int, float]] = []
         rho = self._rho(y)
         self.rho_ = rho
@@ -189,7 +246,7 @@ class AutoDetector(Detector):
             k, p1 = pettitt(seg, self.min_size, infl)
             if p1 > self.alpha:
                 continue
-            p2 = step_vs_trend_p(seg, k, infl, self.trend_degree)
+            p2 = step_vs_trend_p(seg, k, infl, self.trend_degree, self.trend_on, 2 * self.min_size + 1)
             if p2 > self.alpha:
                 continue
             before, after = float(seg[:k].mean()), float(seg[k:].mean())

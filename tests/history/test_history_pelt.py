@@ -6,7 +6,7 @@ import pytest
 from quiho.datasets.history import ar_noise_history, step_history, trend_history
 from quiho.errors import UsageError
 from quiho.history import detect
-from quiho.history._auto import differences_rho, step_vs_trend_p
+from quiho.history._auto import differences_rho, pettitt, step_vs_trend_p, variogram_rho
 from quiho.history._pelt import lag_sigma, long_run_sigma, pelt_l2
 
 
@@ -59,6 +59,8 @@ def test_pelt_scale_and_auto_options_are_checked():
         detect(y, "pelt", scale="nope")
     with pytest.raises(UsageError, match="rho_from"):
         detect(y, "auto", rho_from="nope")
+    with pytest.raises(UsageError, match="trend_on"):
+        detect(y, "auto", trend_on="nope")
 
 
 def test_combo_keeps_only_changes_auto_finds():
@@ -95,3 +97,39 @@ def test_cubic_trend_check_is_exact_and_keeps_steps():
     assert step_vs_trend_p(y, 100, degree=3) > step_vs_trend_p(y, 100)
     case = step_history(120, (60,), (100.0, 110.0), noise=1.0)
     assert [c.index for c in detect(case.values, "auto", trend_degree=3).change_points] == [60]
+
+
+def test_variogram_rho_reads_ar1_and_not_steps():
+    ar = [variogram_rho(ar_noise_history(400, rho=0.7, random_state=s).values) for s in range(20)]
+    assert abs(float(np.median(ar)) - 0.7) <= 0.15
+    assert abs(variogram_rho(ar_noise_history(4000, rho=0.7, random_state=1).values) - 0.7) <= 0.15
+    steps = [step_history(400, (100, 200, 300), (100.0, 106.0, 100.0, 108.0), noise=1.0, random_state=s).values
+             for s in range(20)]
+    vario = [variogram_rho(y) for y in steps]
+    # independent noise: about 0 although three 6-8 sd steps; lag-11 differences read the steps as dependence
+    assert float(np.median(vario)) < 0.1 < float(np.median([differences_rho(y, 11) for y in steps]))
+    y = ar_noise_history(300, rho=0.5, random_state=7).values
+    assert variogram_rho(np.exp(y / 10)) == variogram_rho(y)  # ranks: any increasing transform
+    assert variogram_rho(np.array([1.0, 2.0, 3.0])) == 0.0 and variogram_rho(np.ones(50)) == 0.0
+
+
+def test_trend_check_on_values_absorbs_drift_and_keeps_steps():
+    t = np.arange(60, dtype=float)
+    for scale in (1.0, 1e-9):  # exact, whatever the unit
+        assert step_vs_trend_p(scale * t, 30, on="values") == 1.0
+        assert step_vs_trend_p(scale * np.r_[np.zeros(30), np.ones(30)], 30, on="values") == 0.0
+    assert step_vs_trend_p(np.ones(60), 30, on="values") == 1.0
+    # a linear drift of 6 sd over 200 builds: linear in values, S-shaped in ranks
+    ranks, values = [], []
+    for seed in range(30):
+        y = trend_history(200, drift=6.0, noise=1.0, random_state=seed).values
+        k, _ = pettitt(y, 5)
+        ranks.append(step_vs_trend_p(y, k))
+        values.append(step_vs_trend_p(y, k, on="values"))
+    assert ranks[5] < 0.01 and values[5] > 0.05
+    assert sum(p < 0.01 for p in values) <= sum(p < 0.01 for p in ranks) / 2
+    # a 4-sd step with a 30-sd slow build before it: winsorising keeps the spike from the regression
+    y = step_history(200, (100,), (100.0, 104.0), noise=1.0, random_state=3).values.copy()
+    y[50] += 30.0
+    assert step_vs_trend_p(y, 100, on="values") < 1e-3
+    assert [c.index for c in detect(y, "auto", trend_on="values", rho_from="variogram").change_points] == [100]
