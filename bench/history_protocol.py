@@ -125,6 +125,10 @@ def candidates() -> list[Candidate]:
         Candidate("auto-vtrend", _quiho("auto", trend_on="values"), 3),
         Candidate("auto-vario", _quiho("auto", rho_from="variogram"), 3),
         Candidate("auto-vtrend-vario", _quiho("auto", trend_on="values", rho_from="variogram"), 3),
+        # round 4, added after round 3's results (docs/history-protocol.md, "Round 4"); rule unchanged
+        Candidate("auto-vtrend-dscale", _quiho("auto", trend_on="values", trend_scale="differences"), 4),
+        Candidate("auto-vtrend-vario-dscale",
+                  _quiho("auto", trend_on="values", rho_from="variogram", trend_scale="differences"), 4),
         Candidate("rpt-binseg-bic", _ruptures("Binseg"), 1, peer=True),
         Candidate("rpt-pelt-bic", _ruptures("Pelt"), 1, peer=True),
     ]

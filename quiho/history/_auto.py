@@ -69,7 +69,7 @@ def pettitt(y: np.ndarray, min_size: int = 1, inflation: float = 1.0) -> tuple[i
 
 
 def step_vs_trend_p(y: np.ndarray, k: int, inflation: float = 1.0, degree: int = 1, on: str = "ranks",
-                    width: int = 11) -> float:
+                    width: int = 11, scale: str = "residuals") -> float:
     """p-value of a step at ``k`` in a regression that also has a polynomial trend.
 
     Fits ``z ~ 1 + P_1(t) + ... + P_degree(t) + [t >= k]`` (Legendre
@@ -86,6 +86,25 @@ def step_vs_trend_p(y: np.ndarray, k: int, inflation: float = 1.0, degree: int =
     its running median of ``width`` points (:func:`quiho.history._pelt.winsorise`,
     sigma from lag-1 differences), because the trend model is linear in values
     while clipping keeps the rank test's indifference to spikes and outliers.
+
+    ``scale="residuals"``: the noise variance is the regression's residual
+    variance. ``scale="differences"``: it is ``gamma_1 / (1 - rho)``, with
+    ``gamma_1`` the lag-1 semivariogram of ``z`` (:func:`quiho.history._pelt.lag_sigma`
+    squared: a MAD scale of lag-1 differences) and ``rho = (inflation - 1) /
+    (inflation + 1)`` the AR(1) coefficient the inflation came from; for AR(1)
+    noise ``gamma_1 = s^2 (1 - rho)``, so this estimates the marginal variance
+    ``s^2``. Reason: another step in the segment is left in the residual and
+    widens it, but moves only one lag-1 difference, which a MAD ignores. If
+    half the differences are equal (quantised values: the MAD is 0) the
+    residual variance is used.
+
+    References
+    ----------
+    .. [1] J. Rice, "Bandwidth choice for nonparametric regression", Annals of
+       Statistics 12, 1984 (noise variance from first differences).
+    .. [2] P. Hall, J. W. Kay, D. M. Titterington, "Asymptotically optimal
+       difference-based estimation of variance in nonparametric regression",
+       Biometrika 77, 1990.
     """
     from quiho.history._pelt import lag_sigma, winsorise
 
@@ -100,6 +119,10 @@ def step_vs_trend_p(y: np.ndarray, k: int, inflation: float = 1.0, degree: int =
         from quiho.errors import UsageError
 
         raise UsageError(f"step_vs_trend_p: on must be 'ranks' or 'values', got {on!r}")
+    if scale not in ("residuals", "differences"):
+        from quiho.errors import UsageError
+
+        raise UsageError(f"step_vs_trend_p: scale must be 'residuals' or 'differences', got {scale!r}")
     u = 2 * np.arange(n, dtype=float) / max(n - 1, 1) - 1
     x = np.column_stack([np.polynomial.legendre.legvander(u, degree), (np.arange(n) >= k).astype(float)])
     j = degree + 1  # column of the step
@@ -109,6 +132,11 @@ def step_vs_trend_p(y: np.ndarray, k: int, inflation: float = 1.0, degree: int =
     if dof <= 0 or spread <= 0:  # a constant segment has no step
         return 1.0
     s2 = float(resid @ resid) / dof
+    if scale == "differences":
+        gamma1 = lag_sigma(z, 1) ** 2
+        if gamma1 > 0:  # 0: quantised values (see the docstring), keep the residual variance
+            rho = (inflation - 1) / (inflation + 1)
+            s2 = gamma1 / (1 - rho)
     cov = np.linalg.pinv(x.T @ x)
     se = np.sqrt(max(s2 * cov[j, j] * inflation, 0.0))
     if se <= 1e-9 * spread:  # noise-free, relative to the data's scale (values may be nanoseconds or hours)
@@ -189,7 +217,11 @@ class AutoDetector(Detector):
     step-versus-trend check (3 absorbs the S shape a linear drift has in
     ranks); ``trend_on="values"`` runs that check on values winsorised around
     a running median instead of ranks (a linear drift is linear in values, not
-    in ranks; see :func:`step_vs_trend_p`).
+    in ranks; see :func:`step_vs_trend_p`). ``trend_scale="differences"``
+    takes that check's noise scale from lag-1 differences instead of the
+    regression residual (a second step in the segment widens the residual,
+    not the differences), with ``rho`` turning the differences' scale into the
+    noise's marginal one.
 
     References
     ----------
@@ -204,14 +236,15 @@ class AutoDetector(Detector):
     name = "auto"
 
     def __init__(self, *, dependence: bool = True, rho_from: str = "running-median", trend_degree: int = 1,
-                 trend_on: str = "ranks", min_size: int = 5, magnitude_floor: float = 0.0, alpha: float = 0.01,
-                 random_state: int | None = 0) -> None:
+                 trend_on: str = "ranks", trend_scale: str = "residuals", min_size: int = 5,
+                 magnitude_floor: float = 0.0, alpha: float = 0.01, random_state: int | None = 0) -> None:
         super().__init__(min_size=min_size, magnitude_floor=magnitude_floor, alpha=alpha,
                          random_state=random_state)
         self.dependence = dependence
         self.rho_from = rho_from
         self.trend_degree = trend_degree
         self.trend_on = trend_on
+        self.trend_scale = trend_scale
 
     def _rho(self, y: np.ndarray) -> float:
         width = 2 * self.min_size + 1
@@ -233,6 +266,10 @@ class AutoDetector(Detector):
             from quiho.errors import UsageError
 
             raise UsageError(f"auto: trend_on must be 'ranks' or 'values', got {self.trend_on!r}")
+        if self.trend_scale not in ("residuals", "differences"):
+            from quiho.errors import UsageError
+
+            raise UsageError(f"auto: trend_scale must be 'residuals' or 'differences', got {self.trend_scale!r}")
         found: list[tuple[int, float]] = []
         rho = self._rho(y)
         self.rho_ = rho
@@ -246,7 +283,8 @@ class AutoDetector(Detector):
             k, p1 = pettitt(seg, self.min_size, infl)
             if p1 > self.alpha:
                 continue
-            p2 = step_vs_trend_p(seg, k, infl, self.trend_degree, self.trend_on, 2 * self.min_size + 1)
+            p2 = step_vs_trend_p(seg, k, infl, self.trend_degree, self.trend_on, 2 * self.min_size + 1,
+                                 self.trend_scale)
             if p2 > self.alpha:
                 continue
             before, after = float(seg[:k].mean()), float(seg[k:].mean())

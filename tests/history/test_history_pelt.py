@@ -133,3 +133,41 @@ def test_trend_check_on_values_absorbs_drift_and_keeps_steps():
     y[50] += 30.0
     assert step_vs_trend_p(y, 100, on="values") < 1e-3
     assert [c.index for c in detect(y, "auto", trend_on="values", rho_from="variogram").change_points] == [100]
+
+
+def test_trend_check_with_difference_scale_sees_a_step_next_to_a_larger_one():
+    # +6 sd at 40, +18 sd at 80: the second step stays in the residual and hides the first from the residual scale
+    diff, resid = [], []
+    for seed in range(30):
+        y = step_history(120, (40, 80), (100.0, 106.0, 124.0), noise=1.0, random_state=seed).values
+        diff.append(step_vs_trend_p(y, 40, on="values", scale="differences"))
+        resid.append(step_vs_trend_p(y, 40, on="values"))
+    assert max(diff) < 1e-4 and min(resid) > 1e-3
+    # exact, whatever the unit; quantised values (MAD of differences 0) fall back to the residual scale
+    t = np.arange(60, dtype=float)
+    for scale in (1.0, 1e-9):
+        assert step_vs_trend_p(scale * t, 30, on="values", scale="differences") == 1.0
+        assert step_vs_trend_p(scale * np.r_[np.zeros(30), np.ones(30)], 30, on="values", scale="differences") == 0.0
+    q = np.r_[np.zeros(30), np.ones(30)]
+    q[::7] += 1.0  # most differences 0
+    assert step_vs_trend_p(q, 30, on="values", scale="differences") == step_vs_trend_p(q, 30, on="values")
+    with pytest.raises(UsageError):
+        step_vs_trend_p(t, 30, scale="mad")
+    with pytest.raises(UsageError):
+        detect(t, "auto", trend_scale="mad")
+
+
+def test_trend_check_with_difference_scale_keeps_drift_and_ar1_quiet():
+    drift = []
+    for seed in range(30):
+        y = trend_history(200, drift=6.0, noise=1.0, random_state=seed).values
+        drift.append(step_vs_trend_p(y, pettitt(y, 5)[0], on="values", scale="differences"))
+    assert sum(p > 0.05 for p in drift) >= 20
+    # AR(1) noise of rho 0.6, no step, the true rho's inflation: the level of the test holds at a fixed split
+    infl = 1.6 / 0.4
+    rejected = [step_vs_trend_p(ar_noise_history(200, rho=0.6, random_state=s).values, 100, infl, on="values",
+                                scale="differences") < 0.01 for s in range(200)]
+    assert sum(rejected) <= 10
+    case = step_history(200, (100,), (100.0, 104.0), noise=1.0, random_state=3)
+    assert [c.index for c in detect(case.values, "auto", trend_on="values", trend_scale="differences",
+                                    rho_from="variogram").change_points] == [100]
