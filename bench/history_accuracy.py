@@ -248,9 +248,10 @@ def _print_tcpd(cands: list[P.Candidate], preds: dict[str, Predictions], n: int)
 
 
 def _print_generated(cands: list[P.Candidate], preds: dict[str, Predictions], gen: list,
-                     summaries: list[P.Summary]) -> None:
+                     summaries: list[P.Summary], draw: int | None = None) -> None:
     shapes = list(SHAPES)
-    print(f"\n### Generated performance histories: {P.N_EACH} per shape, {P.N_BUILDS} builds, seed {P.GEN_SEED}")
+    seed = P.GEN_SEED if draw is None else draw
+    print(f"\n### Generated performance histories: {P.N_EACH} per shape, {P.N_BUILDS} builds, seed {seed}")
     print("Positive shapes: true changes found (within 5 builds) / true changes, false alarms. Negative shapes "
           f"({', '.join(NEGATIVE_SHAPES)}): false alarms. Detectors see per-build means.\n")
     print("| candidate | " + " | ".join(shapes) + " | recall | FA negatives |")
@@ -263,9 +264,10 @@ def _print_generated(cands: list[P.Candidate], preds: dict[str, Predictions], ge
 
 
 def _print_legacy(cands: list[P.Candidate], preds: dict[str, Predictions], legacy: list,
-                  summaries: list[P.Summary]) -> None:
+                  summaries: list[P.Summary], draw: int | None = None) -> None:
     kinds = list(dict.fromkeys(h.name for h in legacy))
-    print(f"\n### Synthetic suite: history_suite(10, 200, 2024), {len(legacy)} series, F1 / cover per kind; "
+    seed = 2024 if draw is None else draw
+    print(f"\n### Synthetic suite: history_suite(10, 200, {seed}), {len(legacy)} series, F1 / cover per kind; "
           "null kinds: trend, bimodal; FA = false alarms on them\n")
     print("| candidate | " + " | ".join(kinds) + " | mean F1 | mean cover | FA null |")
     print("|---|" + "---|" * (len(kinds) + 3))
@@ -291,25 +293,57 @@ def _print_tigerbeetle(cands: list[P.Candidate]) -> None:
         print(f"| {c.name} | {' '.join(map(str, c.run(y))) or '-'} |")
 
 
-def protocol(root: Path, use_cache: bool) -> None:
-    """Run the selection protocol of bench/history_protocol.py; print its tables and the chosen default."""
-    data = P.load_tcpd(root) if (root / "annotations.json").is_file() else []
-    gen = make_perf_suite(P.N_EACH, P.N_BUILDS, random_state=P.GEN_SEED)
-    legacy = history_suite(n_each=10, n=200, random_state=2024)
+def _print_draw_condition(summaries: list[P.Summary], draw: int) -> None:
+    """docs/history-protocol.md, "a fresh draw": the rule's limits, the synthetic ones being auto's on this draw."""
+    ref = next(s for s in summaries if s.name == "auto")
+    f1, cover = round(ref.legacy_f1, 3), round(ref.legacy_cover, 3)
+    print(f"\n### Fresh draw {draw}: FA on generated negatives <= {P.FA_MAX}, recall >= {P.RECALL_MIN}, synthetic >= "
+          f"auto's on this draw ({f1:.3f} / {cover:.3f}), synthetic null FA <= {P.LEGACY['fa_null']}\n")
+    print("| candidate | holds on this draw |")
+    print("|---|---|")
+    for s in summaries:
+        if s.peer:
+            continue
+        why = []
+        if s.fa_negatives > P.FA_MAX:
+            why.append(f"{s.fa_negatives} false alarms on generated negatives > {P.FA_MAX}")
+        if s.recall < P.RECALL_MIN:
+            why.append(f"recall {s.recall:.2f} < {P.RECALL_MIN}")
+        if round(s.legacy_f1, 3) < f1 or round(s.legacy_cover, 3) < cover:
+            why.append(f"synthetic {s.legacy_f1:.3f} / {s.legacy_cover:.3f} < auto's {f1:.3f} / {cover:.3f}")
+        if s.legacy_fa_null > P.LEGACY["fa_null"]:
+            why.append(f"synthetic null false alarms {s.legacy_fa_null} > {P.LEGACY['fa_null']}")
+        print(f"| {s.name} | {'yes' if not why else 'no: ' + '; '.join(why)} |")
+
+
+def protocol(root: Path, use_cache: bool, draw: int | None = None) -> None:
+    """Run the selection protocol of bench/history_protocol.py; print its tables and the chosen default.
+
+    ``draw``: the generated and synthetic suites drawn with this seed instead of the protocol's (a fresh draw of
+    the same generators); tcpd-dev is left out, as it does not change with the draw.
+    """
+    data = P.load_tcpd(root) if (root / "annotations.json").is_file() and draw is None else []
+    gen = make_perf_suite(P.N_EACH, P.N_BUILDS, random_state=P.GEN_SEED if draw is None else draw)
+    legacy = history_suite(n_each=10, n=200, random_state=2024 if draw is None else draw)
     cands = P.candidates()
     preds = {}
     for c in cands:
-        preds[c.name] = predict_all(c, data, gen, legacy, use_cache)
+        preds[c.name] = predict_all(c, data, gen, legacy, use_cache and draw is None)
         print(f"  {c.name}: {preds[c.name].seconds:.1f} CPU s", file=sys.stderr, flush=True)
     summaries = [_summary(c, preds[c.name], gen, legacy, bool(data)) for c in cands]
     print("\n## Selection protocol (bench/history_protocol.py, docs/history-protocol.md)\n")
-    if data:
+    if draw is not None:
+        print(f"Fresh draw {draw}: generated and synthetic suites with random_state={draw}; no tcpd table")
+    elif data:
         _print_tcpd(cands, preds, len(data))
     else:
         print(f"tcpd-dev not found at {root} (pass --tcpd DIR): no tcpd table, no choice")
-    _print_generated(cands, preds, gen, summaries)
-    _print_legacy(cands, preds, legacy, summaries)
+    _print_generated(cands, preds, gen, summaries, draw)
+    _print_legacy(cands, preds, legacy, summaries, draw)
     _print_tigerbeetle(cands)
+    if draw is not None:
+        _print_draw_condition(summaries, draw)
+        return
     print(f"\n### Rule: eligible = FA on generated negatives <= {P.FA_MAX}, recall on generated positives >= "
           f"{P.RECALL_MIN}, synthetic >= {P.LEGACY['f1']} / {P.LEGACY['cover']} with null FA <= "
           f"{P.LEGACY['fa_null']}; then best out-of-sample tcpd-dev F1, ties within {P.TIE} -> simpler\n")
@@ -546,6 +580,8 @@ def main() -> None:
     ap.add_argument("--tcpd", type=Path, default=P.TCPD, help="folder of the TCPD-dev series")
     ap.add_argument("--only-protocol", action="store_true", help="part 0 only")
     ap.add_argument("--cache", action="store_true", help=f"reuse predictions cached in {CACHE}")
+    ap.add_argument("--draw", type=int, nargs="+", default=None,
+                    help="with --only-protocol: rerun the generated and synthetic tables on fresh draws (these seeds)")
     ap.add_argument("--only-gate", action="store_true", help="part 4 only (the CI gate before and after alerts)")
     A.add_gate_arguments(ap, "one gate each", prefix="part 4: ")
     ap.add_argument("--gate-grid", type=int, nargs="?", const=max(GATE_GRIDS), choices=sorted(GATE_GRIDS), default=None,
@@ -557,6 +593,12 @@ def main() -> None:
         else tuple(A.gates_from_arguments(a))
     if a.only_gate:
         part4(n_each=2 if a.quick else 10, seeds=seeds, gates=gates, choose=a.gate_grid)
+        return
+    if a.draw:
+        if not a.only_protocol:
+            ap.error("--draw goes with --only-protocol")
+        for d in a.draw:
+            protocol(a.tcpd, a.cache, d)
         return
     protocol(a.tcpd, a.cache)
     if a.only_protocol:
