@@ -61,10 +61,11 @@ class GateOptions:
     at every build, so its level is the stricter 0.001: at 0.01 the gate raised more false alerts than the
     check it replaced, while a change point needs 0.01 to be placed in a short history at all.
     ``stack_on_new``: how a further regression on top of a ``new`` alert is raised (on an acknowledged one the
-    newest revision alone always stacks: the gate is green, so waiting would let a slower build pass). ``"no"``:
-    never (the gate is red already); ``"newest"``: as on an acknowledged alert (it raised false alerts above
-    today's check where one slow build lands on an open alert); ``"confirmed"``: only when the next revision
-    confirms it (see :func:`_stack`).
+    newest revision alone always stacks: the gate is green, so waiting would let a slower build pass).
+    ``"confirmed"`` (the default): only when the next revision confirms it (see :func:`_stack`), so a second step
+    while the first alert is still new is named by its own alert; ``"no"``: never (the gate is red already; it
+    caught fewer regressions than the check it replaced); ``"newest"``: as on an acknowledged alert (it raised
+    false alerts above today's check where one slow build lands on an open alert).
     ``test_within``: the round variance of the tested revisions in every comparison of the gate (the newest check,
     stacking, a change point's confirmation, a fix's evidence; :func:`~quiho.history._levels.compare_levels`):
     one rule, because a tested revision's few rounds estimate its variance as poorly whichever question is asked.
@@ -72,14 +73,15 @@ class GateOptions:
     alert's good level, the PR base; :func:`_without_spikes`). ``"drop"``: they go; ``"recurring"``: they go unless
     the newest revision is odd on their side by the same rule, because then they are not isolated but recur (else
     every build of a bimodal benchmark's rare band alerts). Round 5 of the protocol chose ``"recurring"`` with
-    ``"confirmed"`` in sample; out of sample it caught fewer regressions where builds spike (docs/statistics.md),
-    so neither is the default.
+    ``"confirmed"`` in sample; out of sample ``"recurring"`` caught fewer regressions where builds spike
+    (docs/statistics.md), so it is not the default.
     ``stack_variance``: the level and variance a further regression on an open alert is tested against (:func:`_stack`).
-    ``"good"``: the open alert's regressed level with the variance components of its good level; ``"regressed"``: the
-    regressed level without odd builds and with its own variance components, which is the good level the stacked
-    alert is then followed and closed against, so the test that raises it and the one that closes it agree (with
-    ``"good"`` a regressed level widened by odd builds closed each stacked alert as "not confirmed" two builds later
-    and the next pair stacked another one, round 6 of the protocol in docs/statistics.md).
+    ``"good"`` (the default): the open alert's regressed level with the variance components of its good level;
+    ``"regressed"``: the regressed level without odd builds and with its own variance components, which is the good
+    level the stacked alert is then followed and closed against, so the test that raises it and the one that closes
+    it agree (with ``"good"`` a regressed level widened by odd builds closed each stacked alert as "not confirmed"
+    two builds later and the next pair stacked another one). Round 6 of the protocol (docs/statistics.md) kept
+    ``"good"``: ``"regressed"`` removed those loops but caught fewer further steps.
     """
 
     method: str = "auto"
@@ -88,7 +90,7 @@ class GateOptions:
     magnitude_floor: float = 0.0
     base: str | None = None
     newest_alpha: float = 0.001
-    stack_on_new: str = "no"
+    stack_on_new: str = "confirmed"
     test_within: str = "own"
     spike_filter: str = "drop"
     stack_variance: str = "good"

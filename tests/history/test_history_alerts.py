@@ -526,9 +526,9 @@ def test_spike_filter_is_checked() -> None:
 
 
 def test_round5_gate_keeps_a_recurring_band_and_stacks_a_confirmed_step(tmp_path: Path) -> None:
-    """Round 5's in-sample choice (not the default: it failed out of sample): a newest build in a rare band that
-    recurs raises nothing (the default "drop" alerts), and a confirmed further step on a new alert gets its own
-    alert (the default "no" raises none)."""
+    """Round 5's in-sample choice ("recurring" is not the default: it failed out of sample): a newest build in a rare
+    band that recurs raises nothing (the default "drop" alerts), and a confirmed further step on a new alert gets its
+    own alert, as with the default since round 6 ("no" raises none)."""
     r5 = GateOptions(spike_filter="recurring", stack_on_new="confirmed")
     with open_store(tmp_path / "q.db") as st:
         save_history(st, _rare_band(1.15), "t")
@@ -536,7 +536,8 @@ def test_round5_gate_keeps_a_recurring_band_and_stacks_a_confirmed_step(tmp_path
         assert run_gate(st, GateOptions()).failing
     levels = [1.0] * 10 + [1.2] * 5 + [1.4] * 3
     assert [a.first_bad for a in _walk(tmp_path, "r5", levels[:17], r5)] == ["r10", "r15"]
-    assert [a.first_bad for a in _walk(tmp_path, "default", levels[:17], GateOptions())] == ["r10"]
+    assert [a.first_bad for a in _walk(tmp_path, "default", levels[:17], GateOptions())] == ["r10", "r15"]
+    assert [a.first_bad for a in _walk(tmp_path, "no", levels[:17], GateOptions(stack_on_new="no"))] == ["r10"]
 
 
 def _two_slow_builds_in_the_regressed_level() -> list[float]:
