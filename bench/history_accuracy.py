@@ -109,6 +109,21 @@ caught, subject to false alerts <= before's in total and in every shape; the cho
 total; ties -> fewer false alerts in total, then today's behaviour first (drop before recurring, then no stacking
 before confirmed); no candidate eligible -> nothing chosen, the defaults stay. Out of sample, reported and never
 used for the choice: part 4 on seeds 7373 and 8484, and bench/history_alerts.py on seeds 1212 and 1313.
+
+Round 6 of that protocol (added after round 5's results, before running round 6; what the designer had seen: rounds
+1-5 on seeds 31, 7, 101, 202, 303, 404, 505, 606, 1111, 2222, 3333, 4444, 5151, 6262, 7373 and 8484, and
+bench/history_alerts.py on seeds 31, 101, 7, 202, 808, 909, 1010, 1212 and 1313, and a diagnosis on used seeds:
+confirmed stacking's step+spikes excess is a loop, a stacked alert tested with the good level's variance and then
+closed, as "not confirmed", against the regressed level with that level's own, wider variance, and stacked again at
+the next pair). Candidates: today's default (drop, no stacking), drop + confirmed, drop + confirmed +
+``stack_variance="regressed"`` (a stacked alert is tested against the regressed level without odd builds with its
+own variance components: the level it is then followed against), all at newest alpha 0.001, test_within own. In
+sample: fresh seeds 4646 and 5757 (``--gate-grid 6 --seeds 4646 5757``). Rule: eligible = caught >= before's and
+false alerts <= before's in total, and in no shape false alerts significantly above before's (exact conditional
+binomial test, one-sided p = P(X >= a), X ~ Binomial(a + b, 1/2), p < 0.05; a <= b never); among the eligible the
+most caught; ties (within one regression) -> fewer false alerts in total, then no fix before the fix, then no
+stacking before confirmed. It ships only if the chosen gate is eligible by the same rule out of sample (part 4 on
+seeds 6868 and 7979) and catches >= before's in every scenario of bench/history_alerts.py on seeds 2424 and 3535.
 """
 
 from __future__ import annotations
@@ -126,6 +141,7 @@ import history_alerts as A
 import history_protocol as P
 import numpy as np
 import ruptures as rpt
+from scipy import stats
 
 from quiho.datasets.history import HistoryCase, ar_noise_history, history_suite, step_history
 from quiho.datasets.perf_history import NEGATIVE_SHAPES, SHAPES, make_perf_suite
@@ -475,11 +491,15 @@ GATE_GRIDS = {1: tuple((na, st, "own") for na in _ALPHAS for st in ("no", "newes
               2: ((0.001, "no", "own"), *((na, "confirmed", "own") for na in _ALPHAS)),
               3: ((0.001, "no", "own"), *((na, "confirmed", "own") for na in _ALPHAS)),
               4: tuple((0.001, st, tw) for st in ("no", "confirmed") for tw in ("own", "larger", "pooled")),
-              5: tuple((0.001, st, "own", sf) for st in ("no", "confirmed") for sf in ("drop", "recurring"))}
-#: gates a round runs for reference only: never chosen (rounds 3-5 run today's default as a candidate)
-GATE_REFERENCE = {1: (), 2: ((0.001, "no", "own"),), 3: (), 4: (), 5: ()}
+              5: tuple((0.001, st, "own", sf) for st in ("no", "confirmed") for sf in ("drop", "recurring")),
+              6: ((0.001, "no", "own", "drop", "good"), (0.001, "confirmed", "own", "drop", "good"),
+                  (0.001, "confirmed", "own", "drop", "regressed"))}
+#: gates a round runs for reference only: never chosen (rounds 3-6 run today's default as a candidate)
+GATE_REFERENCE = {1: (), 2: ((0.001, "no", "own"),), 3: (), 4: (), 5: (), 6: ()}
 #: each round's in-sample seeds: its rule chooses only on these
-GATE_IN_SAMPLE = {1: (7, 31), 2: (7, 31), 3: (303, 404), 4: (1111, 2222), 5: (5151, 6262)}
+GATE_IN_SAMPLE = {1: (7, 31), 2: (7, 31), 3: (303, 404), 4: (1111, 2222), 5: (5151, 6262), 6: (4646, 5757)}
+#: round 6: a shape's false alerts are significantly above before's at this one-sided level
+_SHAPE_LEVEL = 0.05
 #: round 4's tie order of the tested revisions' round variance: the smaller departure from today's first
 _WITHIN_ORDER = {"own": 2, "larger": 1, "pooled": 0}
 _label = A.label
@@ -522,8 +542,11 @@ def part4(n_each: int, seeds: tuple[int, ...], gates: tuple[GateOptions, ...], n
             per_shape[shape] = rows
     for gate in names:
         _print_gate_row("all", gate, tot[gate], [])
-    if choose:
+    if choose == 6:
+        rule = _choose6(gates, tot, per_shape)
+    elif choose:
         rule = _choose(choose, gates, tot, per_shape)
+    if choose:
         if tuple(sorted(seeds)) == GATE_IN_SAMPLE[choose]:
             print(f"\nchosen by round {choose} of the protocol: {rule}")
         else:  # out of sample: the rule's answer is a reading, not the round's choice
@@ -561,6 +584,52 @@ def _choose(rnd: int, gates: tuple[GateOptions, ...], tot: dict[str, list[int]],
         return f"none ({_label(best)} meets the bounds but catches fewer than before)"
     return (f"{_label(best)} (newest_alpha={best.newest_alpha:g}, stack_on_new={best.stack_on_new!r}, "
             f"test_within={best.test_within!r}, spike_filter={best.spike_filter!r})")
+
+
+def excess_p(a: int, b: int) -> float:
+    """One-sided p of ``a`` false alerts against before's ``b`` in one shape: P(X >= a), X ~ Binomial(a + b, 1/2).
+
+    Given the a + b alerts of the two gates in a shape, each is the candidate's with probability 1/2 if the two
+    raise them at the same rate (the exact conditional test of two Poisson counts); a <= b is never significant.
+    """
+    return float(stats.binom.sf(a - 1, a + b, 0.5)) if a > b else 1.0
+
+
+def _eligible6(o: GateOptions, tot: dict[str, list[int]], per_shape: dict[str, dict[str, list[int]]]) -> list[str]:
+    """Why ``o`` is not eligible by round 6's rule (empty: eligible)."""
+    r, b = tot[_label(o)], tot["before"]
+    why = [f"caught {r[1]} < before's {b[1]}"] if r[1] < b[1] else []
+    if r[4] > b[4]:
+        why.append(f"false alerts {r[4]} > before's {b[4]} in total")
+    for shape, rows in per_shape.items():
+        a, bb = rows[_label(o)][4], rows["before"][4]
+        if (p := excess_p(a, bb)) < _SHAPE_LEVEL:
+            why.append(f"{shape} {a} against {bb}, p = {p:.3g}")
+    return why
+
+
+def _choose6(gates: tuple[GateOptions, ...], tot: dict[str, list[int]],
+             per_shape: dict[str, dict[str, list[int]]]) -> str:
+    """Round 6's rule. Eligible: caught >= before's and false alerts <= before's in total, and in no shape false
+    alerts significantly above before's (:func:`excess_p` < 0.05). Among the eligible the most caught; ties (within
+    one regression) -> fewer false alerts in total, then no fix before the fix (``stack_variance``), then no
+    stacking before confirmed. Prints every gate's eligibility and the per-shape p wherever it exceeds before."""
+    for o in gates:
+        over = [f"{shape} {rows[_label(o)][4]} > {rows['before'][4]} (p = "
+                f"{excess_p(rows[_label(o)][4], rows['before'][4]):.3g})"
+                for shape, rows in per_shape.items() if rows[_label(o)][4] > rows["before"][4]]
+        why = _eligible6(o, tot, per_shape)
+        print(f"- {_label(o)}: {'eligible' if not why else 'not eligible: ' + '; '.join(why)}; above before: "
+              f"{', '.join(over) or 'none'}")
+    ok = [o for o in gates if not _eligible6(o, tot, per_shape)]
+    if not ok:
+        return "none (no gate is eligible)"
+    most = max(tot[_label(o)][1] for o in ok)
+    best = min((o for o in ok if tot[_label(o)][1] >= most - 1),
+               key=lambda o: (tot[_label(o)][4], o.stack_variance != "good", o.stack_on_new != "no"))
+    return (f"{_label(best)} (newest_alpha={best.newest_alpha:g}, stack_on_new={best.stack_on_new!r}, "
+            f"test_within={best.test_within!r}, spike_filter={best.spike_filter!r}, "
+            f"stack_variance={best.stack_variance!r})")
 
 
 def _print_gate_row(shape: str, gate: str, r: list[int], widths: list[tuple[float, float]]) -> None:

@@ -44,6 +44,7 @@ from scipy import stats
 from quiho.history import (
     SPIKE_FILTERS,
     STACK_RULES,
+    STACK_VARIANCES,
     WITHIN_RULES,
     GateOptions,
     History,
@@ -166,16 +167,18 @@ def walk_after(h: History, calm: np.ndarray, store_path: Path,
 
 
 def gate_options(alpha: float = ALPHA, newest_alpha: float | None = None, stack_on_new: str | None = None,
-                 test_within: str | None = None, spike_filter: str | None = None) -> GateOptions:
+                 test_within: str | None = None, spike_filter: str | None = None,
+                 stack_variance: str | None = None) -> GateOptions:
     """The alert gate's options at ``alpha`` and ``MIN_SIZE``; None keeps quiho's default of that field."""
     given = {"newest_alpha": newest_alpha, "stack_on_new": stack_on_new, "test_within": test_within,
-             "spike_filter": spike_filter}
+             "spike_filter": spike_filter, "stack_variance": stack_variance}
     return replace(GateOptions(alpha=alpha, min_size=MIN_SIZE), **{k: v for k, v in given.items() if v is not None})
 
 
 def add_gate_arguments(ap: argparse.ArgumentParser, each: str, prefix: str = "") -> None:
     """The alert gate's options on the command line: ``--alpha-after`` and, ``each`` one gate per combination of
-    values, ``--newest-alpha``, ``--stack-on-new``, ``--test-within``, ``--spike-filter`` (both benches)."""
+    values, ``--newest-alpha``, ``--stack-on-new``, ``--test-within``, ``--spike-filter``, ``--stack-variance``
+    (both benches)."""
     ap.add_argument("--alpha-after", type=float, default=ALPHA, help=f"{prefix}the alert gate's alpha (before: 0.01)")
     ap.add_argument("--newest-alpha", type=float, nargs="+", default=[None],
                     help=f"{prefix}the alert gate's alpha for the newest-revision checks, {each} (default: quiho's)")
@@ -188,21 +191,26 @@ def add_gate_arguments(ap: argparse.ArgumentParser, each: str, prefix: str = "")
     ap.add_argument("--spike-filter", choices=SPIKE_FILTERS, nargs="+", default=[None],
                     help=f"{prefix}how odd builds leave the newest revision's baselines, {each} per the options "
                          "above (default: quiho's)")
+    ap.add_argument("--stack-variance", choices=STACK_VARIANCES, nargs="+", default=[None],
+                    help=f"{prefix}the level and variance a stacked alert is tested against, {each} per the "
+                         "options above (default: quiho's)")
 
 
 def gates_from_arguments(args: argparse.Namespace) -> list[GateOptions]:
     """One gate per combination of the values given to :func:`add_gate_arguments`' options."""
-    return [gate_options(args.alpha_after, na, st, tw, sf) for na in args.newest_alpha for st in args.stack_on_new
-            for tw in args.test_within for sf in args.spike_filter]
+    return [gate_options(args.alpha_after, na, st, tw, sf, sv) for na in args.newest_alpha
+            for st in args.stack_on_new for tw in args.test_within for sf in args.spike_filter
+            for sv in args.stack_variance]
 
 
 def label(o: GateOptions) -> str:
     """An alert gate's name in the tables: its newest-revision alpha, how it stacks on a new alert, and the tested
-    revisions' round variance when it is not their own (``~pooled``, ``~larger``), and the spike filter when it is
-    not ``drop`` (``/recurring``)."""
+    revisions' round variance when it is not their own (``~pooled``, ``~larger``), the spike filter when it is
+    not ``drop`` (``/recurring``), and a stacked alert's variance when it is not the good level's (``^regressed``)."""
     return (f"after {o.newest_alpha:g}{'' if o.stack_on_new == 'no' else ' +' + o.stack_on_new}"
             f"{'' if o.test_within == 'own' else ' ~' + o.test_within}"
-            f"{'' if o.spike_filter == 'drop' else ' /' + o.spike_filter}")
+            f"{'' if o.spike_filter == 'drop' else ' /' + o.spike_filter}"
+            f"{'' if o.stack_variance == 'good' else ' ^' + o.stack_variance}")
 
 
 def red_runs(red: np.ndarray) -> list[tuple[int, None]]:

@@ -34,14 +34,16 @@ from quiho.store import Store
 from quiho.store import alerts as sa
 from quiho.store.alerts import ALERT_STATES, AlertRow
 
-__all__ = ["ALERT_STATES", "OPEN_STATES", "SPIKE_FILTERS", "STACK_RULES", "GateOptions", "GateResult", "run_gate",
-           "list_alerts", "set_alert_state", "alert_to_dict", "alert_lines", "alert_markdown"]
+__all__ = ["ALERT_STATES", "OPEN_STATES", "SPIKE_FILTERS", "STACK_RULES", "STACK_VARIANCES", "GateOptions",
+           "GateResult", "run_gate", "list_alerts", "set_alert_state", "alert_to_dict", "alert_lines", "alert_markdown"]
 
 OPEN_STATES = ("new", "acknowledged")
 #: values of :attr:`GateOptions.stack_on_new`
 STACK_RULES = ("no", "newest", "confirmed")
 #: values of :attr:`GateOptions.spike_filter`
 SPIKE_FILTERS = ("drop", "recurring")
+#: values of :attr:`GateOptions.stack_variance`
+STACK_VARIANCES = ("good", "regressed")
 #: change points this close (in revisions) to a fixed alert's first bad or fix revision are that alert's own
 _NEAR = 2
 
@@ -59,10 +61,11 @@ class GateOptions:
     at every build, so its level is the stricter 0.001: at 0.01 the gate raised more false alerts than the
     check it replaced, while a change point needs 0.01 to be placed in a short history at all.
     ``stack_on_new``: how a further regression on top of a ``new`` alert is raised (on an acknowledged one the
-    newest revision alone always stacks: the gate is green, so waiting would let a slower build pass). ``"no"``:
-    never (the gate is red already); ``"newest"``: as on an acknowledged alert (it raised false alerts above
-    today's check where one slow build lands on an open alert); ``"confirmed"``: only when the next revision
-    confirms it (see :func:`_stack`).
+    newest revision alone always stacks: the gate is green, so waiting would let a slower build pass).
+    ``"confirmed"`` (the default): only when the next revision confirms it (see :func:`_stack`), so a second step
+    while the first alert is still new is named by its own alert; ``"no"``: never (the gate is red already; it
+    caught fewer regressions than the check it replaced); ``"newest"``: as on an acknowledged alert (it raised
+    false alerts above today's check where one slow build lands on an open alert).
     ``test_within``: the round variance of the tested revisions in every comparison of the gate (the newest check,
     stacking, a change point's confirmation, a fix's evidence; :func:`~quiho.history._levels.compare_levels`):
     one rule, because a tested revision's few rounds estimate its variance as poorly whichever question is asked.
@@ -70,8 +73,15 @@ class GateOptions:
     alert's good level, the PR base; :func:`_without_spikes`). ``"drop"``: they go; ``"recurring"``: they go unless
     the newest revision is odd on their side by the same rule, because then they are not isolated but recur (else
     every build of a bimodal benchmark's rare band alerts). Round 5 of the protocol chose ``"recurring"`` with
-    ``"confirmed"`` in sample; out of sample it caught fewer regressions where builds spike (docs/statistics.md),
-    so neither is the default.
+    ``"confirmed"`` in sample; out of sample ``"recurring"`` caught fewer regressions where builds spike
+    (docs/statistics.md), so it is not the default.
+    ``stack_variance``: the level and variance a further regression on an open alert is tested against (:func:`_stack`).
+    ``"good"`` (the default): the open alert's regressed level with the variance components of its good level;
+    ``"regressed"``: the regressed level without odd builds and with its own variance components, which is the good
+    level the stacked alert is then followed and closed against, so the test that raises it and the one that closes
+    it agree (with ``"good"`` a regressed level widened by odd builds closed each stacked alert as "not confirmed"
+    two builds later and the next pair stacked another one). Round 6 of the protocol (docs/statistics.md) kept
+    ``"good"``: ``"regressed"`` removed those loops but caught fewer further steps.
     """
 
     method: str = "auto"
@@ -80,13 +90,14 @@ class GateOptions:
     magnitude_floor: float = 0.0
     base: str | None = None
     newest_alpha: float = 0.001
-    stack_on_new: str = "no"
+    stack_on_new: str = "confirmed"
     test_within: str = "own"
     spike_filter: str = "drop"
+    stack_variance: str = "good"
 
     def __post_init__(self) -> None:
         for name, allowed in (("spike_filter", SPIKE_FILTERS), ("test_within", WITHIN_RULES),
-                              ("stack_on_new", STACK_RULES)):
+                              ("stack_on_new", STACK_RULES), ("stack_variance", STACK_VARIANCES)):
             if (value := getattr(self, name)) not in allowed:
                 raise UsageError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
 
@@ -390,6 +401,9 @@ def _stack(h: History, a: AlertRow, fb: int, vc: VarianceComponents, spans: Sequ
     ``newest_alpha`` without a correction; the two as one level is the evidence the alert reports). That regressed
     level leaves out ``fb``, as the fix's "not confirmed" level does: it was picked for being extreme, and keeping
     it would bias the level up (at least one revision remains; ``vc``, the good level's, gives the variances).
+    With ``stack_variance="regressed"`` the regressed level loses its odd builds as a baseline does and gives its
+    own variance components (two revisions or more): it is the good level the stacked alert will be followed and
+    closed against, so a level wider than ``vc`` cannot raise an alert that its own follow closes at once.
 
     References
     ----------
@@ -407,7 +421,12 @@ def _stack(h: History, a: AlertRow, fb: int, vc: VarianceComponents, spans: Sequ
             return None
     else:
         return None
-    ref = [h.samples[i] for i in ref_idx]
+    kept = ref_idx
+    if opts.stack_variance == "regressed":  # the good level the stacked alert will be followed against
+        if len(kept := _newest_baseline(h, ref_idx, opts)) < 2:
+            return None
+        vc = variance_components([h.samples[i] for i in kept])
+    ref = [h.samples[i] for i in kept]
 
     def worse(idx: Sequence[int]) -> LevelComparison | None:
         c = compare_levels(vc, ref, [h.samples[i] for i in idx], opts.newest_alpha,
@@ -419,7 +438,7 @@ def _stack(h: History, a: AlertRow, fb: int, vc: VarianceComponents, spans: Sequ
     if level is None or (len(test_idx) > 1 and any(worse([i]) is None for i in test_idx)):
         return None
     return _row(h, test_idx[0], h.revisions[ref_idx[0]], f"{how}, on {a.state} #{a.id}", level.reference,
-                level.test, (level.magnitude, level.ci, level.p_value), len(ref_idx))
+                level.test, (level.magnitude, level.ci, level.p_value), len(kept))
 
 
 def list_alerts(store: Store, states: Sequence[str] = OPEN_STATES, series: str | None = None) -> list[AlertRow]:

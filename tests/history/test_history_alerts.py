@@ -526,9 +526,9 @@ def test_spike_filter_is_checked() -> None:
 
 
 def test_round5_gate_keeps_a_recurring_band_and_stacks_a_confirmed_step(tmp_path: Path) -> None:
-    """Round 5's in-sample choice (not the default: it failed out of sample): a newest build in a rare band that
-    recurs raises nothing (the default "drop" alerts), and a confirmed further step on a new alert gets its own
-    alert (the default "no" raises none)."""
+    """Round 5's in-sample choice ("recurring" is not the default: it failed out of sample): a newest build in a rare
+    band that recurs raises nothing (the default "drop" alerts), and a confirmed further step on a new alert gets its
+    own alert, as with the default since round 6 ("no" raises none)."""
     r5 = GateOptions(spike_filter="recurring", stack_on_new="confirmed")
     with open_store(tmp_path / "q.db") as st:
         save_history(st, _rare_band(1.15), "t")
@@ -536,4 +536,47 @@ def test_round5_gate_keeps_a_recurring_band_and_stacks_a_confirmed_step(tmp_path
         assert run_gate(st, GateOptions()).failing
     levels = [1.0] * 10 + [1.2] * 5 + [1.4] * 3
     assert [a.first_bad for a in _walk(tmp_path, "r5", levels[:17], r5)] == ["r10", "r15"]
-    assert [a.first_bad for a in _walk(tmp_path, "default", levels[:17], GateOptions())] == ["r10"]
+    assert [a.first_bad for a in _walk(tmp_path, "default", levels[:17], GateOptions())] == ["r10", "r15"]
+    assert [a.first_bad for a in _walk(tmp_path, "no", levels[:17], GateOptions(stack_on_new="no"))] == ["r10"]
+
+
+def _two_slow_builds_in_the_regressed_level() -> list[float]:
+    """A +20 % step at r10, two +50 % builds inside that level (2 of 18: above the spike filter's 10 % cap, so they
+    stay in it), a further step to +40 % at r28."""
+    regressed = [1.2] * 18
+    regressed[6] = regressed[10] = 1.5
+    return [1.0] * 10 + regressed + [1.4] * 12
+
+
+@pytest.mark.parametrize("variance", ["good", "regressed"])
+def test_a_stacked_alert_is_tested_against_the_level_it_is_followed_against(tmp_path: Path, variance: str) -> None:
+    """With the good level's variance ("good") the step at r28 stacks an alert that its follow, against the regressed
+    level widened by the two slow builds, closes as "not confirmed" two builds later; the level is still high, so
+    the next pair stacks another, and so on. With the regressed level's own variance ("regressed") the test that
+    would raise it agrees with the one that would close it: no stacked alert (the wide level cannot show the step)."""
+    opts = GateOptions(stack_on_new="confirmed", stack_variance=variance)
+    alerts = _walk(tmp_path, variance, _two_slow_builds_in_the_regressed_level(), opts)
+    assert (alerts[0].first_bad, alerts[0].state) == ("r10", "new")
+    stacked = alerts[1:]
+    if variance == "regressed":
+        assert stacked == []
+        return
+    assert len(stacked) >= 4 and all(a.found_by.startswith("two newest revisions, on new #1") for a in stacked)
+    assert [a.fixed_by for a in stacked[:-1]] == ["not confirmed"] * (len(stacked) - 1)
+    assert {int(a.fixed_at[1:]) - int(a.first_bad[1:]) for a in stacked[:-1]} == {2}
+
+
+def test_with_the_regressed_levels_variance_a_further_step_is_still_stacked(tmp_path: Path) -> None:
+    """A clean regressed level: the further step at r20 gets its own alert, which stays new, against the regressed
+    level without its first bad build (r11-r18) and that level's own variance."""
+    levels = [1.0] * 10 + [1.2] * 10 + [1.4] * 6
+    alerts = _walk(tmp_path, "clean", levels, GateOptions(stack_on_new="confirmed", stack_variance="regressed"))
+    assert [(a.first_bad, a.state) for a in alerts] == [("r10", "new"), ("r20", "new")]
+    second = alerts[1]
+    assert second.baseline_from == "r11" and second.n_baseline == 9 and second.ci_low > 0
+    assert second.magnitude == pytest.approx(1.4 / 1.2 - 1, abs=0.03)
+
+
+def test_stack_variance_is_checked() -> None:
+    with pytest.raises(UsageError, match="stack_variance must be one of"):
+        GateOptions(stack_variance="own")
