@@ -69,6 +69,10 @@ class GateOptions:
     ``test_within``: the round variance of the tested revisions in every comparison of the gate (the newest check,
     stacking, a change point's confirmation, a fix's evidence; :func:`~quiho.history._levels.compare_levels`):
     one rule, because a tested revision's few rounds estimate its variance as poorly whichever question is asked.
+    ``"pooled"`` (the default): the model's common round variance, because a revision of 3 rounds estimates its own
+    with 2 degrees of freedom (by chance near 0, or a t quantile near 10 at 99 %), which made the gate's interval
+    wider than the check it replaced with bimodal rounds (round 7 of the protocol, docs/statistics.md). Its cost: a
+    change that makes a benchmark noisier no longer widens the interval by itself (``"own"``, ``"larger"`` do).
     ``spike_filter``: how odd builds leave a baseline the newest revision is checked against (its segment, an
     alert's good level, the PR base; :func:`_without_spikes`). ``"drop"``: they go; ``"recurring"``: they go unless
     the newest revision is odd on their side by the same rule, because then they are not isolated but recur (else
@@ -91,7 +95,7 @@ class GateOptions:
     base: str | None = None
     newest_alpha: float = 0.001
     stack_on_new: str = "confirmed"
-    test_within: str = "own"
+    test_within: str = "pooled"
     spike_filter: str = "drop"
     stack_variance: str = "good"
 
