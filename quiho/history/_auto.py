@@ -238,6 +238,7 @@ class AutoDetector(Detector):
     def __init__(self, *, dependence: bool = True, rho_from: str = "running-median", trend_degree: int = 1,
                  trend_on: str = "ranks", trend_scale: str = "residuals", min_size: int = 5,
                  magnitude_floor: float = 0.0, alpha: float = 0.01, random_state: int | None = 0) -> None:
+        """Keep the settings, many parameters because each is a measured variant (sklearn-style keywords)."""
         super().__init__(min_size=min_size, magnitude_floor=magnitude_floor, alpha=alpha,
                          random_state=random_state)
         self.dependence = dependence
