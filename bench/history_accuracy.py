@@ -565,9 +565,9 @@ def part4(n_each: int, seeds: tuple[int, ...], gates: tuple[GateOptions, ...], n
     for gate in names:
         _print_gate_row("all", gate, tot[gate], [])
     if choose == 7:
-        rule = _choose7(gates, tot, per_shape, width99)
+        rule = _choose_gate(gates, tot, per_shape, width99)
     elif choose == 6:
-        rule = _choose6(gates, tot, per_shape)
+        rule = _choose_gate(gates, tot, per_shape)
     elif choose:
         rule = _choose(choose, gates, tot, per_shape)
     if choose:
@@ -632,30 +632,6 @@ def _eligible6(o: GateOptions, tot: dict[str, list[int]], per_shape: dict[str, d
     return why
 
 
-def _choose6(gates: tuple[GateOptions, ...], tot: dict[str, list[int]],
-             per_shape: dict[str, dict[str, list[int]]]) -> str:
-    """Round 6's rule. Eligible: caught >= before's and false alerts <= before's in total, and in no shape false
-    alerts significantly above before's (:func:`excess_p` < 0.05). Among the eligible the most caught; ties (within
-    one regression) -> fewer false alerts in total, then no fix before the fix (``stack_variance``), then no
-    stacking before confirmed. Prints every gate's eligibility and the per-shape p wherever it exceeds before."""
-    for o in gates:
-        over = [f"{shape} {rows[_label(o)][4]} > {rows['before'][4]} (p = "
-                f"{excess_p(rows[_label(o)][4], rows['before'][4]):.3g})"
-                for shape, rows in per_shape.items() if rows[_label(o)][4] > rows["before"][4]]
-        why = _eligible6(o, tot, per_shape)
-        print(f"- {_label(o)}: {'eligible' if not why else 'not eligible: ' + '; '.join(why)}; above before: "
-              f"{', '.join(over) or 'none'}")
-    ok = [o for o in gates if not _eligible6(o, tot, per_shape)]
-    if not ok:
-        return "none (no gate is eligible)"
-    most = max(tot[_label(o)][1] for o in ok)
-    best = min((o for o in ok if tot[_label(o)][1] >= most - 1),
-               key=lambda o: (tot[_label(o)][4], o.stack_variance != "good", o.stack_on_new != "no"))
-    return (f"{_label(best)} (newest_alpha={best.newest_alpha:g}, stack_on_new={best.stack_on_new!r}, "
-            f"test_within={best.test_within!r}, spike_filter={best.spike_filter!r}, "
-            f"stack_variance={best.stack_variance!r})")
-
-
 def _eligible7(o: GateOptions, tot: dict[str, list[int]], per_shape: dict[str, dict[str, list[int]]],
                width99: dict[str, dict[str, float]]) -> list[str]:
     """Why ``o`` is not eligible by round 7's rule (empty: eligible): round 6's, and no shape's median 99 % width
@@ -667,25 +643,34 @@ def _eligible7(o: GateOptions, tot: dict[str, list[int]], per_shape: dict[str, d
     return why
 
 
-def _choose7(gates: tuple[GateOptions, ...], tot: dict[str, list[int]],
-             per_shape: dict[str, dict[str, list[int]]], width99: dict[str, dict[str, float]]) -> str:
-    """Round 7's rule. Eligible: :func:`_eligible7`. Among the eligible the most caught; ties (within one
-    regression) -> fewer false alerts in total, then own, pooled, larger. Prints every gate's eligibility, the
-    per-shape p wherever it exceeds before and the per-shape 99 % width against before's."""
+def _choose_gate(gates: tuple[GateOptions, ...], tot: dict[str, list[int]],
+                 per_shape: dict[str, dict[str, list[int]]], width99: dict[str, dict[str, float]] | None = None) -> str:
+    """Round 6's rule, or round 7's with ``width99``. Eligible: :func:`_eligible6` (caught >= before's and false
+    alerts <= before's in total, and in no shape false alerts significantly above before's, :func:`excess_p` <
+    0.05), with ``width99`` also :func:`_eligible7` (no shape's median 99 % width more than ``_WIDTH_SLACK_PP``
+    above before's). Among the eligible the most caught; ties (within one regression) -> fewer false alerts in
+    total, then the simpler: round 6 no fix before the fix (``stack_variance``) and no stacking before confirmed,
+    round 7 own, pooled, larger. Prints every gate's eligibility, the per-shape p wherever it exceeds before and,
+    with ``width99``, the per-shape 99 % width against before's."""
+    def why_not(o: GateOptions) -> list[str]:
+        return _eligible6(o, tot, per_shape) if width99 is None else _eligible7(o, tot, per_shape, width99)
+
     for o in gates:
         over = [f"{shape} {rows[_label(o)][4]} > {rows['before'][4]} (p = "
                 f"{excess_p(rows[_label(o)][4], rows['before'][4]):.3g})"
                 for shape, rows in per_shape.items() if rows[_label(o)][4] > rows["before"][4]]
-        why = _eligible7(o, tot, per_shape, width99)
+        why = why_not(o)
+        widths = "" if width99 is None else "; width at 99 % minus before's (pp): " + ", ".join(
+            f"{shape} {w[_label(o)] - w['before']:+.2f}" for shape, w in width99.items())
         print(f"- {_label(o)}: {'eligible' if not why else 'not eligible: ' + '; '.join(why)}; above before: "
-              f"{', '.join(over) or 'none'}; width at 99 % minus before's (pp): "
-              + ", ".join(f"{shape} {w[_label(o)] - w['before']:+.2f}" for shape, w in width99.items()))
-    ok = [o for o in gates if not _eligible7(o, tot, per_shape, width99)]
+              f"{', '.join(over) or 'none'}{widths}")
+    ok = [o for o in gates if not why_not(o)]
     if not ok:
         return "none (no gate is eligible)"
     most = max(tot[_label(o)][1] for o in ok)
-    best = min((o for o in ok if tot[_label(o)][1] >= most - 1),
-               key=lambda o: (tot[_label(o)][4], _WITHIN_ORDER7[o.test_within]))
+    simpler = ((lambda o: (o.stack_variance != "good", o.stack_on_new != "no")) if width99 is None
+               else (lambda o: (_WITHIN_ORDER7[o.test_within],)))
+    best = min((o for o in ok if tot[_label(o)][1] >= most - 1), key=lambda o: (tot[_label(o)][4], *simpler(o)))
     return (f"{_label(best)} (newest_alpha={best.newest_alpha:g}, stack_on_new={best.stack_on_new!r}, "
             f"test_within={best.test_within!r}, spike_filter={best.spike_filter!r}, "
             f"stack_variance={best.stack_variance!r})")
