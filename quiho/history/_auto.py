@@ -5,9 +5,19 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
+from quiho.errors import UsageError
 from quiho.history._base import Detector, register_detector
 
 __all__ = ["AutoDetector", "pettitt", "step_vs_trend_p", "short_range_rho", "differences_rho", "variogram_rho"]
+
+RHO_FROM = ("running-median", "differences", "variogram")
+TREND_ON = ("ranks", "values")
+TREND_SCALES = ("residuals", "differences")
+
+
+def _check(where: str, name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise UsageError(f"{where}: {name} must be {', '.join(repr(a) for a in allowed)}, got {value!r}")
 
 
 def short_range_rho(y: np.ndarray, width: int) -> float:
@@ -108,21 +118,15 @@ def step_vs_trend_p(y: np.ndarray, k: int, inflation: float = 1.0, degree: int =
     """
     from quiho.history._pelt import lag_sigma, winsorise
 
+    _check("step_vs_trend_p", "on", on, TREND_ON)
+    _check("step_vs_trend_p", "scale", scale, TREND_SCALES)
     n = y.size
     if on == "ranks":
         z = stats.rankdata(y)
         spread = float(n)  # the scale of ranks
-    elif on == "values":
+    else:
         z = winsorise(np.asarray(y, dtype=float), width, lag_sigma(y, 1))
         spread = float(np.ptp(z)) if n else 0.0
-    else:
-        from quiho.errors import UsageError
-
-        raise UsageError(f"step_vs_trend_p: on must be 'ranks' or 'values', got {on!r}")
-    if scale not in ("residuals", "differences"):
-        from quiho.errors import UsageError
-
-        raise UsageError(f"step_vs_trend_p: scale must be 'residuals' or 'differences', got {scale!r}")
     u = 2 * np.arange(n, dtype=float) / max(n - 1, 1) - 1
     x = np.column_stack([np.polynomial.legendre.legvander(u, degree), (np.arange(n) >= k).astype(float)])
     j = degree + 1  # column of the step
@@ -255,22 +259,11 @@ class AutoDetector(Detector):
             return short_range_rho(y, width)
         if self.rho_from == "differences":
             return differences_rho(y, width)
-        if self.rho_from == "variogram":
-            return variogram_rho(y)
-        from quiho.errors import UsageError
-
-        raise UsageError(f"auto: rho_from must be 'running-median', 'differences' or 'variogram', "
-                         f"got {self.rho_from!r}")
+        return variogram_rho(y)
 
     def _locate(self, y: np.ndarray) -> list[tuple[int, float]]:
-        if self.trend_on not in ("ranks", "values"):
-            from quiho.errors import UsageError
-
-            raise UsageError(f"auto: trend_on must be 'ranks' or 'values', got {self.trend_on!r}")
-        if self.trend_scale not in ("residuals", "differences"):
-            from quiho.errors import UsageError
-
-            raise UsageError(f"auto: trend_scale must be 'residuals' or 'differences', got {self.trend_scale!r}")
+        for name, allowed in (("rho_from", RHO_FROM), ("trend_on", TREND_ON), ("trend_scale", TREND_SCALES)):
+            _check("auto", name, getattr(self, name), allowed)
         found: list[tuple[int, float]] = []
         rho = self._rho(y)
         self.rho_ = rho
