@@ -330,19 +330,11 @@ def _print_draw_condition(summaries: list[P.Summary], draw: int) -> None:
           f"auto's on this draw ({f1:.3f} / {cover:.3f}), synthetic null FA <= {P.LEGACY['fa_null']}\n")
     print("| candidate | holds on this draw |")
     print("|---|---|")
+    limits = {"f1": f1, "cover": cover, "fa_null": P.LEGACY["fa_null"]}  # the rule's, synthetic ones auto's
     for s in summaries:
-        if s.peer:
-            continue
-        why = []
-        if s.fa_negatives > P.FA_MAX:
-            why.append(f"{s.fa_negatives} false alarms on generated negatives > {P.FA_MAX}")
-        if s.recall < P.RECALL_MIN:
-            why.append(f"recall {s.recall:.2f} < {P.RECALL_MIN}")
-        if round(s.legacy_f1, 3) < f1 or round(s.legacy_cover, 3) < cover:
-            why.append(f"synthetic {s.legacy_f1:.3f} / {s.legacy_cover:.3f} < auto's {f1:.3f} / {cover:.3f}")
-        if s.legacy_fa_null > P.LEGACY["fa_null"]:
-            why.append(f"synthetic null false alarms {s.legacy_fa_null} > {P.LEGACY['fa_null']}")
-        print(f"| {s.name} | {'yes' if not why else 'no: ' + '; '.join(why)} |")
+        if not s.peer:
+            why = s.eligible(limits)
+            print(f"| {s.name} | {'yes' if not why else 'no: ' + '; '.join(why)} |")
 
 
 def protocol(root: Path, use_cache: bool, draw: int | None = None) -> None:

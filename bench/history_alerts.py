@@ -34,6 +34,7 @@ as the gate reports it (1 - its newest-revision alpha), and ``at 99 %`` the same
 from __future__ import annotations
 
 import argparse
+import itertools
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -175,6 +176,15 @@ def gate_options(alpha: float = ALPHA, newest_alpha: float | None = None, stack_
     return replace(GateOptions(alpha=alpha, min_size=MIN_SIZE), **{k: v for k, v in given.items() if v is not None})
 
 
+#: the gate's choice options on the command line, in :func:`gate_options`' order after ``newest_alpha``
+_CHOICE_OPTIONS = (
+    ("--stack-on-new", STACK_RULES, "how a second alert stacks on a new alert"),
+    ("--test-within", WITHIN_RULES, "the tested revisions' round variance"),
+    ("--spike-filter", SPIKE_FILTERS, "how odd builds leave the newest revision's baselines"),
+    ("--stack-variance", STACK_VARIANCES, "the level and variance a stacked alert is tested against"),
+)
+
+
 def add_gate_arguments(ap: argparse.ArgumentParser, each: str, prefix: str = "") -> None:
     """The alert gate's options on the command line: ``--alpha-after`` and, ``each`` one gate per combination of
     values, ``--newest-alpha``, ``--stack-on-new``, ``--test-within``, ``--spike-filter``, ``--stack-variance``
@@ -182,25 +192,15 @@ def add_gate_arguments(ap: argparse.ArgumentParser, each: str, prefix: str = "")
     ap.add_argument("--alpha-after", type=float, default=ALPHA, help=f"{prefix}the alert gate's alpha (before: 0.01)")
     ap.add_argument("--newest-alpha", type=float, nargs="+", default=[None],
                     help=f"{prefix}the alert gate's alpha for the newest-revision checks, {each} (default: quiho's)")
-    ap.add_argument("--stack-on-new", choices=STACK_RULES, nargs="+", default=[None],
-                    help=f"{prefix}how a second alert stacks on a new alert, {each} per --newest-alpha "
-                         "(default: quiho's)")
-    ap.add_argument("--test-within", choices=WITHIN_RULES, nargs="+", default=[None],
-                    help=f"{prefix}the tested revisions' round variance, {each} per --newest-alpha and "
-                         "--stack-on-new (default: quiho's)")
-    ap.add_argument("--spike-filter", choices=SPIKE_FILTERS, nargs="+", default=[None],
-                    help=f"{prefix}how odd builds leave the newest revision's baselines, {each} per the options "
-                         "above (default: quiho's)")
-    ap.add_argument("--stack-variance", choices=STACK_VARIANCES, nargs="+", default=[None],
-                    help=f"{prefix}the level and variance a stacked alert is tested against, {each} per the "
-                         "options above (default: quiho's)")
+    for flag, allowed, what in _CHOICE_OPTIONS:
+        ap.add_argument(flag, choices=allowed, nargs="+", default=[None],
+                        help=f"{prefix}{what}, {each} per the options above (default: quiho's)")
 
 
 def gates_from_arguments(args: argparse.Namespace) -> list[GateOptions]:
     """One gate per combination of the values given to :func:`add_gate_arguments`' options."""
-    return [gate_options(args.alpha_after, na, st, tw, sf, sv) for na in args.newest_alpha
-            for st in args.stack_on_new for tw in args.test_within for sf in args.spike_filter
-            for sv in args.stack_variance]
+    values = [args.newest_alpha, *(getattr(args, flag[2:].replace("-", "_")) for flag, _, _ in _CHOICE_OPTIONS)]
+    return [gate_options(args.alpha_after, *combo) for combo in itertools.product(*values)]
 
 
 def label(o: GateOptions) -> str:
