@@ -19,7 +19,8 @@ runner pool that moves to another machine generation): raw detection sees a step
 Per scenario it also prints normalised/raw false alarms with the exact 95 % interval of that rate ratio (the
 normalised count as a binomial share of both, seeds taken as independent draws from one measured pool), and whether
 issue 27's bound holds: at most a fifth of raw's false alarms and the change found at least as often on rotating
-and pool-shift, never worse than raw on the fixed host.
+and pool-shift, never worse than raw on the fixed host. ``--list-false-alarms SCENARIO…`` lists every false
+alarm: where, how large, its p.
 
 Each revision keeps ``--runs`` of its host's repetitions, drawn without replacement (a CI job runs a benchmark a
 few times), so two revisions on one host differ as two real jobs would.
@@ -131,6 +132,7 @@ def run(pool: Pool, args: argparse.Namespace) -> None:
     benches = list(pool.values)
     tally: dict[tuple[str, str], list[int]] = {}
     reasons: Counter[str] = Counter()
+    false_alarms: list[str] = []
     for seed in range(args.seed_offset, args.seed_offset + args.seeds):
         rng = np.random.default_rng(seed)
         planted_bench = benches[seed % len(benches)]
@@ -156,6 +158,12 @@ def run(pool: Pool, args: argparse.Namespace) -> None:
                 reasons[f"{scenario}: {'normalised' if nd.normalised else 'raw'}"] += 1
                 for mode, d in (("raw", raw), ("normalised", nd.detection)):
                     fa, found = _score([c.index for c in d.change_points], planted, args.tolerance)
+                    if scenario in args.list_false_alarms:
+                        false_alarms.extend(
+                            f"{scenario} {mode}: seed {seed} {b} "
+                            f"{'unchanged' if planted is None else f'planted at {planted}'}: change at {c.index} "
+                            f"{c.magnitude:+.1%}, p = {c.p_value:.1e}"
+                            for c in d.change_points if planted is None or abs(c.index - planted) > args.tolerance)
                     t = tally.setdefault((scenario, mode), [0, 0, 0, 0, 0, 0])
                     t[0] += fa
                     t[5] += fa if planted is None else 0
@@ -186,6 +194,9 @@ def run(pool: Pool, args: argparse.Namespace) -> None:
           f"more than {args.tolerance} revisions from its change)")
     print("set apart: changes --normalise reports as the machines' (their mix changed there and explains them)")
     print("what --normalise decided (series):", ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())))
+    if false_alarms:
+        print("false alarms (--list-false-alarms):")
+        print("\n".join(f"  {line}" for line in false_alarms))
 
 
 def main() -> None:
@@ -207,6 +218,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3, help="runs per revision, drawn from its host's repetitions")
     ap.add_argument("--pool-shift-at", type=int, default=20, help="revision where pool-shift moves to other hosts")
     ap.add_argument("--tolerance", type=int, default=3)
+    ap.add_argument("--list-false-alarms", nargs="*", default=(), choices=("rotating", "pool-shift", "fixed-host"),
+                    help="list every false alarm of these scenarios: where, how large, its p")
     ap.add_argument("--stressors", type=int, default=2)
     ap.add_argument("--ridge", type=float, default=1.0)
     ap.add_argument("--model", default="auto", help="machine-effect model: auto (--normalise's default), gbm, ridge")
