@@ -196,7 +196,7 @@ def copy(
         emit_json(s.to_dict())
     else:
         print(f"copied {sum(s.rows.values())} rows in {len(s.rows)} tables and {s.files} trace file(s) "
-              f"from {s.source} to {s.destination}; row counts equal on both")
+              f"from {printable(s.source)} to {printable(s.destination)}; row counts equal on both")
 
 
 def register(app: typer.Typer) -> None:

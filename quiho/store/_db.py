@@ -378,9 +378,12 @@ def _open_sqlite(loc: StoreLocation, create: bool) -> Connection:
     try:
         conn = Connection(engine.connect(), loc)
         conn.execute(f"PRAGMA busy_timeout={WRITE_WAIT_S * 1000}")
+        # "not a database" shows here, before anything is written; an empty or foreign SQLite file is not a
+        # store to open without create (making quiho's tables in it would change a file the user did not offer)
+        if _read_versions(conn) is None and not create:
+            raise StoreError(f"no quiho store in {p}: run an import or a fingerprint first, or pass --store")
         _set_wal(conn)
         conn.execute("PRAGMA foreign_keys=ON")
-        _read_versions(conn)  # "not a database" shows here, before any migration
     except Exception as exc:
         if conn is not None:
             conn.close()

@@ -102,6 +102,31 @@ def test_damaged_store_is_refused_before_any_write(history_store: Path, tmp_path
     assert digest(history_store) == before
 
 
+def test_reading_an_empty_or_foreign_sqlite_file_leaves_it_untouched(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.csv"
+    empty.write_bytes(b"")
+    foreign = tmp_path / "other.db"
+    with sqlite3.connect(foreign) as con:
+        con.execute("CREATE TABLE t (x INTEGER)")
+    con.close()
+    before = digest(foreign)
+    for path in (empty, foreign):
+        line = one_line_error(quiho("store", "copy", str(path), str(tmp_path / f"copy-of-{path.stem}.db")))
+        assert "no quiho store" in line
+    assert empty.read_bytes() == b""
+    assert digest(foreign) == before
+
+
+def test_store_copy_prints_names_without_control_characters(history_store: Path, tmp_path: Path) -> None:
+    dest = "\x1b[31mred\x1b[0m.db"
+    p = subprocess.run([sys.executable, "-m", "quiho", "store", "copy", str(history_store), dest],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "\x1b" not in p.stdout + p.stderr
+    assert "\\x1b[31mred" in p.stdout
+    assert (tmp_path / dest).exists()
+
+
 def test_store_missing_a_table(history_store: Path) -> None:
     c = sqlite3.connect(history_store)
     c.execute("DROP TABLE history_points")
