@@ -378,10 +378,11 @@ def _open_sqlite(loc: StoreLocation, create: bool) -> Connection:
     try:
         conn = Connection(engine.connect(), loc)
         conn.execute(f"PRAGMA busy_timeout={WRITE_WAIT_S * 1000}")
-        # "not a database" shows here, before anything is written; an empty or foreign SQLite file is not a
-        # store to open without create (making quiho's tables in it would change a file the user did not offer)
-        if _read_versions(conn) is None and not create:
-            raise StoreError(f"no quiho store in {p}: run an import or a fingerprint first, or pass --store")
+        # "not a database" shows here, before anything is written
+        if not create:
+            _require_store(conn, loc)
+        else:
+            _read_versions(conn)
         _set_wal(conn)
         conn.execute("PRAGMA foreign_keys=ON")
     except Exception as exc:
@@ -417,12 +418,18 @@ def _open_postgres(loc: StoreLocation, create: bool) -> Connection:
     except Exception as exc:
         raise StoreError(f"cannot open store {loc}: {one_line(getattr(exc, 'orig', None) or exc, loc)}") from None
     try:
-        if not create and _read_versions(conn) is None:
-            raise StoreError(f"no quiho store in {loc}: run an import or a fingerprint first, or pass --store")
+        if not create:
+            _require_store(conn, loc)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _require_store(conn: Connection, loc: StoreLocation) -> None:
+    """Refuse a database without quiho's tables: opened without create, it must not be made a store."""
+    if _read_versions(conn) is None:
+        raise StoreError(f"no quiho store in {loc}: run an import or a fingerprint first, or pass --store")
 
 
 def _set_wal(conn: Connection) -> None:

@@ -24,11 +24,11 @@ CSV = "revision,value\na,1.0\nb,2.0\nc,3.0\nd,2.5\n"
 POPPER_HEAD = "timestamp,benchmark,machine,repetition,test,result\n"
 
 
-def quiho(*args: str, caps: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+def quiho(*args: str, caps: tuple[str, ...] = (), cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "quiho", *args]
     if caps:  # run as root without the capabilities that let root write a file whose mode forbids it
         cmd = ["setpriv", f"--bounding-set={','.join('-' + c for c in caps)}", "--", *cmd]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
 def one_line_error(p: subprocess.CompletedProcess[str], code: int = 1) -> str:
@@ -119,8 +119,7 @@ def test_reading_an_empty_or_foreign_sqlite_file_leaves_it_untouched(tmp_path: P
 
 def test_store_copy_prints_names_without_control_characters(history_store: Path, tmp_path: Path) -> None:
     dest = "\x1b[31mred\x1b[0m.db"
-    p = subprocess.run([sys.executable, "-m", "quiho", "store", "copy", str(history_store), dest],
-                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    p = quiho("store", "copy", str(history_store), dest, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert "\x1b" not in p.stdout + p.stderr
     assert "\\x1b[31mred" in p.stdout
