@@ -6,7 +6,7 @@ import shlex
 import sys
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
 import typer
@@ -26,6 +26,10 @@ from quiho.cli._common import (
     shell_words,
     timeout_s,
 )
+
+if TYPE_CHECKING:
+    from quiho.history import ChangePoint
+
 
 RevCol = Annotated[str, typer.Option("--revision-col", help="CSV column with the revision id.")]
 ValCol = Annotated[str, typer.Option("--value-col", help="CSV column with the metric.")]
@@ -71,10 +75,9 @@ OutFormat = Annotated[str, typer.Option("--format", help="Output: text or markdo
                                                          "comment).")]
 
 
-def _fmt_cp(cp: object) -> str:
-    d = asdict(cp)  # type: ignore[call-overload]
-    return (f"  revision {printable(d['revision'])} (index {d['index']}): {d['before']:.4g} -> {d['after']:.4g} "
-            f"({d['magnitude']:+.1%}), p = {d['p_value']:.2g}")
+def _fmt_cp(cp: ChangePoint) -> str:
+    return (f"  revision {printable(cp.revision)} (index {cp.index}): {cp.before:.4g} -> {cp.after:.4g} "
+            f"({cp.magnitude:+.1%}), p = {cp.p_value:.2g}{printable(cp.location_text())}")
 
 
 def _is_result_file(path: Path, fmt: str) -> bool:

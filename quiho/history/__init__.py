@@ -28,7 +28,15 @@ from quiho.history._alerts import (
     run_gate,
     set_alert_state,
 )
-from quiho.history._base import DETECTORS, Detector, as_history, detect, make_detector, register_detector
+from quiho.history._base import (
+    DETECTORS,
+    Detector,
+    as_history,
+    detect,
+    location_interval,
+    make_detector,
+    register_detector,
+)
 from quiho.history._ci import NewestCheck, SeriesVerdict, check_newest, verdict_lines, verdict_markdown, verdict_of
 from quiho.history._formats import FORMATS, ResultFile, ResultImport, detect_format, import_results, read_results
 from quiho.history._git import (
@@ -92,6 +100,7 @@ __all__ = [
     "register_detector",
     "make_detector",
     "detect",
+    "location_interval",
     "as_history",
     "BrownianKernel",
     "HistoryGP",

@@ -117,6 +117,9 @@ class ChangePoint:
     segment means, ``magnitude`` the relative change ``(after - before) / |before|``
     (NaN if ``before`` is 0), ``p_value`` the probability of a change at least
     this strong without one, as computed by the detector (see its docstring).
+    ``low``/``high`` (indexes, inclusive; ``low_revision``/``high_revision`` their
+    identifiers) bound where the new segment may start: the 95 % location
+    interval of :func:`quiho.history.location_interval`, the range to bisect.
     """
 
     index: int
@@ -125,14 +128,28 @@ class ChangePoint:
     after: float
     magnitude: float
     p_value: float
+    low: int = -1
+    high: int = -1
+    low_revision: str = ""
+    high_revision: str = ""
+
+    def location_text(self) -> str:
+        """``", starts in A..B (95 %)"`` when the interval spans more than this revision, else ``""``."""
+        if self.low < 0 or self.low == self.high:
+            return ""
+        return f", starts in {self.low_revision}..{self.high_revision} (95 %)"
 
     def to_dict(self) -> dict[str, object]:
-        """JSON-ready dict (NaN becomes None)."""
+        """JSON-ready dict (NaN becomes None; no interval when none was computed)."""
         def f(x: float) -> float | None:
             return None if not np.isfinite(x) else float(x)
 
-        return {"index": self.index, "revision": self.revision, "before": f(self.before),
-                "after": f(self.after), "magnitude": f(self.magnitude), "p_value": f(self.p_value)}
+        d: dict[str, object] = {"index": self.index, "revision": self.revision, "before": f(self.before),
+                                "after": f(self.after), "magnitude": f(self.magnitude), "p_value": f(self.p_value)}
+        if self.low >= 0:
+            d["location"] = {"low": self.low, "high": self.high, "low_revision": self.low_revision,
+                             "high_revision": self.high_revision, "level": 0.95}
+        return d
 
 
 @dataclass(frozen=True)

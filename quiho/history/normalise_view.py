@@ -15,7 +15,7 @@ __all__ = ["normalised_lines", "normalised_markdown", "plot_normalised"]
 def _cp_text(nd: NormalisedDetection) -> list[str]:
     tag = "normalised" if nd.normalised else "raw"
     return [f"revision {cp.revision} (index {cp.index}): {cp.before:.4g} -> {cp.after:.4g} ({cp.magnitude:+.1%}), "
-            f"p = {cp.p_value:.2g}, {tag}" for cp in nd.detection.change_points]
+            f"p = {cp.p_value:.2g}{cp.location_text()}, {tag}" for cp in nd.detection.change_points]
 
 
 def normalised_lines(nd: NormalisedDetection) -> list[str]:

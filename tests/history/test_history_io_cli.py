@@ -136,8 +136,10 @@ def test_cli_detect_json_contract(tmp_path, capsys):
     assert rc == 0
     doc = json.loads(out)
     (cp,) = doc["change_points"]
-    assert set(cp) == {"index", "revision", "before", "after", "magnitude", "p_value"}
+    assert set(cp) == {"index", "revision", "before", "after", "magnitude", "p_value", "location"}
     assert cp["index"] == 20 and cp["revision"] == "c020" and cp["magnitude"] == pytest.approx(0.5, rel=0.02)
+    # a +50 % step in 0.5 % noise can only start at c020
+    assert cp["location"] == {"low": 20, "high": 20, "low_revision": "c020", "high_revision": "c020", "level": 0.95}
     assert cp["p_value"] < 0.01
 
 
