@@ -74,3 +74,16 @@ def test_cli_text_says_where_to_bisect(tmp_path, capsys):
     (cp,) = detect(History.from_values(y, [f"c{i:02d}" for i in range(60)])).change_points
     assert cp.low < cp.high
     assert f"starts in c{cp.low:02d}..c{cp.high:02d} (95 %)" in out
+
+
+def test_ci_markdown_names_the_range(tmp_path, capsys):
+    y = _step(k=1.5, seed=2)
+    path = tmp_path / "h.csv"
+    path.write_text("commit,time\n" + "".join(f"c{i:02d},{v:.6f}\n" for i, v in enumerate(y)))
+    db = str(tmp_path / "q.db")
+    assert main(["history", "import", str(path), "--series", "s", "--revision-col", "commit", "--value-col", "time",
+                 "--store", db]) == 0
+    capsys.readouterr()
+    main(["history", "detect", "--all", "--store", db, "--format", "markdown"])
+    (cp,) = detect(History.from_values(y, [f"c{i:02d}" for i in range(60)])).change_points
+    assert f"starts in c{cp.low:02d}..c{cp.high:02d})" in capsys.readouterr().out
