@@ -20,9 +20,9 @@ def series_file(name: str) -> str:
 
 
 def cp_label(c: ChangePoint, unit: str) -> str:
-    """Hover text of a change point: revision, segment means, magnitude and p (raw: the caller escapes)."""
+    """Hover text of a change point: revision, segment means, magnitude, p and location (raw: the caller escapes)."""
     return (f"change at revision {c.revision} (index {c.index}): {num(c.before)} → {num(c.after)} {unit} "
-            f"({pct(c.magnitude)}), p = {num(c.p_value, '.2g')}")
+            f"({pct(c.magnitude)}), p = {num(c.p_value, '.2g')}{c.location_text()}")
 
 
 def newest_cells(s: SeriesView) -> tuple[str, str]:
