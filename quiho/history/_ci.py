@@ -164,8 +164,7 @@ def _cells(v: SeriesVerdict) -> list[str]:
     elif not d.change_points:
         cps = "none"
     else:
-        cps = "; ".join(f"{c.revision[:12]} {_pct(c.magnitude)} (p = {_p(c.p_value)}"
-                        f"{f', starts in {c.low_revision[:12]}..{c.high_revision[:12]}' if c.low < c.high else ''})"
+        cps = "; ".join(f"{c.revision[:12]} {_pct(c.magnitude)} (p = {_p(c.p_value)}{c.location_text(12)})"
                         for c in d.change_points[-3:])
         if len(d.change_points) > 3:
             cps = f"{len(d.change_points) - 3} earlier; " + cps

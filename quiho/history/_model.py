@@ -119,7 +119,8 @@ class ChangePoint:
     this strong without one, as computed by the detector (see its docstring).
     ``low``/``high`` (indexes, inclusive; ``low_revision``/``high_revision`` their
     identifiers) bound where the new segment may start: the 95 % location
-    interval of :func:`quiho.history.location_interval`, the range to bisect.
+    interval of :func:`quiho.history.location_interval`, the range to bisect
+    (-1 and "" where none was computed).
     """
 
     index: int
@@ -133,11 +134,11 @@ class ChangePoint:
     low_revision: str = ""
     high_revision: str = ""
 
-    def location_text(self) -> str:
-        """``", starts in A..B (95 %)"`` when the interval spans more than this revision, else ``""``."""
+    def location_text(self, chars: int | None = None) -> str:
+        """``", starts in A..B (95 %)"`` (revisions cut to ``chars``) if it spans several revisions, else ``""``."""
         if self.low < 0 or self.low == self.high:
             return ""
-        return f", starts in {self.low_revision}..{self.high_revision} (95 %)"
+        return f", starts in {self.low_revision[:chars]}..{self.high_revision[:chars]} (95 %)"
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready dict (NaN becomes None; no interval when none was computed)."""

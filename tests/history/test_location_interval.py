@@ -86,4 +86,4 @@ def test_ci_markdown_names_the_range(tmp_path, capsys):
     capsys.readouterr()
     main(["history", "detect", "--all", "--store", db, "--format", "markdown"])
     (cp,) = detect(History.from_values(y, [f"c{i:02d}" for i in range(60)])).change_points
-    assert f"starts in c{cp.low:02d}..c{cp.high:02d})" in capsys.readouterr().out
+    assert f"starts in c{cp.low:02d}..c{cp.high:02d} (95 %))" in capsys.readouterr().out
