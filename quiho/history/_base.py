@@ -95,9 +95,8 @@ def location_interval(y: np.ndarray, start: int, index: int, stop: int, level: f
         return index, index
     x = x / scale
     t = np.arange(1, m)
-    s = np.cumsum(x)[:-1]
-    total = float(s[-1] + x[-1])
-    sse = float((x ** 2).sum()) - s ** 2 / t - (total - s) ** 2 / (m - t)
+    s = np.cumsum(x)[:-1]  # x sums to 0, so the right segment's sum is -s
+    sse = float((x ** 2).sum()) - s ** 2 / t - s ** 2 / (m - t)
     best = float(sse.min())
     tol = max(best / (m - 2), 0.0) * -2 * np.log(1 - np.sqrt(level)) + 1e-12 * m
     inside = start + t[sse - best <= tol]
