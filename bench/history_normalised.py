@@ -28,6 +28,12 @@ issue 27's bound holds: at most a fifth of raw's false alarms and the change fou
 and pool-shift, never worse than raw on the fixed host. ``--list-false-alarms SCENARIO…`` lists every false
 alarm: where, how large, its p.
 
+The null reference (``--null-series``, 0 to skip): the share q₀ of independent Gaussian series of ``--revisions``
+values in which the detector reports any change. In unchanged benchmarks on rotating hosts the revision values are
+exchangeable, so a detector that decides from ranks (``auto``) has exactly that false-alarm share raw and
+normalised alike; the bench prints each scenario's share with the exact one-sided binomial p of exceeding q₀, and
+the unchanged benchmarks' normalised/raw ratio (docs/hardware-protocol.md, "Rotating hosts and a rank detector").
+
 Each revision keeps ``--runs`` of its host's repetitions, drawn without replacement (a CI job runs a benchmark a
 few times), so two revisions on one host differ as two real jobs would.
 
@@ -136,7 +142,7 @@ def _ratio(a: int, b: int) -> str:
 
 def _print_bounds(tally: dict[tuple[str, str], list[int]], label: str) -> None:
     """Issue 27's bound per scenario from (false alarms, found, …) counts per (scenario, mode)."""
-    for scenario in ("rotating", "pool-shift", "fixed-host"):
+    for scenario in [s for s in ("rotating", "pool-shift", "fixed-host") if (s, "raw") in tally]:
         (raw_fa, raw_hits, *_), (norm_fa, norm_hits, *_) = tally[(scenario, "raw")], tally[(scenario, "normalised")]
         if scenario == "fixed-host":  # the control: normalising may only fit noise here, so it must never be worse
             holds, bound = norm_fa <= raw_fa and norm_hits >= raw_hits, "never worse than raw"
@@ -144,6 +150,30 @@ def _print_bounds(tally: dict[tuple[str, str], list[int]], label: str) -> None:
             holds, bound = 5 * norm_fa <= raw_fa and norm_hits >= raw_hits, "≤ 1/5 of raw's false alarms, found ≥ raw"
         print(f"{scenario}{label}: false alarms normalised/raw {_ratio(norm_fa, raw_fa)}; issue 27's bound ({bound}) "
               f"{'holds' if holds else 'does not hold'}")
+
+
+def null_share(method: str, n: int, series: int, min_size: int, alpha: float) -> tuple[int, int]:
+    """(series with any change, series): the detector on independent Gaussian series of ``n`` values, seeded."""
+    rng = np.random.default_rng(20261126)
+    hit = sum(bool(detect(rng.standard_normal(n), method, min_size=min_size, alpha=alpha).change_points)
+              for _ in range(series))
+    return hit, series
+
+
+def _print_null(unchanged: dict[tuple[str, str], list[int]], fa: dict[tuple[str, str], int],
+                q0: tuple[int, int]) -> None:
+    """Each scenario's share of unchanged series with a false alarm against the independent-noise share q₀."""
+    ci = binomtest(*q0).proportion_ci(0.95, method="exact")
+    share = q0[0] / q0[1]
+    print(f"null reference: independent Gaussian series with any change {q0[0]}/{q0[1]} = {share:.3%} "
+          f"[95 % {ci.low:.3%}-{ci.high:.3%}]")
+    for (scenario, mode), (k, n) in sorted(unchanged.items()):
+        p = binomtest(k, n, share, alternative="greater").pvalue
+        print(f"  {scenario:<11} {mode:<11} unchanged series with a false alarm {k}/{n} = {k / n:.3%}, "
+              f"one-sided p of exceeding q0 = {p:.3g}")
+    for scenario in sorted({s for s, _ in unchanged}):
+        print(f"  {scenario}: unchanged benchmarks' false alarms normalised/raw "
+              f"{_ratio(fa[(scenario, 'normalised')], fa[(scenario, 'raw')])}")
 
 
 def run(pool: Pool, args: argparse.Namespace) -> None:
@@ -155,12 +185,15 @@ def run(pool: Pool, args: argparse.Namespace) -> None:
     width: dict[tuple[str, str], list[int]] = {}  # revisions in the interval of each planted change found
     covered: dict[tuple[str, str], list[bool]] = {}  # whether that interval holds the planted revision
     nearest: dict[tuple[str, str], list[bool]] = {}  # whether the change nearest the planted one holds it
+    unchanged: dict[tuple[str, str], list[int]] = {}  # unchanged series with a false alarm, unchanged series
     reasons: Counter[str] = Counter()
     false_alarms: list[str] = []
     for seed in range(args.seed_offset, args.seed_offset + args.seeds):
         rng = np.random.default_rng(seed)
         planted_bench = benches[seed % len(benches)]
         for scenario in ("rotating", "pool-shift", "fixed-host"):
+            if scenario not in args.scenarios:  # rotating draws first, so leaving the others out keeps its draws
+                continue
             if scenario == "rotating":
                 hosts, rows = [str(h) for h in rng.choice(pool.hosts, size=args.revisions)], None
             elif scenario == "pool-shift":
@@ -191,6 +224,10 @@ def run(pool: Pool, args: argparse.Namespace) -> None:
                     t = tally.setdefault((scenario, mode), [0, 0, 0, 0, 0, 0])
                     t[0] += fa
                     t[5] += fa if planted is None else 0
+                    if planted is None:
+                        u = unchanged.setdefault((scenario, mode), [0, 0])
+                        u[0] += int(fa > 0)
+                        u[1] += 1
                     t[1] += int(found is not None)
                     t[2] += int(planted is not None)
                     t[3] += 1
@@ -231,6 +268,9 @@ def run(pool: Pool, args: argparse.Namespace) -> None:
         print(f"{scenario:<11} {mode:<11} {fa:>12} {fa_unchanged:>9} {hits:>8}/{n_planted:<5} {ws:>34} "
               f"{f'{sum(cov)}/{len(cov)}' if cov else '-':>13} {f'{sum(near)}/{len(near)}' if near else '-':>13}")
     _print_bounds(tally_i, " (by interval)")
+    if args.null_series:
+        _print_null(unchanged, {k: v[5] for k, v in tally.items()},
+                    null_share(args.method, args.revisions, args.null_series, args.min_size, args.alpha))
     print("unchanged: the false alarms in benchmarks with nothing planted (the rest are in the planted benchmark, "
           f"more than {args.tolerance} revisions from its change)")
     print("set apart: changes --normalise reports as the machines' (their mix changed there and explains them)")
@@ -267,6 +307,10 @@ def main() -> None:
     ap.add_argument("--method", default="auto", help="history detector (raw and normalised alike)")
     ap.add_argument("--min-size", type=int, default=5)
     ap.add_argument("--alpha", type=float, default=0.01)
+    ap.add_argument("--scenarios", nargs="+", default=("rotating", "pool-shift", "fixed-host"),
+                    choices=("rotating", "pool-shift", "fixed-host"), help="scenarios to run (default: all three)")
+    ap.add_argument("--null-series", type=int, default=100_000,
+                    help="independent Gaussian series for the null reference (0: skip)")
     args = ap.parse_args()
     if args.pool == "store":
         if args.store is None:

@@ -249,3 +249,26 @@ def test_ar_noise_generator_is_seeded_and_has_the_asked_dependence():
     assert np.corrcoef(e[1:], e[:-1])[0, 1] == pytest.approx(0.7, abs=0.05) and e.std() == pytest.approx(2, rel=0.1)
     with pytest.raises(ValueError, match="rho"):
         ar_noise_history(rho=1.0)
+
+
+@pytest.mark.parametrize("make", [
+    lambda s: step_history(120, (40, 80), (100.0, 104.0, 101.0), noise=2.0, random_state=s),
+    lambda s: outlier_history(150, random_state=s),
+    lambda s: heavy_tail_history(200, random_state=s),
+    lambda s: ar_noise_history(200, (100,), (100.0, 103.0), random_state=s),
+    lambda s: bimodal_history(200, random_state=s),
+], ids=["steps", "outliers", "heavy-tail", "ar1", "bimodal"])
+@pytest.mark.parametrize("seed", range(4))
+def test_auto_decides_from_ranks_only(make, seed):
+    """Any increasing transform of the values leaves auto's change points and p-values as they are.
+
+    It is why a random mix of machines cannot raise auto's false alarms: exchangeable values have uniformly random
+    ranks whatever their distribution (docs/hardware-protocol.md, "Rotating hosts and a rank detector").
+    """
+    y = np.asarray(make(seed).values, dtype=float)
+    assert y.min() > 0 and np.unique(y).size == y.size  # the transforms below are increasing and keep values apart
+    base = detect(y, "auto").change_points
+    for z in (np.log(y), y ** 3, np.exp((y - y.mean()) / y.std()), np.argsort(np.argsort(y)).astype(float)):
+        moved = detect(z, "auto").change_points
+        assert [c.index for c in moved] == [c.index for c in base]
+        assert [c.p_value for c in moved] == pytest.approx([c.p_value for c in base], rel=1e-9)
