@@ -134,12 +134,14 @@ def fingerprint_cmd(
         from quiho.cli._machines import quick_local as run_quick_local
 
         return run_quick_local(store, battery, seconds, repetitions, max_age, json_out)
-    from quiho.fingerprint import FingerprintPlan, fingerprint
+    from quiho.fingerprint import FingerprintPlan, fingerprint, load_battery
     from quiho.fleet import FleetAccess, load_inventory
     from quiho.store import open_store
 
     if inventory is not None:
         load_inventory(inventory)  # validate before touching the store
+    if resume is None:
+        load_battery(battery)  # an unknown name must not cost a calibration first
     with open_store(store) as st:
         path: Path | None
         if resume is None:

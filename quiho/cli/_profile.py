@@ -173,6 +173,7 @@ def profile_cmd(
 def _measure(st: Store, spec: AppSpec, v1: str, v2: str, opts: ProfileOptions) -> ProfileResult:
     """Run the profile on the fleet with progress on stderr."""
     from quiho.cli._fleet import _progress
+    from quiho.fingerprint import load_battery
     from quiho.fleet import load_inventory
     from quiho.fleet.local.calibrate import resolve_fleet
     from quiho.profile import run_profile
@@ -180,6 +181,7 @@ def _measure(st: Store, spec: AppSpec, v1: str, v2: str, opts: ProfileOptions) -
     def say(msg: str) -> None:
         err(f"quiho profile: {msg}")
 
+    load_battery(opts.measure.battery)  # an unknown name must not cost a calibration first
     # no -i: the local fleet calibrated to this machine (probes it first if needed; says so on stderr)
     fleet = resolve_fleet(opts.measure.inventory, st, say)
     with _progress(len(load_inventory(fleet.inventory).names), "profile") as on_event:

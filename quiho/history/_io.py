@@ -51,6 +51,8 @@ def _read_csv_frame(p: Path, needed: Sequence[str]) -> Any:
 
     import pandas as pd
 
+    if p.is_dir():
+        raise ImportDataError(f"{p} is a directory: name a file")
     if not p.is_file():
         raise ImportDataError(f"no such file: {p}")
     try:

@@ -103,7 +103,8 @@ def _target_runs(store: Store, target: str, batch: str | None) -> pd.DataFrame:
         known = list_targets(store)["target"].tolist()
         close = [t for t in known if t.startswith(app)][:8] or known[:8]
         where = f" in batch {batch}" if batch else ""
-        raise UnknownTargetError(f"no data for target {target!r}{where}; known targets include: {', '.join(close)}")
+        known_text = f"known targets include: {', '.join(close)}" if close else "the store has no application runs yet"
+        raise UnknownTargetError(f"no data for target {target!r}{where}; {known_text}")
     return apps
 
 

@@ -20,10 +20,11 @@ from quiho.errors import StoreError
 __all__ = ["StoreLocation", "parse_location", "redact", "DEFAULT_STORE"]
 
 DEFAULT_STORE = Path(".quiho") / "quiho.db"
-#: URL schemes taken for PostgreSQL; anything else is a file path.
+#: URL schemes taken for PostgreSQL; another ``scheme://`` is refused, text without one is a file path.
 PG_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
 #: ``postgresql:/x`` is what :class:`pathlib.Path` leaves of ``postgresql://x`` (it folds the double slash).
 _SCHEME = re.compile(r"^(postgresql\+psycopg|postgresql|postgres|sqlite):/+", re.IGNORECASE)
+_ANY_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
 @dataclass(frozen=True)
@@ -77,12 +78,17 @@ def parse_location(spec: str | os.PathLike[str] | None) -> StoreLocation:
     Raises
     ------
     StoreError
-        A ``postgresql://`` URL that does not parse (the message shows it without its password).
+        A ``postgresql://`` URL that does not parse (the message shows it without its password), or another
+        URL scheme.
     """
     if spec is None:
         spec = os.environ.get("QUIHO_STORE") or DEFAULT_STORE
     text = os.fspath(spec)
     m = _SCHEME.match(text)
+    other = _ANY_SCHEME.match(text)
+    if m is None and other is not None:
+        raise StoreError(f"store URL scheme {other.group(1)!r} is not supported: give a SQLite file path, "
+                         f"sqlite:///PATH or postgresql://USER@HOST:PORT/DB")
     if m is None:
         p = Path(text)
         return StoreLocation("sqlite", str(p), p, p.parent)

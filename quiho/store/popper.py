@@ -50,6 +50,8 @@ def read_quiho_popper(path: str | Path) -> pd.DataFrame:
         Missing or unreadable file, missing columns, or non-numeric values.
     """
     p = Path(path)
+    if p.is_dir():
+        raise ImportDataError(f"{p} is a directory: name a file")
     if not p.is_file():
         raise ImportDataError(f"no such file: {p}")
     try:

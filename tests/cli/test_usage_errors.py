@@ -50,6 +50,23 @@ def test_help_exits_0(capsys):
     assert "Usage: quiho" in capsys.readouterr().out
 
 
+def test_an_unknown_battery_is_refused_before_the_fleet_is_calibrated(tmp_path, capsys):
+    """Calibrating the local fleet takes a minute of probes: a misspelt battery must not cost it."""
+    from quiho.store import open_store
+    from quiho.store.fleet import latest_calibration
+
+    store = tmp_path / "s.db"
+    assert main(["fingerprint", "--battery", "bogus", "--store", str(store)]) == 1
+    assert not store.exists()
+    spec = str(REPO / "examples" / "stream" / "stream.yml")
+    assert main(["profile", "stream@nadds1", "stream@nadds30", "--spec", spec, "--battery", "bogus",
+                 "--store", str(store)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(line.startswith("quiho: error: no battery 'bogus' in ") for line in err)
+    with open_store(store) as st:
+        assert latest_calibration(st) is None
+
+
 def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, **kw)
 

@@ -150,6 +150,25 @@ def test_bad_import_files(tmp_path, capsys, content, message):
     assert not store.exists()  # validated before the store is created
 
 
+def test_a_directory_is_named_as_one(tmp_path, capsys):
+    store = tmp_path / "s.db"
+    assert main(["import", "quiho-popper", str(tmp_path), "--store", str(store)]) == 1
+    assert main(["history", "import", str(tmp_path), "--store", str(store)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"quiho: error: {tmp_path} is a directory: name a file"] * 2
+    assert not store.exists()
+
+
+def test_an_unknown_target_in_an_empty_store_says_the_store_is_empty(tmp_path, capsys):
+    store, csv = tmp_path / "s.db", tmp_path / "h.csv"
+    csv.write_text("revision,value\na,1\nb,2\n")  # a store with a history and no application runs
+    assert main(["history", "import", str(csv), "--store", str(store)]) == 0
+    capsys.readouterr()
+    assert main(["irup", "app", "--store", str(store)]) == 1
+    assert capsys.readouterr().err.strip() == ("quiho: error: no data for target 'app'; the store has no application "
+                                               "runs yet")
+
+
 def test_bad_import_leaves_existing_store_untouched(store_file, tmp_path, capsys):
     bad = tmp_path / "bad.csv"
     bad.write_text("giturl,commit,user,timestamp,benchmark,machine,repetition,test,result\n"

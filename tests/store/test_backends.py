@@ -176,6 +176,14 @@ def test_a_url_is_a_postgresql_store_named_without_its_password(spec: str) -> No
     assert loc.redact(f"failed for {loc.secret} and {spec}") .count("***") == 2
 
 
+@pytest.mark.parametrize("spec", [f"mysql://quiho:{PASSWORD}@db.example/qdb", "s3://bucket/quiho.db",
+                                  "https://example.org/quiho.db"])
+def test_another_url_scheme_is_refused_not_taken_for_a_file(spec: str) -> None:
+    with pytest.raises(StoreError, match=r"store URL scheme '[a-z0-9]+' is not supported") as exc:
+        parse_location(spec)
+    assert PASSWORD not in str(exc.value) and "\n" not in str(exc.value)
+
+
 def test_paths_env_and_services(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert parse_location(tmp_path / "x.db").backend == "sqlite"
     assert parse_location("sqlite:///rel/x.db").path == Path("rel/x.db")
