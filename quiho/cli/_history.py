@@ -70,7 +70,8 @@ NormaliseOpt = Annotated[bool, typer.Option("--normalise", help="Remove the mach
 
 FormatOpt = Annotated[str, typer.Option("--format", help="Input format: auto (by content), csv, "
                                                          "pytest-benchmark, google-benchmark, hyperfine, asv, go, "
-                                                         "jmh, custom.")]
+                                                         "jmh, custom, pyperf (gzip read as its "
+                                                         "content).")]
 OutFormat = Annotated[str, typer.Option("--format", help="Output: text or markdown (a CI job summary / PR "
                                                          "comment).")]
 
@@ -88,9 +89,12 @@ def _is_result_file(path: Path, fmt: str) -> bool:
     if fmt != "auto":
         return fmt != "csv"
     try:
-        head = path.read_bytes()[:4096].decode("utf-8-sig", errors="replace").lstrip()
+        raw = path.read_bytes()[:4096]
     except OSError:
         return False  # the CSV reader names the problem
+    if raw[:2] == b"\x1f\x8b":  # gzip: a compressed result file (pyperf -o FILE.json.gz)
+        return True
+    head = raw.decode("utf-8-sig", errors="replace").lstrip()
     if head.startswith(("{", "[")):
         return True
     try:

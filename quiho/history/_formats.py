@@ -12,11 +12,14 @@ hyperfine         ``hyperfine --export-json FILE ...``
 asv               a result file under ``.asv/results/MACHINE/``
 go                the text of ``go test -bench ...``
 jmh               ``java -jar benchmarks.jar -rf json``
+pyperf            ``python -m pyperf timeit -o FILE``, a ``pyperf.Runner``
+                  script's ``-o FILE``, ``pyperformance run -o FILE``
 custom            github-action-benchmark / Bencher "custom" JSON:
                   ``[{"name", "unit", "value", "range"?, "extra"?}]``
 ================  ==========================================================
 
-Empty, null and NaN values are skipped and counted (``missing``), never an error.
+Empty, null and NaN values are skipped and counted (``missing``), never an error. A gzip-compressed file
+(pyperf's ``-o FILE.json.gz``) is read as its content.
 """
 
 from __future__ import annotations
@@ -233,6 +236,31 @@ def _custom(doc: Any, path: str, vals: _Values) -> ResultFile:
     return ResultFile(path, "custom", None, tuple(out))
 
 
+#: pyperf's units (``metadata.unit``) in this reader's spelling; pyperf ranks every unit smaller-is-better
+_PYPERF_UNITS = {"second": "s", "byte": "B", "integer": ""}
+
+
+def _pyperf(doc: Any, path: str, vals: _Values) -> ResultFile:
+    common = doc.get("metadata") or {}
+    out = []
+    for i, b in enumerate(_need(doc, "benchmarks", list, path, "top level")):
+        where = f"benchmarks[{i}]"
+        meta = {**common, **(b.get("metadata") or {})}  # a benchmark's metadata overrides the file's
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            raise ImportDataError(f"{path}: {where}: metadata 'name' is missing or not a str")
+        unit = str(meta.get("unit", "second"))
+        values: list[float] = []
+        for j, run in enumerate(_need(b, "runs", list, path, where)):
+            if "values" in run:  # a calibration run has warm-ups only
+                values.extend(vals.take(run["values"], f"{where}.runs[{j}]"))
+        host = str(meta.get("hostname", ""))
+        out.append(Measurement(name, tuple(values), _PYPERF_UNITS.get(unit, unit), "lower",
+                               {"machine": host} if host else {}))
+    rev = common.get("commit_id")
+    return ResultFile(path, "pyperf", str(rev) if rev else None, tuple(out))
+
+
 _GO_LINE = re.compile(r"^(Benchmark\S+?)(?:-(\d+))?\s+(\d+)\s+(.*)$")
 
 
@@ -272,6 +300,9 @@ def _json_kind(doc: Any) -> str | None:
             return "hyperfine"
         if "result_columns" in doc or ("commit_hash" in doc and isinstance(doc.get("results"), dict)):
             return "asv"
+        if isinstance(doc.get("benchmarks"), list) and "version" in doc and all(
+                isinstance(b, dict) and isinstance(b.get("runs"), list) for b in doc["benchmarks"]):
+            return "pyperf"
         return None
     if isinstance(doc, list) and doc and all(isinstance(b, dict) for b in doc):
         if all("primaryMetric" in b for b in doc):
@@ -290,6 +321,7 @@ FORMATS: dict[str, Callable[[Any, str, _Values], ResultFile]] = {
     "go": _go,
     "jmh": _jmh,
     "custom": _custom,
+    "pyperf": _pyperf,
 }
 
 
@@ -319,6 +351,28 @@ def detect_format(text: str, path: str = "<input>") -> str:
     elif _is_go(text):
         return "go"
     raise ImportDataError(f"{path}: not a result file of a known format (tried: {', '.join(FORMATS)}, csv)")
+
+
+#: Largest decompressed size of a gzip result file (a result file is kilobytes to megabytes).
+MAX_UNZIPPED = 256 * 2 ** 20
+
+
+def _unzipped(data: bytes, p: Path) -> bytes:
+    """``data``, decompressed if it is gzip; a bomb or a damaged stream is one line."""
+    if data[:2] != b"\x1f\x8b":
+        return data
+    import gzip
+    import io
+    import zlib
+
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+            out = f.read(MAX_UNZIPPED + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ImportDataError(f"{p}: damaged gzip file ({exc})") from None
+    if len(out) > MAX_UNZIPPED:
+        raise ImportDataError(f"{p}: decompresses to more than {MAX_UNZIPPED // 2 ** 20} MiB; not a result file")
+    return out
 
 
 def read_results(path: str | Path, fmt: str = "auto") -> ResultFile:
@@ -352,7 +406,7 @@ def read_results(path: str | Path, fmt: str = "auto") -> ResultFile:
     """
     p = Path(path)
     try:
-        text = p.read_bytes().decode("utf-8-sig")
+        text = _unzipped(p.read_bytes(), p).decode("utf-8-sig")
     except FileNotFoundError:
         raise ImportDataError(f"no such file: {p}") from None
     except IsADirectoryError:

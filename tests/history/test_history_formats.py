@@ -82,6 +82,53 @@ def test_custom_json():
     assert m["No logging"].values == (1847.38,) and m["No logging"].unit == "ns"
 
 
+def _pyperf_values(doc, i):
+    return tuple(v for run in doc["benchmarks"][i]["runs"] for v in run.get("values", ()))
+
+
+def test_pyperf_values_of_every_run_not_warmups_or_calibration():
+    r, m = by_name(DATA / "pyperf_suite.json")
+    doc = json.loads((DATA / "pyperf_suite.json").read_text())
+    assert r.format == "pyperf" and r.revision is None and r.missing == 0
+    assert list(m) == ["sort a sorted list", "join strings"]
+    b = m["sort a sorted list"]
+    assert b.values == _pyperf_values(doc, 0) and len(b.values) == 6  # 3 processes x 2 values
+    assert b.values[0] == 3.1233779296258035e-06  # seconds per loop, as pyperf stores them
+    assert b.unit == "s" and b.direction == "lower" and b.config == {"machine": "vm"}
+    # pyperf timeit: one benchmark whose name is the file's metadata
+    t, mt = by_name(DATA / "pyperf_timeit.json")
+    assert list(mt) == ["timeit"] and mt["timeit"].values == _pyperf_values(
+        json.loads((DATA / "pyperf_timeit.json").read_text()), 0)
+
+
+def test_a_gzip_result_file_reads_as_its_content(tmp_path, monkeypatch):
+    import gzip
+
+    import quiho.history._formats as formats
+
+    plain = tmp_path / "plain.json"
+    plain.write_bytes(gzip.decompress((DATA / "pyperf_gz.json.gz").read_bytes()))
+    assert read_results(DATA / "pyperf_gz.json.gz").measurements == read_results(plain).measurements
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes((DATA / "pyperf_gz.json.gz").read_bytes()[:200])
+    with pytest.raises(ImportDataError, match=r"cut.json.gz: damaged gzip file"):
+        read_results(cut)
+    monkeypatch.setattr(formats, "MAX_UNZIPPED", 1000)  # a small cap stands in for a decompression bomb
+    with pytest.raises(ImportDataError, match=r"decompresses to more than 0 MiB; not a result file"):
+        read_results(DATA / "pyperf_gz.json.gz")
+
+
+def test_history_import_of_a_pyperf_gzip_file(tmp_path, capsys):
+    from quiho.cli.main import main
+
+    db = tmp_path / "q.db"
+    assert main(["history", "import", str(DATA / "pyperf_gz.json.gz"), "--revision", "r1", "--store", str(db)]) == 0
+    assert capsys.readouterr().err == "imported timeit[machine=vm] @ r1: 4 values (s, lower is better)\n"
+    with open_store(db) as st:
+        h = load_history(st, "timeit[machine=vm]")
+    assert h.revisions == ("r1",) and h.unit == "s" and len(h.samples[0]) == 4
+
+
 @pytest.mark.parametrize("unit,direction", [("ops/s", "higher"), ("MB/s", "higher"), ("items_per_second", "higher"),
                                             ("ns", "lower"), ("ms/op", "lower"), ("s", "lower"), ("B/op", "lower")])
 def test_direction_of_unit(unit, direction):
@@ -128,8 +175,8 @@ def test_revision_from_git_or_refused(tmp_path):
     ('{"benchmarks": [{"name": "a"', r"line 1: truncated JSON"),
     ('[{"name": "a", "unit": "s", "value": 1},\n {"name": "b", "unit": "s", "value": 2}\n', r"line 3: truncated JSON"),
     ('{"x": 1}', r"not a result file of a known format \(tried: pytest-benchmark, google-benchmark, hyperfine, "
-                 r"asv, go, jmh, custom, csv\)"),
-    ("hello\nworld\n", r"tried: pytest-benchmark, .*custom, csv"),
+                 r"asv, go, jmh, custom, pyperf, csv\)"),
+    ("hello\nworld\n", r"tried: pytest-benchmark, .*pyperf, csv"),
     ('[{"name": "a", "unit": "s", "value": "1_000"}]', r"'1_000' is not a number"),
     ('[{"name": "a", "unit": "s", "value": 1e999}]', r"not finite"),
 ])
@@ -143,7 +190,8 @@ def test_bad_files_one_line(tmp_path, text, match):
 
 def test_every_fixture_is_recognised_by_content():
     files = {"google-benchmark": "gbench.json", "hyperfine": "hyperfine.json", "go": "gotest.txt",
-             "pytest-benchmark": "pytest_benchmark.json", "jmh": "jmh.json", "custom": "custom.json"}
+             "pytest-benchmark": "pytest_benchmark.json", "jmh": "jmh.json", "custom": "custom.json",
+             "pyperf": "pyperf_suite.json"}
     files["asv"] = str(ASV.relative_to(DATA))
     assert set(files) == set(FORMATS)
     for fmt, name in files.items():
@@ -159,7 +207,8 @@ def _json_values():
                                                          ["name", "unit", "value", "benchmarks", "context",
                                                           "machine_info", "results", "command", "times", "stats",
                                                           "data", "primaryMetric", "rawData", "result_columns",
-                                                          "commit_hash", "version", "run_type", "real_time"]),
+                                                          "commit_hash", "version", "run_type", "real_time",
+                                                          "runs", "values", "metadata"]),
                                                          c, max_size=5)), max_leaves=20)
 
 
@@ -170,7 +219,8 @@ def test_garbage_and_near_miss_files_raise_only_import_errors(tmp_path_factory):
     @settings(max_examples=150, deadline=None)
     @given(st.one_of(st.binary(max_size=300), _json_values().map(lambda d: json.dumps(d).encode()),
                      st.sampled_from([(DATA / f).read_bytes() for f in ("gotest.txt", "custom.json", "jmh.json",
-                                                                        "hyperfine.json")])
+                                                                        "hyperfine.json", "pyperf_suite.json",
+                                                                        "pyperf_gz.json.gz")])
                      .flatmap(lambda b: st.integers(0, len(b)).map(lambda k: b[:k]))))
     def check(blob):
         p = tmp_path_factory.mktemp("g") / "r.json"
