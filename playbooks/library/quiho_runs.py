@@ -2,10 +2,13 @@
 """quiho_runs: run one argv once per item, back to back, and return every run as the command module would.
 
 One module run per visit instead of one per repetition and two around them (``ansible.builtin.command`` in a loop
-pays Ansible's module start-up before every run, and the emulation's start and stop tasks one each). Each run goes
-through the same ``AnsibleModule.run_command`` call with the same arguments as the command module (no shell; ``~``
-and environment variables expanded as there) and comes back with its fields: ``rc``, ``stdout``, ``stderr``
-(trailing newlines stripped), ``start``, ``end``, ``delta``, plus ``item``. A run still going ``guard_s`` seconds
+pays Ansible's module start-up before every run, and the emulation's start and stop tasks one each). Each run is
+started as the command module starts it (an argv, no shell; ``~`` and environment variables expanded; default
+SIGPIPE; the module's stdin and environment) and comes back with its fields: ``rc``, ``stdout``, ``stderr``
+(trailing newlines stripped), ``start``, ``end``, ``delta``, plus ``item``. Its output is collected with
+:meth:`subprocess.Popen.communicate`, not ``AnsibleModule.run_command``: run_command's select loop tests ``poll()``
+twice after the pipes close, and a child that exits between the two calls leaves it in a one-second ``select`` on
+no pipes, which the run's wall time (the ``runtime`` metric) then includes. A run still going ``guard_s`` seconds
 after its start is killed (its process group when it leads one, as coreutils ``timeout`` does) and reported with
 ``guard_killed``; the other runs are kept.
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 import datetime
 import os
 import signal
+import subprocess
 import threading
 
 from ansible.module_utils.basic import AnsibleModule
@@ -40,22 +44,21 @@ def _kill(pid: int) -> None:
 def _one(module: AnsibleModule, argv: list[str], item: object, guard_s: float, cwd: str | None = None,
          ) -> dict[str, object]:
     fired: list[bool] = []
-    timers: list[threading.Timer] = []
-
-    def arm(proc: object) -> None:
-        if guard_s > 0:
-            pid = proc.pid  # type: ignore[attr-defined]
-            t = threading.Timer(guard_s, lambda: (fired.append(True), _kill(pid)))
-            t.daemon = True
-            t.start()
-            timers.append(t)
-
+    args = [os.path.expanduser(os.path.expandvars(a)) for a in argv]  # as run_command(expand_user_and_vars=True)
     start = datetime.datetime.now()
-    rc, out, err = module.run_command(argv, cwd=cwd, encoding=None, expand_user_and_vars=True,
-                                      before_communicate_callback=arm)
+    try:
+        proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True)
+    except OSError as exc:
+        module.fail_json(msg=f"cannot run {args[0]!r}: {exc}", rc=exc.errno, stdout="", stderr="")
+    guard = threading.Timer(guard_s, lambda: (fired.append(True), _kill(proc.pid))) if guard_s > 0 else None
+    if guard is not None:
+        guard.daemon = True
+        guard.start()
+    out, err = proc.communicate()  # returns when both pipes are closed and the child is reaped
     end = datetime.datetime.now()
-    for t in timers:
-        t.cancel()
+    rc = proc.returncode
+    if guard is not None:
+        guard.cancel()
     return {"item": item, "rc": rc, "stdout": to_text(out).rstrip("\r\n"), "stderr": to_text(err).rstrip("\r\n"),
             "start": to_text(start), "end": to_text(end), "delta": to_text(end - start),
             "guard_killed": bool(fired)}
