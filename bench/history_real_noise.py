@@ -94,26 +94,25 @@ def _build(where: Path) -> dict[str, list[str]]:
     return argv
 
 
-def _done_builds(out: Path) -> int:
-    """Complete builds already in ``out`` (a build is complete when all its runs are)."""
+def _complete_rows(out: Path) -> list[dict[str, str]]:
+    """The rows of the builds already complete in ``out`` (builds 0.. with all their runs), in file order."""
     if not out.exists():
-        return 0
+        return []
     with out.open(newline="") as f:
         rows = list(csv.DictReader(f))
-    per = {}
+    per: dict[int, int] = {}
     for r in rows:
         per[int(r["build"])] = per.get(int(r["build"]), 0) + 1
     done = 0
     while per.get(done, 0) == RUNS * len(PROGRAMS):
         done += 1
-    return done
+    return [r for r in rows if int(r["build"]) < done]
 
 
 def record(out: Path, builds: int) -> None:
-    start = _done_builds(out)
+    keep = _complete_rows(out)
+    start = int(keep[-1]["build"]) + 1 if keep else 0
     if start:  # drop a half-written build, keep the complete ones
-        with out.open(newline="") as f:
-            keep = [r for r in csv.DictReader(f) if int(r["build"]) < start]
         with out.open("w", newline="") as f:
             w = csv.DictWriter(f, FIELDS)
             w.writeheader()
@@ -173,6 +172,20 @@ def _planted(h: History, k: int, delta: float) -> History:
                    tuple(s * (1 + delta) if i >= k else s for i, s in enumerate(h.samples)), h.unit)
 
 
+def _power(run: P.Runner, ws: list[tuple[str, int, History]], ks: np.ndarray) -> list[str]:
+    """Per step size: "found/windows (other change points)" of ``run`` on the windows with a step planted at ``ks``."""
+    cells = []
+    for d in DELTAS:
+        found = false = 0
+        for (_, _, h), k in zip(ws, ks, strict=True):
+            cps = run(_planted(h, int(k), d))
+            near = [i for i in cps if abs(i - k) <= MARGIN]
+            found += bool(near)
+            false += len(cps) - len(near)
+        cells.append(f"{found}/{len(ws)} ({false})")
+    return cells
+
+
 def _describe(ws: list[tuple[str, int, History]]) -> None:
     print("\n**The recorded noise** (per series, median over its windows):\n")
     print("| series | windows | run CV within a build | build-mean CV | lag-1 autocorrelation of build means | "
@@ -213,15 +226,7 @@ def analyse(path: Path, gate: bool, null_series: int, floors: tuple[float, ...] 
         q = q0.get(c.name, float("nan"))
         p = float(stats.binomtest(hit, n, q, alternative="greater").pvalue) if np.isfinite(q) and q > 0 else \
             float("nan")
-        cells = []
-        for d in DELTAS:
-            found = false = 0
-            for (_, _, h), k in zip(ws, ks, strict=True):
-                cps = c.run(_planted(h, int(k), d))
-                near = [i for i in cps if abs(i - k) <= MARGIN]
-                found += bool(near)
-                false += len(cps) - len(near)
-            cells.append(f"{found}/{n} ({false})")
+        cells = _power(c.run, ws, ks)
         qs = f"{q:.2%}" if np.isfinite(q) else "-"
         ps = f"{p:.2g}" if np.isfinite(p) else "-"
         print(f"| {c.name}{' (peer)' if c.peer else ''} | {hit}/{n} | {sum(map(len, aa))} | {qs} | {ps} | "
@@ -234,19 +239,10 @@ def analyse(path: Path, gate: bool, null_series: int, floors: tuple[float, ...] 
 
 def _floor(ws: list[tuple[str, int, History]], ks: np.ndarray, floor: float, gate: bool) -> None:
     """``auto`` (and with ``gate`` the CI gate) with ``--magnitude-floor floor`` on the same windows."""
-    from quiho.history import detect
-
+    run = P._quiho("auto", magnitude_floor=floor)
     n = len(ws)
-    aa = sum(bool(detect(h, "auto", magnitude_floor=floor).change_points) for _, _, h in ws)
-    cells = []
-    for d in DELTAS:
-        found = false = 0
-        for (_, _, h), k in zip(ws, ks, strict=True):
-            cps = [c.index for c in detect(_planted(h, int(k), d), "auto", magnitude_floor=floor).change_points]
-            near = [i for i in cps if abs(i - k) <= MARGIN]
-            found += bool(near)
-            false += len(cps) - len(near)
-        cells.append(f"{found}/{n} ({false})")
+    aa = sum(bool(run(h)) for _, _, h in ws)
+    cells = _power(run, ws, ks)
     print(f"\n**auto, magnitude floor {floor:.0%}**: A/A windows with a false alarm {aa}/{n}; "
           + "; ".join(f"+{d:.0%} found {c}" for d, c in zip(DELTAS, cells, strict=True)))
     if gate:
