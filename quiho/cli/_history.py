@@ -85,6 +85,7 @@ def _is_result_file(path: Path, fmt: str) -> bool:
     """Whether ``path`` is read as a benchmark result file (not as a CSV)."""
     from quiho.errors import ImportDataError
     from quiho.history import FORMATS, detect_format
+    from quiho.history._formats import GZIP_MAGIC
 
     if fmt != "auto":
         return fmt != "csv"
@@ -92,7 +93,7 @@ def _is_result_file(path: Path, fmt: str) -> bool:
         raw = path.read_bytes()[:4096]
     except OSError:
         return False  # the CSV reader names the problem
-    if raw[:2] == b"\x1f\x8b":  # gzip: a compressed result file (pyperf -o FILE.json.gz)
+    if raw.startswith(GZIP_MAGIC):  # a compressed result file (pyperf -o FILE.json.gz)
         return True
     head = raw.decode("utf-8-sig", errors="replace").lstrip()
     if head.startswith(("{", "[")):

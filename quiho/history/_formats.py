@@ -355,11 +355,13 @@ def detect_format(text: str, path: str = "<input>") -> str:
 
 #: Largest decompressed size of a gzip result file (a result file is kilobytes to megabytes).
 MAX_UNZIPPED = 256 * 2 ** 20
+#: The first bytes of a gzip stream: such a result file is read as its content.
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 def _unzipped(data: bytes, p: Path) -> bytes:
     """``data``, decompressed if it is gzip; a bomb or a damaged stream is one line."""
-    if data[:2] != b"\x1f\x8b":
+    if not data.startswith(GZIP_MAGIC):
         return data
     import gzip
     import io
