@@ -84,8 +84,7 @@ def _fmt_cp(cp: ChangePoint) -> str:
 def _is_result_file(path: Path, fmt: str) -> bool:
     """Whether ``path`` is read as a benchmark result file (not as a CSV)."""
     from quiho.errors import ImportDataError
-    from quiho.history import FORMATS, detect_format
-    from quiho.history._formats import GZIP_MAGIC
+    from quiho.history import FORMATS, GZIP_MAGIC, detect_format
 
     if fmt != "auto":
         return fmt != "csv"

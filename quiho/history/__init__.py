@@ -38,7 +38,15 @@ from quiho.history._base import (
     register_detector,
 )
 from quiho.history._ci import NewestCheck, SeriesVerdict, check_newest, verdict_lines, verdict_markdown, verdict_of
-from quiho.history._formats import FORMATS, ResultFile, ResultImport, detect_format, import_results, read_results
+from quiho.history._formats import (
+    FORMATS,
+    GZIP_MAGIC,
+    ResultFile,
+    ResultImport,
+    detect_format,
+    import_results,
+    read_results,
+)
 from quiho.history._git import (
     GitBench,
     GitBisectReport,
@@ -132,6 +140,7 @@ __all__ = [
     "GitSampleReport",
     "GitBisectReport",
     "FORMATS",
+    "GZIP_MAGIC",
     "ResultFile",
     "ResultImport",
     "read_results",
