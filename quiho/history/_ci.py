@@ -41,7 +41,8 @@ class NewestCheck:
 
 def check_newest(history: History, *, alpha: float = 0.01, min_size: int = 5, direction: str | None = None,
                  detection: Detection | None = None, baseline: Sequence[int] | None = None,
-                 magnitude_floor: float = 0.0, test_within: str = "own") -> NewestCheck:
+                 magnitude_floor: float = 0.0, test_within: str = "own",
+                 extra: tuple[float, float] | None = None) -> NewestCheck:
     """Test whether the newest revision departs from the revisions since the last change point.
 
     The baseline is the revisions of the newest segment (after the last change point of ``detection``, newest
@@ -72,6 +73,8 @@ def check_newest(history: History, *, alpha: float = 0.01, min_size: int = 5, di
         A significant change with ``|magnitude|`` below this is ``no change`` (as the detectors ignore it).
     test_within : {"own", "pooled", "larger"}, default "own"
         The newest revision's round variance (:func:`~quiho.history._levels.compare_levels`).
+    extra : (variance, degrees of freedom), optional
+        One more variance term of the difference (:func:`~quiho.history._levels.compare_levels`).
 
     References
     ----------
@@ -92,7 +95,7 @@ def check_newest(history: History, *, alpha: float = 0.01, min_size: int = 5, di
         return NewestCheck("not meaningful", rev, nan, nan, nan, (nan, nan), nan, len(base),
                            f"not meaningful: only {len(base)} baseline revisions (min_size={min_size})")
     newest = history.samples[-1]
-    cmp = compare_levels(variance_components(base), base, [newest], alpha, test_within=test_within)
+    cmp = compare_levels(variance_components(base), base, [newest], alpha, test_within=test_within, extra=extra)
     better = direction or direction_of_unit(history.unit)
     verdict = level_verdict(cmp, alpha, better) if not abs(cmp.magnitude) < magnitude_floor else "no change"
     return NewestCheck(verdict, rev, cmp.reference, cmp.test, cmp.magnitude, cmp.ci,

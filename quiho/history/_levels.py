@@ -80,7 +80,8 @@ def variance_components(base: Sequence[np.ndarray]) -> VarianceComponents:
 
 
 def compare_levels(vc: VarianceComponents, ref: Sequence[np.ndarray], test: Sequence[np.ndarray],
-                   alpha: float, *, test_within: str = "own") -> LevelComparison:
+                   alpha: float, *, test_within: str = "own",
+                   extra: tuple[float, float] | None = None) -> LevelComparison:
     """Compare the mean of ``test``'s revision means with ``ref``'s, using the variance components ``vc``.
 
     A level of ``k`` revisions with rounds ``n_i`` has variance ``(s_b^2 + s_w^2 mean(1/n_i)) / k``; the
@@ -97,6 +98,9 @@ def compare_levels(vc: VarianceComponents, ref: Sequence[np.ndarray], test: Sequ
     change still widens the interval, a revision whose few rounds are tight by chance is not believed). Every
     ``s_w^2`` term is one mean square, so with ``"pooled"`` or ``"larger"`` their coefficients are summed before
     Satterthwaite's rule (``"own"`` keeps today's separate terms for one-round tested revisions).
+
+    ``extra`` is one more independent variance term of the difference with its degrees of freedom, e.g. the error
+    of a machine factor removed from the tested level (:func:`quiho.history.normalise.check_newest_normalised`).
 
     References
     ----------
@@ -132,6 +136,8 @@ def compare_levels(vc: VarianceComponents, ref: Sequence[np.ndarray], test: Sequ
     else:  # c_b * s_b^2 + c_ref * s_w^2 = c_b * ms_means + (c_ref - c_b * h) * s_w^2
         terms = [(c_b * vc.ms_means, vc.k - 1.0),
                  ((c_ref - c_b * vc.mean_inv_n + c_w) * vc.within, float(vc.df_within)), *own]
+    if extra is not None:
+        terms.append(extra)
     var = sum(t for t, _ in terms)
     den = sum(t * t / df for t, df in terms if df > 0 and t != 0)
     df = var * var / den if den > 0 else float(max(vc.k - 1, vc.df_within))

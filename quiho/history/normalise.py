@@ -31,10 +31,11 @@ from scipy import stats
 
 from quiho.errors import UsageError
 from quiho.history._base import detect
+from quiho.history._ci import NewestCheck, check_newest
 from quiho.history._model import ChangePoint, Detection, History
 
 __all__ = ["MachineFingerprint", "NormaliseOptions", "MachineEffect", "MachineChange", "NormalisedDetection",
-           "detect_normalised",
+           "NormalisedNewest", "detect_normalised", "check_newest_normalised",
            "EFFECT_MODELS", "RidgeEffect", "GbmEffect"]
 
 
@@ -95,7 +96,9 @@ class MachineEffect:
     ``stressors`` are the ridge's columns or the trees' most important ones (``coef`` empty for trees);
     ``effect[i]`` is the log factor removed from revision ``i`` (0 where raw); ``cv_ratio`` the leave-one-machine-
     out mean squared error of the deviations with the effect over without it (< 1: the effect predicts unseen
-    machines).
+    machines); ``machine_var`` the variance of a held-out machine's shared error in log (:func:`_cv_ratio`).
+    ``columns`` are the model's features and ``model``/``offset`` the fit whose centred prediction ``effect`` is,
+    so :meth:`predict` gives a machine the history has not seen the same kind of factor.
     """
 
     stressors: tuple[str, ...]
@@ -104,6 +107,17 @@ class MachineEffect:
     cv_ratio: float
     machines: int
     iterations: int
+    machine_var: float = float("nan")
+    columns: tuple[str, ...] = ()
+    model: RidgeEffect | GbmEffect | None = field(default=None, repr=False, compare=False)
+    offset: float = 0.0
+
+    def predict(self, values: pd.Series) -> float:
+        """The log factor of a machine with these median bogo-ops/s on :attr:`columns` (all measured, > 0)."""
+        if self.model is None:
+            raise ValueError("this effect keeps no fitted model")
+        x = np.log(values[list(self.columns)].to_numpy(dtype=float))[None, :]
+        return float(self.model.predict(x)[0]) - self.offset
 
 
 @dataclass(frozen=True)
@@ -413,11 +427,13 @@ def _joint(h: History, Zdf: pd.DataFrame, keys: np.ndarray, opts: NormaliseOptio
 
     bounds: list[int] = []
     effect = np.zeros(len(y))
-    it = 0
+    model, offset, it = None, 0.0, 0
     for it in range(1, opts.max_iterations + 1):  # noqa: B007 - the count is reported
         r = y - _segment_means(y, bounds)
-        effect = make().fit(Z, r).predict(Z)
-        effect -= effect.mean()
+        model = make().fit(Z, r)
+        effect = model.predict(Z)
+        offset = float(effect.mean())
+        effect -= offset
         if opts.intercepts:
             effect = effect + _intercepts(r - effect, keys)
         d = detect(_scaled(h, effect), opts.method, min_size=opts.min_size, magnitude_floor=opts.magnitude_floor,
@@ -430,8 +446,8 @@ def _joint(h: History, Zdf: pd.DataFrame, keys: np.ndarray, opts: NormaliseOptio
     ratio, machine_var = _cv_ratio(Z, r, keys, make)
     final = make().fit(Z, r)
     eff = MachineEffect(tuple(str(Zdf.columns[c]) for c in final.columns_), tuple(float(c) for c in final.coef_),
-                        effect, ratio,
-                        len(set(keys.tolist())), it)
+                        effect, ratio, len(set(keys.tolist())), it, machine_var,
+                        tuple(str(c) for c in Zdf.columns), model, offset)
     if not np.isfinite(ratio) or ratio > opts.max_cv_ratio:
         why = ("too few machines to hold one out" if not np.isfinite(ratio) else
                f"predicting held-out machines with the fingerprint effect is not better than without it "
@@ -443,3 +459,120 @@ def _joint(h: History, Zdf: pd.DataFrame, keys: np.ndarray, opts: NormaliseOptio
     reason = (f"normalised by {', '.join(eff.stressors)} over {eff.machines} machines: leave-one-machine-out MSE "
               f"ratio {ratio:.2f} (≤ {opts.max_cv_ratio}: beats the raw series)")
     return NormalisedDetection(d, True, reason, h, used, eff, (*notes, *_machine_notes(apart)), apart)
+
+
+@dataclass(frozen=True)
+class NormalisedNewest:
+    """The newest revision against its level with its machine's effect removed, or the raw check and why.
+
+    ``machine`` is the newest revision's machine key (None: no fingerprint), ``seen`` whether the history before
+    it has that machine, ``factor`` the machine factor divided out of the newest revision (1 when raw) and
+    ``history`` the detection of the revisions before it, whose newest segment is the baseline.
+    """
+
+    check: NewestCheck
+    normalised: bool
+    reason: str
+    machine: str | None
+    seen: bool
+    factor: float
+    history: NormalisedDetection
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready dict: the check, how the newest revision was normalised and why."""
+        c = self.check
+
+        def num(x: float) -> float | None:
+            return round(float(x), 6) if np.isfinite(x) else None
+
+        return {"revision": c.revision, "verdict": c.verdict, "magnitude": num(c.magnitude),
+                "ci": [num(c.ci[0]), num(c.ci[1])], "p_value": num(c.p_value), "baseline": num(c.baseline),
+                "newest": num(c.newest), "n_baseline": c.n_baseline, "normalised": self.normalised,
+                "reason": self.reason or c.reason, "machine": self.machine, "machine_seen": self.seen,
+                "machine_factor": num(self.factor)}
+
+
+def _before_newest(h: History) -> History:
+    return History(h.name, h.revisions[:-1], h.orders[:-1], h.samples[:-1], h.unit, h.config, h.missing)
+
+
+def check_newest_normalised(h: History, machines: Sequence[MachineFingerprint | None],
+                            opts: NormaliseOptions | None = None, *, alpha: float = 0.001,
+                            test_within: str = "pooled") -> NormalisedNewest:
+    """Check the newest revision of ``h`` against its level after removing its machine's effect (a PR on any runner).
+
+    The effect is fitted on the revisions before the newest (:func:`detect_normalised`), so a regression in the
+    newest cannot be absorbed as a machine effect. A machine the history has seen gets the factor its revisions
+    had; a new one the model's prediction from its fingerprint, with the held-out machines' shared error
+    (``MachineEffect.machine_var``) added to the comparison's variance. A new machine outside the history's
+    machines on a stressor of the effect is not normalised: its factor would be extrapolated. The comparison is
+    :func:`~quiho.history.check_newest`'s (a random-effects prediction interval at ``alpha``); where the history
+    or the newest revision cannot be normalised, the raw check runs and ``reason`` says why.
+
+    Parameters
+    ----------
+    h : History
+        The series, its newest revision last (positive values).
+    machines : sequence of MachineFingerprint or None, shape (n_revisions,)
+        The machine of each revision of ``h``.
+    opts : NormaliseOptions, optional
+        The change points' settings and the machine-effect model, as for :func:`detect_normalised`.
+    alpha : float, default 0.001
+        The newest revision's significance level (the CI gate's ``--newest-alpha``).
+    test_within : {"own", "pooled", "larger"}, default "pooled"
+        The newest revision's round variance (the gate's default).
+    """
+    opts = opts or NormaliseOptions()
+    if len(machines) != len(h):
+        raise ValueError(f"{len(machines)} machines for {len(h)} revisions")
+    if len(h) < 2:
+        raise ValueError("the newest revision needs revisions before it")
+    before = _before_newest(h)
+    nd = detect_normalised(before, machines[:-1], opts)
+    m = machines[-1]
+    keys = np.array([x.key if x is not None else "" for x in machines[:-1]])
+    seen = m is not None and m.key in set(keys.tolist())
+
+    def raw(why: str) -> NormalisedNewest:
+        d = detect(before, opts.method, min_size=opts.min_size, magnitude_floor=opts.magnitude_floor,
+                   alpha=opts.alpha)
+        chk = check_newest(h, alpha=alpha, min_size=opts.min_size, detection=d,
+                           magnitude_floor=opts.magnitude_floor, test_within=test_within)
+        return NormalisedNewest(chk, False, why, None if m is None else m.key, seen, 1.0, nd)
+
+    eff = nd.effect
+    if not nd.normalised or eff is None:
+        return raw(f"raw check: {nd.reason.removeprefix('raw series used: ')}")
+    if m is None:
+        return raw("raw check: the newest revision has no machine fingerprint")
+    extra: tuple[float, float] | None = None
+    if seen:
+        e_new = float(np.mean(eff.effect[keys == m.key]))
+    else:
+        ok = m.values[np.isfinite(m.values) & (m.values > 0)].index
+        lacking = [c for c in eff.columns if c not in ok]
+        if lacking:
+            return raw(f"raw check: the newest revision's machine {m.key} has no measurement of "
+                       f"{', '.join(lacking[:3])}, which the machine effect uses")
+        outside = []
+        for s in eff.stressors:
+            past = [float(x.values[s]) for x in machines[:-1] if x is not None]
+            v = float(m.values[s])
+            if not min(past) <= v <= max(past):
+                outside.append(f"{s} {v:.4g} bogo-ops/s against {min(past):.4g}-{max(past):.4g}")
+        if outside:
+            return raw(f"raw check: the newest revision's machine {m.key} is new and outside the history's machines "
+                       f"({'; '.join(outside)}): its factor would be extrapolated")
+        e_new = eff.predict(m.values)
+    used = History(h.name, h.revisions, h.orders, (*nd.used.samples, h.samples[-1] * np.exp(-e_new)), h.unit,
+                   h.config, h.missing)
+    if not seen and np.isfinite(eff.machine_var) and eff.machine_var > 0:
+        start = max((c.index for c in nd.detection.change_points), default=0)
+        level = float(np.mean([s.mean() for s in used.samples[start:-1]])) if start < len(h) - 1 else 0.0
+        extra = (level * level * eff.machine_var, float(max(1, eff.machines - 1)))
+    chk = check_newest(used, alpha=alpha, min_size=opts.min_size, detection=nd.detection,
+                       magnitude_floor=opts.magnitude_floor, test_within=test_within, extra=extra)
+    how = (f"its machine {m.key} was seen in the history (its revisions' factor)" if seen else
+           f"its machine {m.key} is new: factor predicted from its fingerprint, with the held-out machines' error "
+           f"(±{np.expm1(np.sqrt(max(eff.machine_var, 0.0))):.1%}) in the interval")
+    return NormalisedNewest(chk, True, f"normalised: {how}", m.key, seen, float(np.exp(e_new)), nd)
