@@ -15,6 +15,7 @@ import json
 import math
 from pathlib import Path
 
+from quiho.errors import QuihoError
 from quiho.fleet.local.calibrate import AxisEffect, choose
 from quiho.store import open_store
 from quiho.store.fleet import latest_calibration
@@ -42,7 +43,11 @@ def main() -> int:
     print("| calibration | axes kept | page-size (memory probe) | co-runner (memory probe) |")
     print("|---|---|---|---|")
     for src in a.sources:
-        resp = _responses(src)
+        try:
+            resp = _responses(src)
+        except (OSError, ValueError, QuihoError) as e:  # one unreadable source is a row, not the end of the table
+            print(f"| {src} | not read: {e} | | |")
+            continue
         if resp is None:
             print(f"| {src} | no calibration stored | | |")
             continue
