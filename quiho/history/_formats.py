@@ -408,7 +408,8 @@ def read_results(path: str | Path, fmt: str = "auto") -> ResultFile:
     """
     p = Path(path)
     try:
-        text = _unzipped(p.read_bytes(), p).decode("utf-8-sig")
+        data = p.read_bytes()
+        text = _unzipped(data, p).decode("utf-8-sig")
     except FileNotFoundError:
         raise ImportDataError(f"no such file: {p}") from None
     except IsADirectoryError:
@@ -419,7 +420,13 @@ def read_results(path: str | Path, fmt: str = "auto") -> ResultFile:
         raise ImportDataError(f"{p}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise ImportDataError(f"{p}: not a text file (not UTF-8); formats: {', '.join(FORMATS)}") from None
-    kind = detect_format(text, str(p)) if fmt == "auto" else fmt
+    try:
+        kind = detect_format(text, str(p)) if fmt == "auto" else fmt
+    except ImportDataError:
+        if data.startswith(GZIP_MAGIC):  # the CSV reader never saw it: say what a compressed file can be
+            raise ImportDataError(f"{p}: a gzip-compressed file that is not a result file of a known format "
+                                  f"({', '.join(FORMATS)}); a CSV is read uncompressed (gunzip it first)") from None
+        raise
     if kind not in FORMATS:
         raise ImportDataError(f"unknown format {fmt!r}; choose auto, csv or one of {', '.join(FORMATS)}")
     vals = _Values(str(p))

@@ -129,6 +129,20 @@ def test_history_import_of_a_pyperf_gzip_file(tmp_path, capsys):
     assert h.revisions == ("r1",) and h.unit == "s" and len(h.samples[0]) == 4
 
 
+def test_a_gzip_csv_is_refused_in_one_line_that_does_not_claim_the_csv_reader_saw_it(tmp_path, capsys):
+    import gzip
+
+    from quiho.cli.main import main
+
+    gz = tmp_path / "h.csv.gz"
+    gz.write_bytes(gzip.compress(b"revision,value\na,1\nb,2\n"))
+    db = tmp_path / "q.db"
+    assert main(["history", "import", str(gz), "--store", str(db)]) == 1
+    err = capsys.readouterr().err
+    assert "gzip-compressed file that is not a result file" in err and "gunzip it first" in err
+    assert "csv)" not in err and not db.exists()  # nothing stored
+
+
 @pytest.mark.parametrize("unit,direction", [("ops/s", "higher"), ("MB/s", "higher"), ("items_per_second", "higher"),
                                             ("ns", "lower"), ("ms/op", "lower"), ("s", "lower"), ("B/op", "lower")])
 def test_direction_of_unit(unit, direction):
