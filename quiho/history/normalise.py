@@ -498,16 +498,15 @@ def _before_newest(h: History) -> History:
 
 def check_newest_normalised(h: History, machines: Sequence[MachineFingerprint | None],
                             opts: NormaliseOptions | None = None, *, alpha: float = 0.001,
-                            test_within: str = "pooled") -> NormalisedNewest:
+                            test_within: str = "pooled", new_machine: str = "refuse") -> NormalisedNewest:
     """Check the newest revision of ``h`` against its level after removing its machine's effect (a PR on any runner).
 
     The effect is fitted on the revisions before the newest (:func:`detect_normalised`), so a regression in the
     newest cannot be absorbed as a machine effect. A machine the history has seen gets the factor its revisions
-    had; a new one the model's prediction from its fingerprint, with the held-out machines' shared error
-    (``MachineEffect.machine_var``) added to the comparison's variance. A new machine outside the history's
-    machines on a stressor of the effect is not normalised: its factor would be extrapolated. The comparison is
-    :func:`~quiho.history.check_newest`'s (a random-effects prediction interval at ``alpha``); where the history
-    or the newest revision cannot be normalised, the raw check runs and ``reason`` says why.
+    had. A machine it has not seen is "not meaningful" by default: neither a predicted factor nor the raw check
+    compared a new machine with the history reliably (bench/history_newest.py; docs/hardware-protocol.md). The
+    comparison is :func:`~quiho.history.check_newest`'s (a random-effects prediction interval at ``alpha``); where
+    the history or the newest revision cannot be normalised, the raw check runs and ``reason`` says why.
 
     Parameters
     ----------
@@ -521,8 +520,14 @@ def check_newest_normalised(h: History, machines: Sequence[MachineFingerprint | 
         The newest revision's significance level (the CI gate's ``--newest-alpha``).
     test_within : {"own", "pooled", "larger"}, default "pooled"
         The newest revision's round variance (the gate's default).
+    new_machine : {"refuse", "predict"}, default "refuse"
+        A machine the history has not seen: "not meaningful", or (round 1 of the protocol, kept to rerun it) the
+        model's prediction from its fingerprint with the held-out machines' error (``MachineEffect.machine_var``)
+        in the interval, and the raw check when it lies outside the history's machines on a stressor of the effect.
     """
     opts = opts or NormaliseOptions()
+    if new_machine not in ("refuse", "predict"):
+        raise UsageError(f"new_machine must be refuse or predict, not {new_machine!r}")
     if len(machines) != len(h):
         raise ValueError(f"{len(machines)} machines for {len(h)} revisions")
     if len(h) < 2:
@@ -548,6 +553,13 @@ def check_newest_normalised(h: History, machines: Sequence[MachineFingerprint | 
     extra: tuple[float, float] | None = None
     if seen:
         e_new = float(np.mean(eff.effect[keys == m.key]))
+    elif new_machine == "refuse":
+        nan = float("nan")
+        why = (f"not meaningful: the newest revision ran on {m.key}, a machine this history has not measured; its "
+               "factor is not known well enough (check it once a revision of the history has run on it)")
+        return NormalisedNewest(NewestCheck("not meaningful", h.revisions[-1], nan, nan, nan, (nan, nan), nan, 0, why),
+                                False, "the history is normalised; the newest revision's machine is new to it", m.key,
+                                False, 1.0, nd)
     else:
         ok = m.values[np.isfinite(m.values) & (m.values > 0)].index
         lacking = [c for c in eff.columns if c not in ok]
@@ -575,4 +587,5 @@ def check_newest_normalised(h: History, machines: Sequence[MachineFingerprint | 
     how = (f"its machine {m.key} was seen in the history (its revisions' factor)" if seen else
            f"its machine {m.key} is new: factor predicted from its fingerprint, with the held-out machines' error "
            f"(±{np.expm1(np.sqrt(max(eff.machine_var, 0.0))):.1%}) in the interval")
-    return NormalisedNewest(chk, True, f"normalised: {how}", m.key, seen, float(np.exp(e_new)), nd)
+    return NormalisedNewest(chk, True, f"normalised (the effect fitted on the revisions before it): {how}", m.key, seen,
+                            float(np.exp(e_new)), nd)

@@ -1,0 +1,151 @@
+"""The newest revision checked on whatever machine it ran: seen, new (refused, or predicted), outside the range."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from quiho.errors import UsageError
+from quiho.history import History, check_newest, detect
+from quiho.history._levels import compare_levels, variance_components
+from quiho.history.normalise import MachineFingerprint, NormaliseOptions, check_newest_normalised
+
+from .test_normalise import STRESSORS, _rotating
+
+
+def _with_newest(h, ms, machine, shift=1.0, seed=1, lean_on="stream"):
+    """``h`` plus one newest revision on ``machine`` (runtime 10/speed of ``lean_on``), ``shift`` planted."""
+    rng = np.random.default_rng(seed)
+    base = 10.0 / (float(machine.values[lean_on]) / 1000) * shift
+    n = len(h)
+    runs = base * np.exp(rng.normal(0, 0.01, 3))
+    new = History(h.name, (*h.revisions, f"r{n:03d}"), np.arange(n + 1), (*h.samples, runs), h.unit)
+    return new, [*ms, machine]
+
+
+def _raw_check(h):
+    before = History(h.name, h.revisions[:-1], h.orders[:-1], h.samples[:-1], h.unit)
+    return check_newest(h, alpha=0.001, detection=detect(before, "auto"), test_within="pooled")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_regression_on_a_seen_machine_is_caught_where_raw_sees_machines(seed):
+    h, ms = _rotating(shift=1.0, seed=seed)
+    for shift, verdict in ((1.0, "no change"), (1.10, "regression")):
+        hn, mn = _with_newest(h, ms, ms[7], shift)
+        nn = check_newest_normalised(hn, mn)
+        assert nn.normalised and nn.seen and nn.machine == ms[7].key, nn.reason
+        assert nn.check.verdict == verdict
+        if verdict == "regression":
+            assert 0 < nn.check.ci[0] < 0.10 < nn.check.ci[1]  # the planted 10 % inside its interval
+            assert _raw_check(hn).verdict == "no change"  # the machine spread swamps 10 % raw
+    assert nn.to_dict()["machine_seen"] is True and nn.to_dict()["normalised"] is True
+
+
+def test_a_new_machine_inside_the_range_is_predicted_with_its_error_in_the_interval():
+    h, ms = _rotating(shift=1.0, n_machines=12, seed=3)
+    keys = {m.key for m in ms}
+    # a new machine between two seen ones on every stressor: the geometric mean of two of them
+    a, b = ms[0], next(m for m in ms if m.key != ms[0].key)
+    new = MachineFingerprint("new", np.sqrt(a.values * b.values))
+    assert new.key not in keys
+    hn, mn = _with_newest(h, ms, new, 1.25)
+    refused = check_newest_normalised(hn, mn)  # the default: a machine new to the history is not compared
+    assert refused.check.verdict == "not meaningful" and not refused.normalised and not refused.seen
+    assert "has not measured" in refused.check.reason and refused.to_dict()["verdict"] == "not meaningful"
+    nn = check_newest_normalised(hn, mn, new_machine="predict")
+    assert nn.normalised and not nn.seen and "new: factor predicted" in nn.reason, nn.reason
+    assert nn.check.verdict == "regression" and nn.check.ci[0] < 0.25 < nn.check.ci[1]
+    seen = check_newest_normalised(*_with_newest(h, ms, a, 1.25))
+    width = nn.check.ci[1] - nn.check.ci[0]
+    assert width > seen.check.ci[1] - seen.check.ci[0]  # the held-out machines' error widens it
+
+
+def test_a_new_machine_outside_the_history_is_checked_raw_and_said():
+    h, ms = _rotating(shift=1.0, seed=4)
+    fast = MachineFingerprint("fast", pd.Series(10 * np.max([m.values.to_numpy() for m in ms], axis=0),
+                                                index=list(STRESSORS)))
+    hn, mn = _with_newest(h, ms, fast)
+    nn = check_newest_normalised(hn, mn, new_machine="predict")
+    assert not nn.normalised and "outside the history's machines" in nn.reason and "extrapolated" in nn.reason
+    assert nn.check == _raw_check(hn) and nn.factor == 1.0  # the raw check, nothing lost
+
+
+def test_a_newest_without_fingerprint_or_a_history_on_one_machine_is_raw_and_said():
+    h, ms = _rotating(shift=1.0, seed=5)
+    hn, _ = _with_newest(h, ms, ms[0])
+    nn = check_newest_normalised(hn, [*ms, None])
+    assert not nn.normalised and "newest revision has no machine fingerprint" in nn.reason
+    assert nn.check == _raw_check(hn)
+    one, mo = _rotating(shift=1.0, n_machines=1, seed=5)
+    nn = check_newest_normalised(*_with_newest(one, mo, mo[0], 1.10))
+    assert not nn.normalised and "one machine" in nn.reason and nn.check.verdict == "regression"
+
+
+def test_a_new_machine_lacking_a_stressor_of_the_effect_is_raw():
+    h, ms = _rotating(shift=1.0, seed=6)
+    partial = MachineFingerprint("partial", ms[0].values.drop("stream"))
+    hn, mn = _with_newest(h, ms, ms[0])
+    nn = check_newest_normalised(hn, [*mn[:-1], partial], new_machine="predict")
+    assert not nn.normalised and "no measurement of" in nn.reason and "stream" in nn.reason
+
+
+def test_bad_arguments_are_refused():
+    h, ms = _rotating(shift=1.0, n=10)
+    with pytest.raises(ValueError, match="machines for"):
+        check_newest_normalised(h, ms[:-1])
+    one = History("x", ("a",), np.arange(1), (np.ones(3),))
+    with pytest.raises(ValueError, match="revisions before it"):
+        check_newest_normalised(one, ms[:1], NormaliseOptions())
+    with pytest.raises(UsageError, match="refuse or predict"):
+        check_newest_normalised(h, ms, new_machine="guess")
+
+
+def test_an_extra_variance_term_widens_the_comparison():
+    rng = np.random.default_rng(0)
+    base = [rng.normal(10, 0.1, 3) for _ in range(20)]
+    test = [rng.normal(10.3, 0.1, 3)]
+    vc = variance_components(base)
+    plain = compare_levels(vc, base, test, 0.01)
+    wide = compare_levels(vc, base, test, 0.01, extra=(0.05, 10.0))
+    assert wide.magnitude == plain.magnitude and wide.p_value > plain.p_value
+    assert wide.ci[0] < plain.ci[0] and wide.ci[1] > plain.ci[1] and wide.df != plain.df
+
+
+def test_cli_prints_the_newest_revision_and_exits_3_on_its_regression(tmp_path, popper_csv, capsys):
+    import json
+
+    from quiho.cli.main import main
+    from quiho.history.machines import attach_machine, stored_host
+    from quiho.store import machines as mstore
+    from quiho.store import open_store
+
+    db = str(tmp_path / "q.db")
+    assert main(["import", "quiho-popper", str(popper_csv), "--store", db]) == 0
+    with open_store(db) as st:
+        hosts = mstore.fingerprinted_hosts(st)[:6]
+        speed = {h: float(mstore.host_fingerprint(st, h).medians()["stream"]) for h in hosts}
+    rng = np.random.default_rng(7)
+    drawn = [hosts[i] for i in rng.integers(0, len(hosts), size=30)]
+    drawn.append(drawn[3])  # the newest on a machine the history has seen
+    values = [1e4 / speed[h] * np.exp(rng.normal(0, 0.005)) for h in drawn]
+    for slower, code in ((1.0, 0), (1.3, 3)):
+        csv = tmp_path / f"h{code}.csv"
+        pd.DataFrame({"revision": [f"r{i:02d}" for i in range(31)], "value": [*values[:-1], values[-1] * slower]}
+                     ).to_csv(csv)
+        name = f"s{code}"
+        assert main(["history", "import", str(csv), "--series", name, "--unit", "s", "--store", db]) == 0
+        with open_store(db) as st:
+            for rev, h in zip((f"r{i:02d}" for i in range(31)), drawn, strict=True):
+                attach_machine(st, [name], [rev], stored_host(st, h))
+        capsys.readouterr()
+        assert main(["history", "detect", name, "--normalise", "--fail-on-change", "--store", db]) == code
+        out = capsys.readouterr().out
+        line = next(x for x in out.splitlines() if "newest r30" in x)
+        assert ("regression, +" in line) == (code == 3) and "was seen in the history" in line, out
+        assert main(["history", "detect", name, "--normalise", "--json", "--newest-alpha", "0.01",
+                     "--store", db]) == 0
+        doc = json.loads(capsys.readouterr().out)["newest"]
+        assert doc["revision"] == "r30" and doc["normalised"] is True and doc["machine_seen"] is True
+        assert (doc["verdict"] == "regression") == (code == 3)
+        if code == 3:
+            assert doc["ci"][0] < 0.3 < doc["ci"][1]
