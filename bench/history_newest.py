@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -41,12 +40,10 @@ import numpy as np
 from scipy.stats import binomtest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from history_normalised import CLOUDLAB_BATCH, CLOUDLAB_TARGETS, RESULTS, Pool, load_pool  # noqa: E402
+from history_normalised import Pool, pool_from_arguments  # noqa: E402
 
 from quiho.history import History, check_newest, detect  # noqa: E402
 from quiho.history.normalise import MachineFingerprint, NormaliseOptions, check_newest_normalised  # noqa: E402
-from quiho.store import open_store  # noqa: E402
-from quiho.store.popper import import_quiho_popper  # noqa: E402
 
 KINDS = ("seen", "new", "fixed-host")
 
@@ -183,18 +180,7 @@ def main() -> None:
     ap.add_argument("--new-machine", choices=("refuse", "predict"), default="refuse",
                     help="a newest machine the history has not seen (round 1: predict; round 2 and default: refuse)")
     args = ap.parse_args()
-    if args.pool == "store":
-        if args.store is None:
-            ap.error("--pool store needs --store")
-        targets = args.targets or "stream@nadds1,stream@nadds30,pair@loop,pair@chase"
-        run(load_pool(args.store, tuple(targets.split(",")), args.batch), args)
-        return
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "q.db"
-        with open_store(path) as st:
-            import_quiho_popper(st, RESULTS)
-        run(load_pool(path, tuple(args.targets.split(",")) if args.targets else CLOUDLAB_TARGETS,
-                      args.batch or CLOUDLAB_BATCH), args)
+    run(pool_from_arguments(ap, args), args)
 
 
 if __name__ == "__main__":

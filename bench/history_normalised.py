@@ -312,18 +312,22 @@ def main() -> None:
     ap.add_argument("--null-series", type=int, default=100_000,
                     help="independent Gaussian series for the null reference (0: skip)")
     args = ap.parse_args()
+    run(pool_from_arguments(ap, args), args)
+
+
+def pool_from_arguments(ap: argparse.ArgumentParser, args: argparse.Namespace) -> Pool:
+    """The pool ``--pool``/``--store``/``--targets``/``--batch`` name (CloudLab: imported into a temporary store)."""
     if args.pool == "store":
         if args.store is None:
             ap.error("--pool store needs --store")
         targets = args.targets or "stream@nadds1,stream@nadds30,pair@loop,pair@chase"
-        run(load_pool(args.store, tuple(targets.split(",")), args.batch), args)
-        return
+        return load_pool(args.store, tuple(targets.split(",")), args.batch)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "q.db"
         with open_store(path) as st:
             import_quiho_popper(st, RESULTS)
         targets = tuple(args.targets.split(",")) if args.targets else CLOUDLAB_TARGETS
-        run(load_pool(path, targets, args.batch or CLOUDLAB_BATCH), args)
+        return load_pool(path, targets, args.batch or CLOUDLAB_BATCH)
 
 
 if __name__ == "__main__":
