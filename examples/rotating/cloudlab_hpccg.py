@@ -18,7 +18,7 @@ import numpy as np
 from quiho.history import History, detect
 from quiho.history.normalise import MachineFingerprint, detect_normalised
 from quiho.history.normalise_view import normalised_lines
-from quiho.irup import load_target
+from quiho.irup import TargetData, load_target
 from quiho.store import open_store
 from quiho.store.popper import import_quiho_popper
 
@@ -27,15 +27,19 @@ RESULTS = (Path(__file__).resolve().parents[3] / "shared" / "data" / "quiho-popp
 TARGETS = ("hpccg", "ssca", "scikit-learn", "redisbench/SET")
 
 
-def main(seed: int) -> None:
-    """Build the series for ``seed`` and print both detections."""
+def load_hpccg() -> tuple[TargetData, list[str]]:
+    """The hpccg runs and fingerprints, and the hosts that ran all four of the paper's benchmarks."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "q.db"
         with open_store(path) as st:
             import_quiho_popper(st, RESULTS)
             data = {t: load_target(st, t, batch="1512873230") for t in TARGETS}
-    d = data["hpccg"]
-    hosts = sorted(set.intersection(*(set(map(str, x.meta["host"])) for x in data.values())))
+    return data["hpccg"], sorted(set.intersection(*(set(map(str, x.meta["host"])) for x in data.values())))
+
+
+def main(seed: int) -> None:
+    """Build the series for ``seed`` and print both detections."""
+    d, hosts = load_hpccg()
     rng = np.random.default_rng(seed)
     drawn = [str(h) for h in rng.choice(hosts, size=50)]
     samples, machines = [], []

@@ -16,9 +16,9 @@ BaseOpt = Annotated[str | None, typer.Option("--base", help="With --all: compare
                                                             "(a PR's) with the level at this revision (the PR's "
                                                             "merge base); raises and closes no alert.")]
 NewestAlphaOpt = Annotated[float | None, typer.Option("--newest-alpha", callback=probability,
-                                                     help="With --all: significance level of the newest revision "
-                                                          "against its baseline (default 0.001); --alpha stays the "
-                                                          "change points' level.")]
+                                                     help="With --all or --normalise: significance level of the "
+                                                          "newest revision against its baseline (default 0.001); "
+                                                          "--alpha stays the change points' level.")]
 
 
 def detect_all(store: str | None, options: object, fmt: str, fail_on_change: bool, json_out: bool) -> None:

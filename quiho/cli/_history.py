@@ -218,7 +218,9 @@ def detect_(
     fmt: OutFormat = "text",
     fail_on_change: Annotated[bool, typer.Option("--fail-on-change", help="Exit 3 if a change is found (with "
                                                                           "--all: while an alert is new; with "
-                                                                          "--base: a regression).")] = False,
+                                                                          "--base: a regression; with --normalise: "
+                                                                          "a change point or the newest revision "
+                                                                          "regressing).")] = False,
     base: BaseOpt = None,
     newest_alpha: NewestAlphaOpt = None,
     normalise: NormaliseOpt = False,
@@ -236,8 +238,8 @@ def detect_(
         raise UsageError("give either FILE_OR_SERIES or --all")
     if base is not None and not all_series:
         raise UsageError("--base goes with --all")
-    if newest_alpha is not None and not all_series:
-        raise UsageError("--newest-alpha goes with --all")
+    if newest_alpha is not None and not (all_series or normalise):
+        raise UsageError("--newest-alpha goes with --all or --normalise")
     if all_series and normalise:
         raise UsageError("--normalise works on one stored series: name it instead of --all")
     if all_series:
@@ -253,7 +255,8 @@ def detect_(
         from quiho.history.normalise import NormaliseOptions
 
         opts = NormaliseOptions(method=method, min_size=min_size, magnitude_floor=magnitude_floor, alpha=alpha)
-        if normalised_detect(store, target, opts, fmt, json_out) and fail_on_change:
+        if normalised_detect(store, target, opts, fmt, json_out,
+                             0.001 if newest_alpha is None else newest_alpha) and fail_on_change:
             raise ChangeFound()
         return
     h, _ = open_history(target, store_path=store, series=series, revision_col=revision_col,

@@ -54,6 +54,8 @@ def check_newest(history: History, *, alpha: float = 0.01, min_size: int = 5, di
     within variance). With one value per revision this is the prediction interval ``t = (x - m) / (s sqrt(1 + 1/n))``
     with ``n - 1`` degrees of freedom. This answers the CI question (did *this* commit change things?), which a
     segmentation cannot: it needs ``min_size`` revisions after a change before it can place it.
+    Many parameters because the gate and the normalised check (:mod:`quiho.history.normalise`) pass their
+    settings through this one comparison.
 
     Parameters
     ----------

@@ -496,6 +496,26 @@ def _before_newest(h: History) -> History:
     return History(h.name, h.revisions[:-1], h.orders[:-1], h.samples[:-1], h.unit, h.config, h.missing)
 
 
+def _predicted_factor(eff: MachineEffect, m: MachineFingerprint,
+                      past: Sequence[MachineFingerprint]) -> tuple[float | None, str]:
+    """The log factor ``eff`` predicts for a machine the history has not seen, or None and why it cannot."""
+    ok = m.values[np.isfinite(m.values) & (m.values > 0)].index
+    lacking = [c for c in eff.columns if c not in ok]
+    if lacking:
+        return None, (f"raw check: the newest revision's machine {m.key} has no measurement of "
+                      f"{', '.join(lacking[:3])}, which the machine effect uses")
+    outside = []
+    for s in eff.stressors:
+        seen = [float(x.values[s]) for x in past]
+        v = float(m.values[s])
+        if not min(seen) <= v <= max(seen):
+            outside.append(f"{s} {v:.4g} bogo-ops/s against {min(seen):.4g}-{max(seen):.4g}")
+    if outside:
+        return None, (f"raw check: the newest revision's machine {m.key} is new and outside the history's machines "
+                      f"({'; '.join(outside)}): its factor would be extrapolated")
+    return eff.predict(m.values), ""
+
+
 def check_newest_normalised(h: History, machines: Sequence[MachineFingerprint | None],
                             opts: NormaliseOptions | None = None, *, alpha: float = 0.001,
                             test_within: str = "pooled", new_machine: str = "refuse") -> NormalisedNewest:
@@ -555,27 +575,15 @@ def check_newest_normalised(h: History, machines: Sequence[MachineFingerprint | 
         e_new = float(np.mean(eff.effect[keys == m.key]))
     elif new_machine == "refuse":
         nan = float("nan")
-        why = (f"not meaningful: the newest revision ran on {m.key}, a machine this history has not measured; its "
-               "factor is not known well enough (check it once a revision of the history has run on it)")
+        why = (f"not meaningful: it ran on {m.key}, a machine this normalised history has not measured, whose "
+               "factor is not known well enough (check it again once a revision of the history has run there)")
         return NormalisedNewest(NewestCheck("not meaningful", h.revisions[-1], nan, nan, nan, (nan, nan), nan, 0, why),
-                                False, "the history is normalised; the newest revision's machine is new to it", m.key,
-                                False, 1.0, nd)
+                                False, why, m.key, False, 1.0, nd)
     else:
-        ok = m.values[np.isfinite(m.values) & (m.values > 0)].index
-        lacking = [c for c in eff.columns if c not in ok]
-        if lacking:
-            return raw(f"raw check: the newest revision's machine {m.key} has no measurement of "
-                       f"{', '.join(lacking[:3])}, which the machine effect uses")
-        outside = []
-        for s in eff.stressors:
-            past = [float(x.values[s]) for x in machines[:-1] if x is not None]
-            v = float(m.values[s])
-            if not min(past) <= v <= max(past):
-                outside.append(f"{s} {v:.4g} bogo-ops/s against {min(past):.4g}-{max(past):.4g}")
-        if outside:
-            return raw(f"raw check: the newest revision's machine {m.key} is new and outside the history's machines "
-                       f"({'; '.join(outside)}): its factor would be extrapolated")
-        e_new = eff.predict(m.values)
+        predicted, why = _predicted_factor(eff, m, [x for x in machines[:-1] if x is not None])
+        if predicted is None:
+            return raw(why)
+        e_new = predicted
     used = History(h.name, h.revisions, h.orders, (*nd.used.samples, h.samples[-1] * np.exp(-e_new)), h.unit,
                    h.config, h.missing)
     if not seen and np.isfinite(eff.machine_var) and eff.machine_var > 0:

@@ -7,9 +7,9 @@ from pathlib import Path
 from quiho._plotting import literal_text, save_figure
 from quiho._text import printable
 from quiho.errors import UsageError
-from quiho.history.normalise import NormalisedDetection
+from quiho.history.normalise import NormalisedDetection, NormalisedNewest
 
-__all__ = ["normalised_lines", "normalised_markdown", "plot_normalised"]
+__all__ = ["newest_text", "normalised_lines", "normalised_markdown", "plot_normalised"]
 
 
 def _cp_text(nd: NormalisedDetection) -> list[str]:
@@ -18,8 +18,18 @@ def _cp_text(nd: NormalisedDetection) -> list[str]:
             f"p = {cp.p_value:.2g}{cp.location_text()}, {tag}" for cp in nd.detection.change_points]
 
 
-def normalised_lines(nd: NormalisedDetection) -> list[str]:
-    """Text of ``history detect --normalise``: the decision, the changes, the notes."""
+def newest_text(nn: NormalisedNewest, alpha: float) -> str:
+    """One line: the newest revision's verdict, magnitude, interval and p, and how its machine was handled."""
+    c = nn.check
+    if c.verdict == "not meaningful":
+        return f"newest {c.revision}: {c.reason}" + (f" ({nn.reason})" if nn.reason != c.reason else "")
+    return (f"newest {c.revision}: {c.verdict}, {c.magnitude:+.1%} [{c.ci[0]:+.1%}, {c.ci[1]:+.1%}] "
+            f"({1 - alpha:.1%}), p = {c.p_value:.2g} against {c.n_baseline} revisions; {nn.reason}")
+
+
+def normalised_lines(nd: NormalisedDetection, newest: NormalisedNewest | None = None,
+                     newest_alpha: float = 0.001) -> list[str]:
+    """Text of ``history detect --normalise``: the decision, the changes, the newest revision, the notes."""
     d = nd.detection
     lines = [printable(f"{d.series}: {d.n} revisions, method {d.method}, {nd.reason}")]
     if not d.meaningful:
@@ -27,18 +37,23 @@ def normalised_lines(nd: NormalisedDetection) -> list[str]:
     elif not d.change_points:
         lines.append("  no change point passes the test")
     lines += [printable("  " + t) for t in _cp_text(nd)]
+    if newest is not None:
+        lines.append(printable("  " + newest_text(newest, newest_alpha)))
     lines += [printable(f"  note: {n}") for n in nd.notes]
     return lines
 
 
-def normalised_markdown(nd: NormalisedDetection, machines: list[str | None]) -> str:
-    """A Markdown summary: the decision, the changes, and every revision's raw and normalised mean side by side."""
+def normalised_markdown(nd: NormalisedDetection, machines: list[str | None], newest: NormalisedNewest | None = None,
+                        newest_alpha: float = 0.001) -> str:
+    """A Markdown summary: the decision, the changes, the newest revision, every revision's raw and normalised mean."""
     from quiho._markdown import md_escape, md_table
 
     raw, used = nd.raw.values, nd.used.values
     rows = [[md_escape(rev[:12]), md_escape(m or "unknown"), f"{a:.4g}", f"{b:.4g}", f"{a / b:.3f}" if b else "-"]
             for rev, m, a, b in zip(nd.raw.revisions, machines, raw, used, strict=True)]
     changes = "\n".join(f"- {md_escape(t)}" for t in _cp_text(nd)) or "- no change point passes the test"
+    if newest is not None:
+        changes += f"\n- {md_escape(newest_text(newest, newest_alpha))}"
     changes += "".join(f"\n- note: {md_escape(n)}" for n in nd.notes)
     return (f"### {md_escape(nd.detection.series)}: hardware-normalised detection\n\n{md_escape(nd.reason)}\n\n"
             f"{changes}\n\n" + md_table(["revision", "machine", "raw", "normalised", "machine factor"], rows,
