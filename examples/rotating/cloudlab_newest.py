@@ -43,7 +43,7 @@ def main(seed: int) -> None:
                                                                     h.samples[:-1])), test_within="pooled")
         print(f"+10 % on {label} ({host}):")
         print(f"  raw: {raw.verdict}, {raw.magnitude:+.1%} [{raw.ci[0]:+.1%}, {raw.ci[1]:+.1%}]")
-        print(f"  --normalise: {newest_text(check_newest_normalised(h, [*(x for _, x in past), m]), 0.001)}")
+        print(f"  --normalise: {newest_text(check_newest_normalised(h, [*(x for _, x in past), m]))}")
 
 
 if __name__ == "__main__":

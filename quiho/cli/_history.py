@@ -255,8 +255,7 @@ def detect_(
         from quiho.history.normalise import NormaliseOptions
 
         opts = NormaliseOptions(method=method, min_size=min_size, magnitude_floor=magnitude_floor, alpha=alpha)
-        if normalised_detect(store, target, opts, fmt, json_out,
-                             0.001 if newest_alpha is None else newest_alpha) and fail_on_change:
+        if normalised_detect(store, target, opts, fmt, json_out, newest_alpha) and fail_on_change:
             raise ChangeFound()
         return
     h, _ = open_history(target, store_path=store, series=series, revision_col=revision_col,

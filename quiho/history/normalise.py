@@ -467,7 +467,8 @@ class NormalisedNewest:
 
     ``machine`` is the newest revision's machine key (None: no fingerprint), ``seen`` whether the history before
     it has that machine, ``factor`` the machine factor divided out of the newest revision (1 when raw) and
-    ``history`` the detection of the revisions before it, whose newest segment is the baseline.
+    ``history`` the detection of the revisions before it, whose newest segment is the baseline; ``alpha`` the
+    check's level (its interval is ``1 - alpha``).
     """
 
     check: NewestCheck
@@ -477,6 +478,7 @@ class NormalisedNewest:
     seen: bool
     factor: float
     history: NormalisedDetection
+    alpha: float = 0.001
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready dict: the check, how the newest revision was normalised and why."""
@@ -489,7 +491,7 @@ class NormalisedNewest:
                 "ci": [num(c.ci[0]), num(c.ci[1])], "p_value": num(c.p_value), "baseline": num(c.baseline),
                 "newest": num(c.newest), "n_baseline": c.n_baseline, "normalised": self.normalised,
                 "reason": self.reason or c.reason, "machine": self.machine, "machine_seen": self.seen,
-                "machine_factor": num(self.factor)}
+                "machine_factor": num(self.factor), "alpha": self.alpha}
 
 
 def _before_newest(h: History) -> History:
@@ -563,7 +565,7 @@ def check_newest_normalised(h: History, machines: Sequence[MachineFingerprint | 
                    alpha=opts.alpha)
         chk = check_newest(h, alpha=alpha, min_size=opts.min_size, detection=d,
                            magnitude_floor=opts.magnitude_floor, test_within=test_within)
-        return NormalisedNewest(chk, False, why, None if m is None else m.key, seen, 1.0, nd)
+        return NormalisedNewest(chk, False, why, None if m is None else m.key, seen, 1.0, nd, alpha)
 
     eff = nd.effect
     if not nd.normalised or eff is None:
@@ -578,7 +580,7 @@ def check_newest_normalised(h: History, machines: Sequence[MachineFingerprint | 
         why = (f"not meaningful: it ran on {m.key}, a machine this normalised history has not measured, whose "
                "factor is not known well enough (check it again once a revision of the history has run there)")
         return NormalisedNewest(NewestCheck("not meaningful", h.revisions[-1], nan, nan, nan, (nan, nan), nan, 0, why),
-                                False, why, m.key, False, 1.0, nd)
+                                False, why, m.key, False, 1.0, nd, alpha)
     else:
         predicted, why = _predicted_factor(eff, m, [x for x in machines[:-1] if x is not None])
         if predicted is None:
@@ -596,4 +598,4 @@ def check_newest_normalised(h: History, machines: Sequence[MachineFingerprint | 
            f"its machine {m.key} is new: factor predicted from its fingerprint, with the held-out machines' error "
            f"(±{np.expm1(np.sqrt(max(eff.machine_var, 0.0))):.1%}) in the interval")
     return NormalisedNewest(chk, True, f"normalised (the effect fitted on the revisions before it): {how}", m.key, seen,
-                            float(np.exp(e_new)), nd)
+                            float(np.exp(e_new)), nd, alpha)

@@ -18,17 +18,16 @@ def _cp_text(nd: NormalisedDetection) -> list[str]:
             f"p = {cp.p_value:.2g}{cp.location_text()}, {tag}" for cp in nd.detection.change_points]
 
 
-def newest_text(nn: NormalisedNewest, alpha: float) -> str:
+def newest_text(nn: NormalisedNewest) -> str:
     """One line: the newest revision's verdict, magnitude, interval and p, and how its machine was handled."""
     c = nn.check
     if c.verdict == "not meaningful":
         return f"newest {c.revision}: {c.reason}" + (f" ({nn.reason})" if nn.reason != c.reason else "")
     return (f"newest {c.revision}: {c.verdict}, {c.magnitude:+.1%} [{c.ci[0]:+.1%}, {c.ci[1]:+.1%}] "
-            f"({1 - alpha:.1%}), p = {c.p_value:.2g} against {c.n_baseline} revisions; {nn.reason}")
+            f"({1 - nn.alpha:.1%}), p = {c.p_value:.2g} against {c.n_baseline} revisions; {nn.reason}")
 
 
-def normalised_lines(nd: NormalisedDetection, newest: NormalisedNewest | None = None,
-                     newest_alpha: float = 0.001) -> list[str]:
+def normalised_lines(nd: NormalisedDetection, newest: NormalisedNewest | None = None) -> list[str]:
     """Text of ``history detect --normalise``: the decision, the changes, the newest revision, the notes."""
     d = nd.detection
     lines = [printable(f"{d.series}: {d.n} revisions, method {d.method}, {nd.reason}")]
@@ -38,13 +37,13 @@ def normalised_lines(nd: NormalisedDetection, newest: NormalisedNewest | None = 
         lines.append("  no change point passes the test")
     lines += [printable("  " + t) for t in _cp_text(nd)]
     if newest is not None:
-        lines.append(printable("  " + newest_text(newest, newest_alpha)))
+        lines.append(printable("  " + newest_text(newest)))
     lines += [printable(f"  note: {n}") for n in nd.notes]
     return lines
 
 
-def normalised_markdown(nd: NormalisedDetection, machines: list[str | None], newest: NormalisedNewest | None = None,
-                        newest_alpha: float = 0.001) -> str:
+def normalised_markdown(nd: NormalisedDetection, machines: list[str | None],
+                        newest: NormalisedNewest | None = None) -> str:
     """A Markdown summary: the decision, the changes, the newest revision, every revision's raw and normalised mean."""
     from quiho._markdown import md_escape, md_table
 
@@ -53,7 +52,7 @@ def normalised_markdown(nd: NormalisedDetection, machines: list[str | None], new
             for rev, m, a, b in zip(nd.raw.revisions, machines, raw, used, strict=True)]
     changes = "\n".join(f"- {md_escape(t)}" for t in _cp_text(nd)) or "- no change point passes the test"
     if newest is not None:
-        changes += f"\n- {md_escape(newest_text(newest, newest_alpha))}"
+        changes += f"\n- {md_escape(newest_text(newest))}"
     changes += "".join(f"\n- note: {md_escape(n)}" for n in nd.notes)
     return (f"### {md_escape(nd.detection.series)}: hardware-normalised detection\n\n{md_escape(nd.reason)}\n\n"
             f"{changes}\n\n" + md_table(["revision", "machine", "raw", "normalised", "machine factor"], rows,

@@ -142,10 +142,12 @@ def test_cli_prints_the_newest_revision_and_exits_3_on_its_regression(tmp_path, 
         out = capsys.readouterr().out
         line = next(x for x in out.splitlines() if "newest r30" in x)
         assert ("regression, +" in line) == (code == 3) and "was seen in the history" in line, out
+        assert "(99.9%)" in line  # the gate's newest level by default
         assert main(["history", "detect", name, "--normalise", "--json", "--newest-alpha", "0.01",
                      "--store", db]) == 0
         doc = json.loads(capsys.readouterr().out)["newest"]
         assert doc["revision"] == "r30" and doc["normalised"] is True and doc["machine_seen"] is True
+        assert doc["alpha"] == 0.01  # --newest-alpha reaches the check
         assert (doc["verdict"] == "regression") == (code == 3)
         if code == 3:
             assert doc["ci"][0] < 0.3 < doc["ci"][1]
