@@ -38,6 +38,15 @@ class NewestCheck:
     reason: str = ""
     df: float = float("nan")
 
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready dict (non-finite numbers become None)."""
+        def f(x: float) -> float | None:
+            return float(x) if np.isfinite(x) else None
+
+        return {"verdict": self.verdict, "revision": self.revision, "baseline": f(self.baseline),
+                "value": f(self.newest), "magnitude": f(self.magnitude), "ci": [f(self.ci[0]), f(self.ci[1])],
+                "p_value": f(self.p_value), "n_baseline": self.n_baseline, "reason": self.reason}
+
 
 def check_newest(history: History, *, alpha: float = 0.01, min_size: int = 5, direction: str | None = None,
                  detection: Detection | None = None, baseline: Sequence[int] | None = None,
@@ -130,15 +139,8 @@ class SeriesVerdict:
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready dict (non-finite numbers become None)."""
-        def f(x: float) -> float | None:
-            return float(x) if np.isfinite(x) else None
-
-        nw = self.newest
         return {"series": self.series, "unit": self.unit, "detection": self.detection.to_dict(),
-                "newest": {"verdict": nw.verdict, "revision": nw.revision, "baseline": f(nw.baseline),
-                           "value": f(nw.newest), "magnitude": f(nw.magnitude),
-                           "ci": [f(nw.ci[0]), f(nw.ci[1])], "p_value": f(nw.p_value),
-                           "n_baseline": nw.n_baseline, "reason": nw.reason},
+                "newest": self.newest.to_dict(),
                 "alert": None if self.alert is None else {"id": self.alert.id, "state": self.alert.state,
                                                           "first_bad": self.alert.first_bad, "event": self.event},
                 "skipped": {"missing": self.missing}}

@@ -481,17 +481,10 @@ class NormalisedNewest:
     alpha: float = 0.001
 
     def to_dict(self) -> dict[str, object]:
-        """JSON-ready dict: the check, how the newest revision was normalised and why."""
-        c = self.check
-
-        def num(x: float) -> float | None:
-            return round(float(x), 6) if np.isfinite(x) else None
-
-        return {"revision": c.revision, "verdict": c.verdict, "magnitude": num(c.magnitude),
-                "ci": [num(c.ci[0]), num(c.ci[1])], "p_value": num(c.p_value), "baseline": num(c.baseline),
-                "newest": num(c.newest), "n_baseline": c.n_baseline, "normalised": self.normalised,
-                "reason": self.reason or c.reason, "machine": self.machine, "machine_seen": self.seen,
-                "machine_factor": num(self.factor), "alpha": self.alpha}
+        """JSON-ready dict: the check (as the gate's ``newest``), how the newest revision was normalised and why."""
+        return {**self.check.to_dict(), "normalised": self.normalised, "reason": self.reason or self.check.reason,
+                "machine": self.machine, "machine_seen": self.seen, "machine_factor": self.factor,
+                "alpha": self.alpha}
 
 
 def _before_newest(h: History) -> History:
