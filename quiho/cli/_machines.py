@@ -53,22 +53,23 @@ def record_import_machine(store: str | None, series: list[str], revision: str | 
 def normalised_detect(store: str | None, name: str, opts: object, fmt: str, json_out: bool,
                       newest_alpha: float | None = None) -> bool:
     """``history detect SERIES --normalise``; whether a change point was found or the newest revision regresses."""
-    from quiho.history import GateOptions
-    from quiho.history.machines import check_series_newest_normalised, detect_series_normalised, revision_fingerprints
-    from quiho.history.normalise import NormaliseOptions
+    from quiho.history import GateOptions, load_history
+    from quiho.history.machines import revision_fingerprints
+    from quiho.history.normalise import NormaliseOptions, check_newest_normalised, detect_normalised
     from quiho.history.normalise_view import normalised_lines, normalised_markdown
     from quiho.store import open_store
 
     assert isinstance(opts, NormaliseOptions)
     with open_store(store, create=False) as st:
-        nd = detect_series_normalised(st, name, opts)
-        machines = [None if m is None else m.key for m in revision_fingerprints(st, name, nd.raw.revisions)]
-        alpha = GateOptions().newest_alpha if newest_alpha is None else newest_alpha  # the gate's level
-        nn = check_series_newest_normalised(st, name, opts, alpha) if len(nd.raw) > 1 else None
+        h = load_history(st, name)
+        fps = revision_fingerprints(st, name, h.revisions)
+    nd = detect_normalised(h, fps, opts)
+    alpha = GateOptions().newest_alpha if newest_alpha is None else newest_alpha  # the gate's level
+    nn = check_newest_normalised(h, fps, opts, alpha=alpha) if len(h) > 1 else None
     if json_out:
         emit_json({**nd.to_dict(), "newest": None if nn is None else nn.to_dict()})
     elif fmt == "markdown":
-        print(normalised_markdown(nd, machines, nn), end="")
+        print(normalised_markdown(nd, [None if m is None else m.key for m in fps], nn), end="")
     else:
         print("\n".join(normalised_lines(nd, nn)))
     return bool(nd.detection.change_points) or (nn is not None and nn.check.verdict == "regression")

@@ -13,20 +13,13 @@ from typing import Any
 
 from quiho.errors import UnknownTargetError
 from quiho.history._io import load_history
-from quiho.history.normalise import (
-    MachineFingerprint,
-    NormalisedDetection,
-    NormalisedNewest,
-    NormaliseOptions,
-    check_newest_normalised,
-    detect_normalised,
-)
+from quiho.history.normalise import MachineFingerprint, NormalisedDetection, NormaliseOptions, detect_normalised
 from quiho.store import Store
 from quiho.store import history as hstore
 from quiho.store import machines as mstore
 
 __all__ = ["MachineSource", "local_machine", "stored_host", "attach_machine", "revision_fingerprints",
-           "detect_series_normalised", "check_series_newest_normalised"]
+           "detect_series_normalised"]
 
 
 @dataclass(frozen=True)
@@ -98,10 +91,3 @@ def detect_series_normalised(store: Store, name: str, opts: NormaliseOptions | N
     """:func:`quiho.history.normalise.detect_normalised` on stored series ``name`` and its revisions' machines."""
     h = load_history(store, name)
     return detect_normalised(h, revision_fingerprints(store, name, h.revisions), opts)
-
-
-def check_series_newest_normalised(store: Store, name: str, opts: NormaliseOptions | None = None,
-                                   alpha: float = 0.001) -> NormalisedNewest:
-    """:func:`quiho.history.normalise.check_newest_normalised` on stored series ``name`` (its newest revision)."""
-    h = load_history(store, name)
-    return check_newest_normalised(h, revision_fingerprints(store, name, h.revisions), opts, alpha=alpha)
