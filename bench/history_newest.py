@@ -40,30 +40,12 @@ import numpy as np
 from scipy.stats import binomtest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from history_normalised import Pool, pool_from_arguments  # noqa: E402
+from history_normalised import Pool, _history, pool_from_arguments  # noqa: E402
 
 from quiho.history import History, check_newest, detect  # noqa: E402
-from quiho.history.normalise import MachineFingerprint, NormaliseOptions, check_newest_normalised  # noqa: E402
+from quiho.history.normalise import NormaliseOptions, check_newest_normalised  # noqa: E402
 
 KINDS = ("seen", "new", "fixed-host")
-
-
-def _revision(pool: Pool, bench: str, host: str, fp_row: int | None, shift: float, rng: np.random.Generator,
-              runs: int) -> tuple[np.ndarray, MachineFingerprint]:
-    """One revision's runs on ``host`` (``shift`` planted) and its machine (median fingerprint, or one row)."""
-    v = rng.permutation(pool.values[bench][host])[:runs]
-    v = v / shift if pool.higher_is_better[bench] else v * shift
-    fp = pool.fingerprints[host]
-    if fp_row is None:
-        return v, MachineFingerprint(host, fp.median())
-    r = fp_row % len(fp)
-    return v, MachineFingerprint(f"{host}#{r}", fp.iloc[r])
-
-
-def _history(pool: Pool, bench: str, hosts: list[str], rows: list[int] | None, rng: np.random.Generator,
-             runs: int) -> tuple[list[np.ndarray], list[MachineFingerprint]]:
-    out = [_revision(pool, bench, h, None if rows is None else rows[i], 1.0, rng, runs) for i, h in enumerate(hosts)]
-    return [s for s, _ in out], [m for _, m in out]
 
 
 def run(pool: Pool, args: argparse.Namespace) -> bool:
@@ -91,14 +73,14 @@ def run(pool: Pool, args: argparse.Namespace) -> bool:
                 hosts.append(str(rng.choice(old_hosts if kind == "seen" else new_hosts)))
                 rows = None
             for b in benches:
-                samples, machines = _history(pool, b, hosts[:n], None if rows is None else rows[:n], rng, args.runs)
+                before, machines = _history(pool, b, hosts[:n], None if rows is None else rows[:n], 1.0, n, rng,
+                                            args.runs)
                 newest_state = rng.bit_generator.state
                 for planted in (False, True):
                     rng.bit_generator.state = newest_state  # the same runs, unchanged and planted
-                    v, m = _revision(pool, b, hosts[n], None if rows is None else rows[n],
-                                     1 + args.shift if planted else 1.0, rng, args.runs)
-                    h = History(b, tuple(f"r{i:03d}" for i in range(n + 1)), np.arange(n + 1), (*samples, v))
-                    before = History(b, h.revisions[:-1], h.orders[:-1], h.samples[:-1])
+                    last, (m,) = _history(pool, b, hosts[n:], None if rows is None else rows[n:],
+                                          1 + args.shift if planted else 1.0, 0, rng, args.runs)
+                    h = History(b, (*before.revisions, f"r{n:03d}"), np.arange(n + 1), (*before.samples, *last.samples))
                     d = detect(before, args.method, min_size=args.min_size, alpha=args.alpha)
                     raw = check_newest(h, alpha=args.newest_alpha, min_size=args.min_size, detection=d,
                                        test_within="pooled")
