@@ -100,8 +100,7 @@ def test_a_short_run_in_a_throttled_cgroup_is_timed_without_a_poll_timeout(tmp_p
     """AnsibleModule.run_command could add its 1 s select timeout to a run whose child exits between two polls.
 
     The race needs a child whose exit lags its pipes' closing: a CPU quota provides it (the local fleet's emulated
-    hosts). On the 2-vCPU test VM this test failed in 4 of 5 tries with run_command and passed 5 of 5 with
-    communicate(); on correct code it fails only if a ~10 ms run takes 0.9 s.
+    hosts). On correct code it fails only if a ~10 ms run takes 0.9 s.
     """
     emulate = (MODULE.parents[1] / "files" / "quiho-emulate.sh").read_text()
     cg = f"/sys/fs/cgroup/cpu/quiho-test-runs-{os.getpid()}"
