@@ -11,8 +11,9 @@ shape (``quiho.datasets.perf_history``); the synthetic suite below. Scores as TC
 (van den Burg & Williams, "An evaluation of change point detection algorithms", 2020): F1 with a 5-revision
 margin (index 0 counts as a change in truth and prediction, so a no-change series without alarm scores 1)
 and segment covering; on tcpd-dev against all five annotators, missing values skipped and indexes mapped
-back. Then the protocol's rule prints the chosen default. ``--cache`` keeps each candidate's predictions in
-/tmp, keyed by a hash of the detector and generator code.
+back. Then the protocol's rule and its fresh-draw condition print the chosen default. ``--holdout DIR`` runs
+the protocol's last stage instead: the shortlist ranked on annotated series nobody here has seen.
+``--cache`` keeps each candidate's predictions in /tmp, keyed by a hash of the detector and generator code.
 
 Part 1 - wandering noise (AR(1)) on its own, today's detectors and plain ruptures.
 
@@ -374,8 +375,64 @@ def protocol(root: Path, use_cache: bool, draw: int | None = None) -> None:
         why = s.eligible()
         print(f"| {s.name} | {s.complexity} | {'yes' if not why else 'no: ' + '; '.join(why)} |")
     name, reason = P.choose(summaries) if data else ("auto", "tcpd-dev not found: today's default stays")
+    if name != "auto":
+        byname = {c.name: c for c in cands}
+        name, reason = P.final_choice(name, reason, {d: _on_draw(byname[name], byname["auto"], d)
+                                                     for d in P.FRESH_DRAWS})
     print(f"\n**Chosen default: {name}** ({reason}); the registry's 'auto' is {DETECTORS['auto'].__name__}\n",
           flush=True)
+
+
+def _on_draw(pick: P.Candidate, auto: P.Candidate, draw: int) -> tuple[P.Summary, P.Summary]:
+    """The pick's and ``auto``'s summaries on a fresh draw of the generated and synthetic suites."""
+    gen = make_perf_suite(P.N_EACH, P.N_BUILDS, random_state=draw)
+    legacy = history_suite(n_each=10, n=200, random_state=draw)
+    return tuple(_summary(c, predict_all(c, [], gen, legacy, False), gen, legacy, False)  # type: ignore[return-value]
+                 for c in (pick, auto))
+
+
+def _paired_ci(d: np.ndarray, rng: np.random.Generator) -> str:
+    """Mean of per-series differences with its 95 % percentile bootstrap interval over series."""
+    boot = d[rng.integers(0, d.size, size=(P.HOLDOUT_RESAMPLES, d.size))].mean(axis=1)
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    return f"{d.mean():+.3f} [{lo:+.3f}, {hi:+.3f}]"
+
+
+def holdout(root: Path, held_dir: Path, use_cache: bool) -> None:
+    """The held-out stage (bench/history_protocol.py): shortlist by the development data, rank on ``held_dir``."""
+    data = P.load_tcpd(root)
+    gen = make_perf_suite(P.N_EACH, P.N_BUILDS, random_state=P.GEN_SEED)
+    legacy = history_suite(n_each=10, n=200, random_state=2024)
+    cands = P.candidates()
+    summaries = [_summary(c, predict_all(c, data, gen, legacy, use_cache), gen, legacy, True) for c in cands]
+    bar = P.issue_bar(summaries)
+    short = [s for s in summaries if s.name in bar and not bar[s.name]]
+    held = P.load_tcpd(held_dir)
+    seen = sorted({n for n, _, _ in held} & {n for n, _, _ in data})
+    print(f"\n## The held-out stage: {len(held)} series of {held_dir}\n")
+    if seen:
+        print(f"**Not a held-out run**: {len(seen)} of these series are tcpd-dev's ({', '.join(seen[:5])}"
+              f"{', ...' if len(seen) > 5 else ''}); the numbers below say nothing about generalisation.\n")
+    print("Shortlist (issue 26's bar on the development data): "
+          + (", ".join(s.name for s in short) or "none") + "\n")
+    scored = [c for c in cands if c.peer or c.name == "auto" or c.name in {s.name for s in short}]
+    f1, cover = {}, {}
+    for c in scored:
+        f, v = _tcpd_scores(c, held, {})
+        f1[c.name], cover[c.name] = np.array(f), np.array(v)
+    rng = np.random.default_rng(P.HOLDOUT_SEED)
+    ref = "rpt-binseg-bic"
+    print(f"| candidate | shortlisted | held-out F1 | held-out cover | F1 - auto [95 % CI] | F1 - {ref} [95 % CI] "
+          "| at or above both ruptures (F1 and cover) |")
+    print("|---|---|---|---|---|---|---|")
+    rpt = [c.name for c in scored if c.peer and c.name.startswith("rpt-")]
+    for c in scored:
+        above = all(f1[c.name].mean() >= f1[r].mean() and cover[c.name].mean() >= cover[r].mean() for r in rpt)
+        print(f"| {c.name}{' (peer)' if c.peer else ''} | {'yes' if c.name in {s.name for s in short} else 'no'} | "
+              f"{f1[c.name].mean():.3f} | {cover[c.name].mean():.3f} | {_paired_ci(f1[c.name] - f1['auto'], rng)} | "
+              f"{_paired_ci(f1[c.name] - f1[ref], rng)} | {'-' if c.peer else 'yes' if above else 'no'} |")
+    name, reason = P.holdout_choice({k: float(v.mean()) for k, v in f1.items()}, short)
+    print(f"\n**Held-out stage: default {name}** ({reason})\n", flush=True)
 
 
 def ruptures_default(name: str):
@@ -692,7 +749,15 @@ def main() -> None:
     ap.add_argument("--gate-grid", type=int, nargs="?", const=max(GATE_GRIDS), choices=sorted(GATE_GRIDS), default=None,
                     help="part 4: every gate of that round of the protocol (default: the last) and its choice")
     ap.add_argument("--seeds", type=int, nargs="+", default=None, help="part 4's suites (default 31 7; --quick 31)")
+    ap.add_argument("--holdout", type=Path, default=None, metavar="DIR",
+                    help="the held-out stage: rank the shortlist on the annotated series of DIR (TCPD layout)")
     a = ap.parse_args()
+    if a.holdout is not None:
+        for d, what in ((a.tcpd, "--tcpd"), (a.holdout, "--holdout")):
+            if not (d / "annotations.json").is_file():
+                ap.error(f"{what} {d}: no annotations.json there (a folder laid out as TCPD's, like tcpd-dev)")
+        holdout(a.tcpd, a.holdout, a.cache)
+        return
     seeds = tuple(a.seeds) if a.seeds else (31,) if a.quick else (31, 7)
     gates = tuple(A.gate_options(a.alpha_after, *g) for g in GATE_GRIDS[a.gate_grid]) if a.gate_grid \
         else tuple(A.gates_from_arguments(a))

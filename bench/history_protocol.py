@@ -33,6 +33,11 @@ Rule
     highest out-of-sample mean F1 on tcpd-dev wins; candidates within :data:`TIE` of the best F1 are tied and
     the simplest of them (lowest :attr:`Candidate.complexity`) wins. If no candidate is eligible, or ``auto``
     wins, today's default stays.
+Fresh draw (registered after round 4)
+    The rule's pick replaces ``auto`` only if it stays eligible on :data:`FRESH_DRAWS` of the generators.
+Held-out stage (registered 2026-11-27, before anyone ran it)
+    :func:`issue_bar` shortlists by the development data; :func:`holdout_choice` ranks the shortlist on annotated
+    series nobody here has seen (``bench/history_accuracy.py --holdout DIR``).
 """
 
 from __future__ import annotations
@@ -232,3 +237,78 @@ def choose(rows: list[Summary]) -> tuple[str, str]:
     others = ", ".join(r.name for r in tied if r is not win)
     tie = f"; tied within {TIE} with {others}, simpler" if others else ""
     return win.name, f"highest out-of-sample tcpd-dev F1 among eligible ({win.tcpd_f1:.3f}){tie}"
+
+
+# --- The fresh-draw condition (docs/history-protocol.md, "Before the pick replaces auto"), registered before it
+# was run: the rule's pick replaces ``auto`` only if it stays eligible on these draws of the generators.
+FRESH_DRAWS = (2027, 2028)
+
+
+def draw_limits(auto: Summary) -> dict[str, float]:
+    """A fresh draw's synthetic limits: ``auto``'s own scores on that draw (3 decimals) and the rule's null limit."""
+    return {"f1": round(auto.legacy_f1, 3), "cover": round(auto.legacy_cover, 3), "fa_null": LEGACY["fa_null"]}
+
+
+def final_choice(pick: str, reason: str, draws: dict[int, tuple[Summary, Summary]]) -> tuple[str, str]:
+    """The default after the fresh-draw condition; ``draws``: draw -> (the pick's summary, ``auto``'s) on it."""
+    if pick == "auto":
+        return pick, reason
+    failed = [f"draw {d}: {'; '.join(why)}" for d, (p, a) in sorted(draws.items())
+              if (why := p.eligible(draw_limits(a)))]
+    if failed:
+        return "auto", (f"the rule picks {pick} ({reason}) but it fails the fresh-draw condition "
+                        f"({' | '.join(failed)}): today's default stays")
+    return pick, f"{reason}; it holds on draws {', '.join(map(str, sorted(draws)))}"
+
+
+# --- The held-out stage (docs/history-protocol.md, "The held-out stage"), registered 2026-11-27 before anyone ran
+# it: whoever holds annotated series nobody here has seen runs ``bench/history_accuracy.py --holdout DIR`` once.
+# The shortlist is fixed by the development data alone; the held-out series only rank it.
+HOLDOUT_RESAMPLES = 10_000
+HOLDOUT_SEED = 20261127
+
+
+def issue_bar(rows: list[Summary]) -> dict[str, list[str]]:
+    """Why each candidate misses issue 26's must-show on the development data (an empty list: it meets it).
+
+    The bar: out-of-sample tcpd-dev F1 and cover at or above both ruptures peers', fewer false alarms on the
+    generated negatives than every peer, the synthetic suite at or above :data:`LEGACY` with null false alarms
+    within its limit.
+    """
+    rpt = [r for r in rows if r.peer and r.name.startswith("rpt-")]
+    peers = [r for r in rows if r.peer]
+    f1, cover = max(r.tcpd_f1 for r in rpt), max(r.tcpd_cover for r in rpt)
+    fa = min(r.fa_negatives for r in peers)
+    out = {}
+    for r in rows:
+        if r.peer:
+            continue
+        why = []
+        if r.tcpd_f1 < f1 or r.tcpd_cover < cover:
+            why.append(f"tcpd-dev {r.tcpd_f1:.3f} / {r.tcpd_cover:.3f} under ruptures' {f1:.3f} / {cover:.3f}")
+        if r.fa_negatives >= fa:
+            why.append(f"{r.fa_negatives} false alarms on generated negatives, a peer has {fa}")
+        if round(r.legacy_f1, 3) < LEGACY["f1"] or round(r.legacy_cover, 3) < LEGACY["cover"] \
+                or r.legacy_fa_null > LEGACY["fa_null"]:
+            why.append(f"synthetic {r.legacy_f1:.3f} / {r.legacy_cover:.3f}, null FA {r.legacy_fa_null}")
+        out[r.name] = why
+    return out
+
+
+def holdout_choice(f1: dict[str, float], shortlist: list[Summary]) -> tuple[str, str]:
+    """The held-out stage's rule on held-out mean F1 per candidate: ``(default, one-line reason)``.
+
+    The shortlisted candidate with the highest held-out F1 replaces ``auto`` when it beats ``auto``'s by more
+    than :data:`TIE`; candidates within :data:`TIE` of the best are tied and the simplest wins.
+    """
+    if not shortlist:
+        return "auto", "no candidate meets the issue's bar on the development data: today's default stays"
+    best = max(f1[r.name] for r in shortlist)
+    tied = [r for r in shortlist if f1[r.name] >= best - TIE]
+    win = min(tied, key=lambda r: (r.complexity, -f1[r.name]))
+    if win.name == "auto" or f1[win.name] <= f1["auto"] + TIE:
+        return "auto", (f"no shortlisted candidate beats auto's held-out F1 ({f1['auto']:.3f}) by more than {TIE}: "
+                        "today's default stays")
+    return win.name, (f"highest held-out F1 of the shortlist ({f1[win.name]:.3f} against auto's {f1['auto']:.3f})"
+                      + (f"; tied within {TIE} with {', '.join(r.name for r in tied if r is not win)}, simpler"
+                         if len(tied) > 1 else ""))
