@@ -2,7 +2,8 @@
 tables; rerun with `python bench/history_newest.py` (CloudLab pool, stored data only).
 
 The protocol is docs/hardware-protocol.md, "The newest revision on a rotating runner" (registered before this
-script ran): round 1 (`--new-machine predict --seed-offset 3000`) and round 2 (the defaults, seeds 3200-3399).
+script ran): round 1 (`--new-machine predict --seed-offset 3000`), round 2 (the defaults, seeds 3200-3399) and
+round 3 (`--runners hosted --seed-offset 3400`: every revision a fresh VM, known by its hardware type).
 Per seed the pool's hosts are permuted and a quarter of them (at least one) held out as *new runners*.
 Per benchmark, a history of ``--revisions`` revisions is drawn on random hosts from the others (``--runs`` of the
 host's repetitions each), then one newest revision on
@@ -34,6 +35,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -43,9 +45,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from history_normalised import Pool, _history, pool_from_arguments  # noqa: E402
 
 from quiho.history import History, check_newest, detect  # noqa: E402
-from quiho.history.normalise import NormaliseOptions, check_newest_normalised  # noqa: E402
+from quiho.history.normalise import MachineFingerprint, NormaliseOptions, check_newest_normalised  # noqa: E402
 
 KINDS = ("seen", "new", "fixed-host")
+
+
+def _keyed(machines: list[MachineFingerprint], kind: str, runners: str) -> list[MachineFingerprint]:
+    """On hosted runners a fresh VM is known by its type (the pool's host), not by its own fingerprint's key."""
+    if runners != "hosted" or kind == "fixed-host":
+        return machines
+    return [replace(m, key=m.key.rsplit("#", 1)[0]) for m in machines]
 
 
 def run(pool: Pool, args: argparse.Namespace) -> bool:
@@ -71,15 +80,18 @@ def run(pool: Pool, args: argparse.Namespace) -> bool:
             else:
                 hosts = [str(h) for h in rng.choice(old_hosts, size=n)]
                 hosts.append(str(rng.choice(old_hosts if kind == "seen" else new_hosts)))
-                rows = None
+                # hosted: each revision a fresh VM of its type, its fingerprint one repetition of the type's
+                rows = [int(x) for x in rng.integers(0, 1000, size=n + 1)] if args.runners == "hosted" else None
             for b in benches:
                 before, machines = _history(pool, b, hosts[:n], None if rows is None else rows[:n], 1.0, n, rng,
                                             args.runs)
+                machines = _keyed(machines, kind, args.runners)
                 newest_state = rng.bit_generator.state
                 for planted in (False, True):
                     rng.bit_generator.state = newest_state  # the same runs, unchanged and planted
-                    last, (m,) = _history(pool, b, hosts[n:], None if rows is None else rows[n:],
-                                          1 + args.shift if planted else 1.0, 0, rng, args.runs)
+                    last, ms = _history(pool, b, hosts[n:], None if rows is None else rows[n:],
+                                        1 + args.shift if planted else 1.0, 0, rng, args.runs)
+                    (m,) = _keyed(ms, kind, args.runners)
                     h = History(b, (*before.revisions, f"r{n:03d}"), np.arange(n + 1), (*before.samples, *last.samples))
                     d = detect(before, args.method, min_size=args.min_size, alpha=args.alpha)
                     raw = check_newest(h, alpha=args.newest_alpha, min_size=args.min_size, detection=d,
@@ -107,7 +119,8 @@ def run(pool: Pool, args: argparse.Namespace) -> bool:
                                               f"p = {chk.p_value:.1e}")
     print(f"detector {args.method}; newest α {args.newest_alpha}; new machines: {args.new_machine}; seeds "
           f"{args.seed_offset}-{args.seed_offset + args.seeds - 1}; {len(benches)} benchmarks ({', '.join(benches)}); "
-          f"{n} revisions before the newest; {len(pool.hosts)} hosts, a quarter held out as new; "
+          f"{n} revisions before the newest; {len(pool.hosts)} hosts, a quarter held out as new; runners "
+          f"{args.runners}; "
           f"planted {args.shift:+.0%}")
     print(f"{'newest on':<11} {'mode':<11} {'false alerts':>18} {'p (> α)':>9} {'caught':>12} "
           f"{'magnitude (median)':>18} {'interval width (median)':>23}")
@@ -161,6 +174,9 @@ def main() -> None:
     ap.add_argument("--list-alerts", action="store_true", help="list every false alert")
     ap.add_argument("--new-machine", choices=("refuse", "predict"), default="refuse",
                     help="a newest machine the history has not seen (round 1: predict; round 2 and default: refuse)")
+    ap.add_argument("--runners", choices=("named", "hosted"), default="named",
+                    help="named: a pool of hosts (rounds 1-2); hosted: every revision a fresh VM known by its type "
+                         "(round 3, --seed-offset 3400)")
     args = ap.parse_args()
     run(pool_from_arguments(ap, args), args)
 
