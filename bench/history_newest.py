@@ -3,7 +3,7 @@ tables; rerun with `python bench/history_newest.py` (CloudLab pool, stored data 
 
 The protocol is docs/hardware-protocol.md, "The newest revision on a rotating runner" (registered before this
 script ran): round 1 (`--new-machine predict --seed-offset 3000`), round 2 (the defaults, seeds 3200-3399) and
-round 3 (`--runners hosted --seed-offset 3400`: every revision a fresh VM, known by its hardware type).
+round 3 (`--runners hosted --seed-offset 3400`: every revision a fresh VM whose kind, its hardware type, is known).
 Per seed the pool's hosts are permuted and a quarter of them (at least one) held out as *new runners*.
 Per benchmark, a history of ``--revisions`` revisions is drawn on random hosts from the others (``--runs`` of the
 host's repetitions each), then one newest revision on
@@ -50,11 +50,11 @@ from quiho.history.normalise import MachineFingerprint, NormaliseOptions, check_
 KINDS = ("seen", "new", "fixed-host")
 
 
-def _keyed(machines: list[MachineFingerprint], kind: str, runners: str) -> list[MachineFingerprint]:
-    """On hosted runners a fresh VM is known by its type (the pool's host), not by its own fingerprint's key."""
-    if runners != "hosted" or kind == "fixed-host":
+def _keyed(machines: list[MachineFingerprint], kind: str, runners: str, first: int = 0) -> list[MachineFingerprint]:
+    """On hosted runners each revision is a fresh VM (its own key) of a kind (the pool's host)."""
+    if runners != "hosted":
         return machines
-    return [replace(m, key=m.key.rsplit("#", 1)[0]) for m in machines]
+    return [replace(m, key=f"vm{first + i}", kind=m.key.rsplit("#", 1)[0]) for i, m in enumerate(machines)]
 
 
 def run(pool: Pool, args: argparse.Namespace) -> bool:
@@ -91,7 +91,7 @@ def run(pool: Pool, args: argparse.Namespace) -> bool:
                     rng.bit_generator.state = newest_state  # the same runs, unchanged and planted
                     last, ms = _history(pool, b, hosts[n:], None if rows is None else rows[n:],
                                         1 + args.shift if planted else 1.0, 0, rng, args.runs)
-                    (m,) = _keyed(ms, kind, args.runners)
+                    (m,) = _keyed(ms, kind, args.runners, first=n)
                     h = History(b, (*before.revisions, f"r{n:03d}"), np.arange(n + 1), (*before.samples, *last.samples))
                     d = detect(before, args.method, min_size=args.min_size, alpha=args.alpha)
                     raw = check_newest(h, alpha=args.newest_alpha, min_size=args.min_size, detection=d,
@@ -175,7 +175,7 @@ def main() -> None:
     ap.add_argument("--new-machine", choices=("refuse", "predict"), default="refuse",
                     help="a newest machine the history has not seen (round 1: predict; round 2 and default: refuse)")
     ap.add_argument("--runners", choices=("named", "hosted"), default="named",
-                    help="named: a pool of hosts (rounds 1-2); hosted: every revision a fresh VM known by its type "
+                    help="named: a pool of hosts (rounds 1-2); hosted: every revision a fresh VM of a known type "
                          "(round 3, --seed-offset 3400)")
     args = ap.parse_args()
     run(pool_from_arguments(ap, args), args)

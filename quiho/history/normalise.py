@@ -41,11 +41,20 @@ __all__ = ["MachineFingerprint", "NormaliseOptions", "MachineEffect", "MachineCh
 
 @dataclass(frozen=True)
 class MachineFingerprint:
-    """The machine of one revision: a key (fingerprint run id or host) and its median bogo-ops/s per stressor."""
+    """The machine of one revision: a key (fingerprint run or host), median bogo-ops/s per stressor, and its kind.
+
+    ``kind`` is the hardware type when known: a hosted runner's fresh VM is new by key but of a kind seen before.
+    """
 
     key: str
     values: pd.Series
     failed: tuple[str, ...] = ()
+    kind: str | None = None
+
+    @property
+    def identity(self) -> str:
+        """What the newest-revision check knows the machine by: its kind when known, else its key."""
+        return self.kind or self.key
 
 
 @dataclass(frozen=True)
@@ -465,10 +474,10 @@ def _joint(h: History, Zdf: pd.DataFrame, keys: np.ndarray, opts: NormaliseOptio
 class NormalisedNewest:
     """The newest revision against its level with its machine's effect removed, or the raw check and why.
 
-    ``machine`` is the newest revision's machine key (None: no fingerprint), ``seen`` whether the history before
-    it has that machine, ``factor`` the machine factor divided out of the newest revision (1 when raw) and
-    ``history`` the detection of the revisions before it, whose newest segment is the baseline; ``alpha`` the
-    check's level (its interval is ``1 - alpha``).
+    ``machine`` is the newest revision's machine (:attr:`MachineFingerprint.identity`; None: no fingerprint),
+    ``seen`` whether the history before it has that machine, ``factor`` the machine factor divided out of the
+    newest revision (1 when raw) and ``history`` the detection of the revisions before it, whose newest segment is
+    the baseline; ``alpha`` the check's level (its interval is ``1 - alpha``).
     """
 
     check: NewestCheck
@@ -517,7 +526,8 @@ def check_newest_normalised(h: History, machines: Sequence[MachineFingerprint | 
     """Check the newest revision of ``h`` against its level after removing its machine's effect (a PR on any runner).
 
     The effect is fitted on the revisions before the newest (:func:`detect_normalised`), so a regression in the
-    newest cannot be absorbed as a machine effect. A machine the history has seen gets the factor its revisions
+    newest cannot be absorbed as a machine effect. A machine the history has seen (by
+    :attr:`MachineFingerprint.identity`: a fresh VM of a kind seen before is seen) gets the factor its revisions
     had. A machine it has not seen is "not meaningful" by default: neither a predicted factor nor the raw check
     compared a new machine with the history reliably (bench/history_newest.py; docs/hardware-protocol.md). The
     comparison is :func:`~quiho.history.check_newest`'s (a random-effects prediction interval at ``alpha``); where
@@ -550,15 +560,15 @@ def check_newest_normalised(h: History, machines: Sequence[MachineFingerprint | 
     before = _before_newest(h)
     nd = detect_normalised(before, machines[:-1], opts)
     m = machines[-1]
-    keys = np.array([x.key if x is not None else "" for x in machines[:-1]])
-    seen = m is not None and m.key in set(keys.tolist())
+    ids = np.array([x.identity if x is not None else "" for x in machines[:-1]])
+    seen = m is not None and m.identity in set(ids.tolist())
 
     def raw(why: str) -> NormalisedNewest:
         d = detect(before, opts.method, min_size=opts.min_size, magnitude_floor=opts.magnitude_floor,
                    alpha=opts.alpha)
         chk = check_newest(h, alpha=alpha, min_size=opts.min_size, detection=d,
                            magnitude_floor=opts.magnitude_floor, test_within=test_within)
-        return NormalisedNewest(chk, False, why, None if m is None else m.key, seen, 1.0, nd, alpha)
+        return NormalisedNewest(chk, False, why, None if m is None else m.identity, seen, 1.0, nd, alpha)
 
     eff = nd.effect
     if not nd.normalised or eff is None:
@@ -567,13 +577,13 @@ def check_newest_normalised(h: History, machines: Sequence[MachineFingerprint | 
         return raw("raw check: the newest revision has no machine fingerprint")
     extra: tuple[float, float] | None = None
     if seen:
-        e_new = float(np.mean(eff.effect[keys == m.key]))
+        e_new = float(np.mean(eff.effect[ids == m.identity]))
     elif new_machine == "refuse":
         nan = float("nan")
-        why = (f"not meaningful: it ran on {m.key}, a machine this normalised history has not measured, whose "
+        why = (f"not meaningful: it ran on {m.identity}, a machine this normalised history has not measured, whose "
                "factor is not known well enough (check it again once a revision of the history has run there)")
         return NormalisedNewest(NewestCheck("not meaningful", h.revisions[-1], nan, nan, nan, (nan, nan), nan, 0, why),
-                                False, why, m.key, False, 1.0, nd, alpha)
+                                False, why, m.identity, False, 1.0, nd, alpha)
     else:
         predicted, why = _predicted_factor(eff, m, [x for x in machines[:-1] if x is not None])
         if predicted is None:
@@ -587,8 +597,8 @@ def check_newest_normalised(h: History, machines: Sequence[MachineFingerprint | 
         extra = (level * level * eff.machine_var, float(max(1, eff.machines - 1)))
     chk = check_newest(used, alpha=alpha, min_size=opts.min_size, detection=nd.detection,
                        magnitude_floor=opts.magnitude_floor, test_within=test_within, extra=extra)
-    how = (f"its machine {m.key} was seen in the history (its revisions' factor)" if seen else
-           f"its machine {m.key} is new: factor predicted from its fingerprint, with the held-out machines' error "
+    how = (f"its machine {m.identity} was seen in the history (its revisions' factor)" if seen else
+           f"its machine {m.identity} is new: factor predicted from its fingerprint, with the held-out machines' error "
            f"(±{np.expm1(np.sqrt(max(eff.machine_var, 0.0))):.1%}) in the interval")
-    return NormalisedNewest(chk, True, f"normalised (the effect fitted on the revisions before it): {how}", m.key, seen,
-                            float(np.exp(e_new)), nd, alpha)
+    return NormalisedNewest(chk, True, f"normalised (the effect fitted on the revisions before it): {how}", m.identity,
+                            seen, float(np.exp(e_new)), nd, alpha)
