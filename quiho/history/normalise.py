@@ -589,8 +589,12 @@ def check_newest_normalised(h: History, machines: Sequence[MachineFingerprint | 
         if predicted is None:
             return raw(why)
         e_new = predicted
-    used = History(h.name, h.revisions, h.orders, (*nd.used.samples, h.samples[-1] * np.exp(-e_new)), h.unit,
-                   h.config, h.missing)
+    # every revision divided by its machine's mean factor: a fit to each fresh VM's own fingerprint would also
+    # absorb its run noise, leave the baseline too tight, and read the newest VM's noise as a change
+    by_id = {i: float(np.mean(eff.effect[ids == i])) for i in set(ids.tolist())}
+    used = History(h.name, h.revisions, h.orders,
+                   (*(s * np.exp(-by_id[i]) for s, i in zip(before.samples, ids, strict=True)),
+                    h.samples[-1] * np.exp(-e_new)), h.unit, h.config, h.missing)
     if not seen and np.isfinite(eff.machine_var) and eff.machine_var > 0:
         start = max((c.index for c in nd.detection.change_points), default=0)
         level = float(np.mean([s.mean() for s in used.samples[start:-1]])) if start < len(h) - 1 else 0.0
