@@ -458,7 +458,9 @@ def _joint(h: History, Zdf: pd.DataFrame, keys: np.ndarray, opts: NormaliseOptio
                         effect, ratio, len(set(keys.tolist())), it, machine_var,
                         tuple(str(c) for c in Zdf.columns), model, offset)
     if not np.isfinite(ratio) or ratio > opts.max_cv_ratio:
-        why = ("too few machines to hold one out" if not np.isfinite(ratio) else
+        why = ("the values do not vary within their segments: nothing for a machine effect to explain"
+               if not np.any(np.abs(r) > 1e-12) else
+               "too few machines to hold one out" if not np.isfinite(ratio) else
                f"predicting held-out machines with the fingerprint effect is not better than without it "
                f"(leave-one-machine-out MSE ratio {ratio:.2f} > {opts.max_cv_ratio})")
         return _raw(h, opts, f"raw series used: {why}", notes, eff, keys)

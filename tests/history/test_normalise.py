@@ -273,3 +273,12 @@ def test_cli_predict_from_a_fingerprint_file(popper_db, tmp_path, capsys):
     assert main(["predict", "hpccg", "--host", host, "--seeds", "2", "--json", "--store", str(popper_db)]) == 0
     stored = json.loads(capsys.readouterr().out)["predictions"][0]
     assert from_file["source"] == "file" and from_file["predicted"] == pytest.approx(stored["predicted"])
+
+
+def test_values_that_do_not_vary_are_raw_and_said_so():
+    """Every revision the same value on several machines: nothing to explain, and the reason says that (not that
+    machines are too few)."""
+    h, ms = _rotating(n=30, shift=1.0, noise=0.0, lean_on="stream")
+    flat = History(h.name, h.revisions, h.orders, tuple(np.full(3, 5.0) for _ in h.samples), h.unit)
+    nd = detect_normalised(flat, ms)
+    assert not nd.normalised and "do not vary" in nd.reason and not nd.detection.change_points
