@@ -2,12 +2,13 @@
 
 A revision's machine is a stored host and its fingerprint run (``--host NAME``: the host's newest stored
 fingerprint; ``--fingerprint``: this machine's quick local fingerprint, reused while its facts and age allow), with
-the facts. A host without a fingerprint is still recorded (its revisions are then detected raw, and said so).
+the facts. Read back, a revision with facts also carries its hardware type (its kind). A host without a fingerprint
+is still recorded (its revisions are then detected raw, and said so).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,7 @@ from quiho.store import Store
 from quiho.store import history as hstore
 from quiho.store import machines as mstore
 
-__all__ = ["MachineSource", "local_machine", "stored_host", "attach_machine", "revision_fingerprints",
+__all__ = ["MachineSource", "local_machine", "stored_host", "attach_machine", "machine_type", "revision_fingerprints",
            "detect_series_normalised"]
 
 
@@ -65,8 +66,25 @@ def attach_machine(store: Store, series: Sequence[str], revisions: Sequence[str]
     return n
 
 
+def machine_type(facts: Mapping[str, Any]) -> str | None:
+    """A machine's hardware type: CPU model, vCPUs, memory and architecture from its facts (None: no CPU model).
+
+    Memory is rounded to whole GiB: two VMs of one type report a few MiB apart.
+    """
+    if not facts.get("cpu_model"):
+        return None
+    mem = facts.get("memtotal_mb")
+    parts = (" ".join(str(facts["cpu_model"]).split()), f"{facts['vcpus']} vCPUs" if facts.get("vcpus") else "",
+             f"{round(float(mem) / 1024)} GiB" if mem else "", str(facts.get("arch") or ""))
+    return ", ".join(p for p in parts if p)
+
+
 def revision_fingerprints(store: Store, name: str, revisions: Sequence[str]) -> list[MachineFingerprint | None]:
-    """The fingerprint of the machine of each of ``revisions`` of series ``name`` (None where there is none)."""
+    """The fingerprint of the machine of each of ``revisions`` of series ``name`` (None where there is none).
+
+    A revision recorded with facts (``--fingerprint``) carries its hardware type as its kind (:func:`machine_type`):
+    hosted CI runners are fresh VMs whose host names never repeat, so the newest-revision check knows them by kind.
+    """
     sid = hstore.series_id(store, name)
     recs = mstore.revision_machines(store, sid) if sid is not None else {}
     cache: dict[tuple[int, str | None], MachineFingerprint | None] = {}
@@ -82,7 +100,7 @@ def revision_fingerprints(store: Store, name: str, revisions: Sequence[str]) -> 
             med = fp.medians() if fp is not None else None
             # one machine = one host's fingerprint run (a quick local fingerprint is reused while its state holds)
             cache[key] = None if fp is None or med is None or med.empty else MachineFingerprint(
-                f"{fp.host} (fingerprint run {fp.run_id})", med, tuple(fp.failed()))
+                f"{fp.host} (fingerprint run {fp.run_id})", med, tuple(fp.failed()), machine_type(rec.facts))
         out.append(cache[key])
     return out
 

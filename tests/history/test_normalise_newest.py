@@ -151,3 +151,60 @@ def test_cli_prints_the_newest_revision_and_exits_3_on_its_regression(tmp_path, 
         assert (doc["verdict"] == "regression") == (code == 3)
         if code == 3:
             assert doc["ci"][0] < 0.3 < doc["ci"][1]
+
+
+@pytest.mark.parametrize("facts", [True, False])
+def test_hosted_runners_fresh_vms_are_known_by_their_kind(tmp_path, popper_csv, capsys, facts):
+    """Every revision on a fresh VM (a new host name, its own quick fingerprint): with facts the newest VM's kind is
+    seen, an unchanged newest passes and +30 % is caught; without facts every newest VM is new, not compared."""
+    import json
+
+    from quiho.cli.main import main
+    from quiho.history.machines import machine_type, revision_fingerprints
+    from quiho.store import machines as mstore
+    from quiho.store import open_store
+    from quiho.store.history import series_id
+
+    db = str(tmp_path / "q.db")
+    assert main(["import", "quiho-popper", str(popper_csv), "--store", db]) == 0
+    with open_store(db) as st:
+        med = {t: mstore.host_fingerprint(st, t).medians() for t in mstore.fingerprinted_hosts(st)}
+    # two CloudLab hardware types, the slowest and fastest at stream (a hosted pool rotates two or three)
+    by_speed = sorted(med, key=lambda t: float(med[t]["stream"]))
+    kinds = [by_speed[0], by_speed[-1]]
+    rng = np.random.default_rng(11)
+    drawn = [kinds[i] for i in rng.integers(0, len(kinds), size=30)]
+    drawn.append(drawn[5])  # the newest on a fresh VM of a kind the history has measured
+    values = [1e4 / float(med[t]["stream"]) * np.exp(rng.normal(0, 0.005)) for t in drawn]
+    # each job's fingerprint: its kind's, 1 % apart per stressor
+    jobs = [[(0, s, float(v) * float(np.exp(rng.normal(0, 0.01))), "ok", None) for s, v in med[t].items()]
+            for t in drawn]
+    for slower, code in ((1.0, 0), (1.3, 3)):
+        name = f"s{code}"
+        csv = tmp_path / f"{name}.csv"
+        pd.DataFrame({"revision": [f"r{i:02d}" for i in range(31)], "value": [*values[:-1], values[-1] * slower]}
+                     ).to_csv(csv)
+        assert main(["history", "import", str(csv), "--series", name, "--unit", "s", "--store", db]) == 0
+        with open_store(db) as st:
+            sid = series_id(st, name)
+            for i, (t, rows) in enumerate(zip(drawn, jobs, strict=True)):
+                vm = f"fv-az{code}{i:03d}"  # hosted runners: a host name per job
+                f = {"host": vm, "cpu_model": f"CPU of {t}", "vcpus": 4, "memtotal_mb": 16000 + i, "arch": "x86_64"}
+                run = mstore.write_local_fingerprint(st, vm, f, f"key{code}{i}", {"battery": "quick"}, rows)
+                mstore.set_revision_machine(st, sid, f"r{i:02d}", vm, run, f if facts else {})
+            ms = revision_fingerprints(st, name, [f"r{i:02d}" for i in range(31)])
+        assert len({m.key for m in ms}) == 31  # a machine per job
+        assert len({m.identity for m in ms}) == (2 if facts else 31)
+        assert ms[-1].kind == (machine_type({"cpu_model": f"CPU of {drawn[-1]}", "vcpus": 4, "memtotal_mb": 16030,
+                                             "arch": "x86_64"}) if facts else None)
+        capsys.readouterr()
+        assert main(["history", "detect", name, "--normalise", "--fail-on-change", "--json", "--store", db]) == (
+            code if facts else 0)
+        doc = json.loads(capsys.readouterr().out)["newest"]
+        assert doc["machine_seen"] is facts
+        if not facts:
+            assert doc["verdict"] == "not meaningful" and "has not measured" in doc["reason"]
+        elif code == 3:
+            assert doc["verdict"] == "regression" and doc["ci"][0] < 0.3 < doc["ci"][1]
+        else:
+            assert doc["verdict"] == "no change", doc
