@@ -578,8 +578,11 @@ def check_newest_normalised(h: History, machines: Sequence[MachineFingerprint | 
     if m is None:
         return raw("raw check: the newest revision has no machine fingerprint")
     extra: tuple[float, float] | None = None
+    # every revision divided by its machine's mean factor: a fit to each fresh VM's own fingerprint would also
+    # absorb its run noise, leave the baseline too tight, and read the newest VM's noise as a change
+    by_id = {i: float(np.mean(eff.effect[ids == i])) for i in set(ids.tolist())}
     if seen:
-        e_new = float(np.mean(eff.effect[ids == m.identity]))
+        e_new = by_id[m.identity]
     elif new_machine == "refuse":
         nan = float("nan")
         why = (f"not meaningful: it ran on {m.identity}, a machine this normalised history has not measured, whose "
@@ -591,9 +594,6 @@ def check_newest_normalised(h: History, machines: Sequence[MachineFingerprint | 
         if predicted is None:
             return raw(why)
         e_new = predicted
-    # every revision divided by its machine's mean factor: a fit to each fresh VM's own fingerprint would also
-    # absorb its run noise, leave the baseline too tight, and read the newest VM's noise as a change
-    by_id = {i: float(np.mean(eff.effect[ids == i])) for i in set(ids.tolist())}
     used = History(h.name, h.revisions, h.orders,
                    (*(s * np.exp(-by_id[i]) for s, i in zip(before.samples, ids, strict=True)),
                     h.samples[-1] * np.exp(-e_new)), h.unit, h.config, h.missing)
