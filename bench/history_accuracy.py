@@ -345,8 +345,7 @@ def protocol(root: Path, use_cache: bool, draw: int | None = None) -> None:
     the same generators); tcpd-dev is left out, as it does not change with the draw.
     """
     data = P.load_tcpd(root) if (root / "annotations.json").is_file() and draw is None else []
-    gen = make_perf_suite(P.N_EACH, P.N_BUILDS, random_state=P.GEN_SEED if draw is None else draw)
-    legacy = history_suite(n_each=10, n=200, random_state=2024 if draw is None else draw)
+    gen, legacy = _suites(draw)
     cands = P.candidates()
     preds = {}
     for c in cands:
@@ -383,10 +382,15 @@ def protocol(root: Path, use_cache: bool, draw: int | None = None) -> None:
           flush=True)
 
 
+def _suites(draw: int | None = None) -> tuple[list, list]:
+    """The generated performance histories and the synthetic suite: the protocol's seeds, or one fresh ``draw``."""
+    return (make_perf_suite(P.N_EACH, P.N_BUILDS, random_state=P.GEN_SEED if draw is None else draw),
+            history_suite(n_each=10, n=200, random_state=2024 if draw is None else draw))
+
+
 def _on_draw(pick: P.Candidate, auto: P.Candidate, draw: int) -> tuple[P.Summary, P.Summary]:
     """The pick's and ``auto``'s summaries on a fresh draw of the generated and synthetic suites."""
-    gen = make_perf_suite(P.N_EACH, P.N_BUILDS, random_state=draw)
-    legacy = history_suite(n_each=10, n=200, random_state=draw)
+    gen, legacy = _suites(draw)
     return tuple(_summary(c, predict_all(c, [], gen, legacy, False), gen, legacy, False)  # type: ignore[return-value]
                  for c in (pick, auto))
 
@@ -401,12 +405,12 @@ def _paired_ci(d: np.ndarray, rng: np.random.Generator) -> str:
 def holdout(root: Path, held_dir: Path, use_cache: bool) -> None:
     """The held-out stage (bench/history_protocol.py): shortlist by the development data, rank on ``held_dir``."""
     data = P.load_tcpd(root)
-    gen = make_perf_suite(P.N_EACH, P.N_BUILDS, random_state=P.GEN_SEED)
-    legacy = history_suite(n_each=10, n=200, random_state=2024)
+    gen, legacy = _suites()
     cands = P.candidates()
     summaries = [_summary(c, predict_all(c, data, gen, legacy, use_cache), gen, legacy, True) for c in cands]
     bar = P.issue_bar(summaries)
     short = [s for s in summaries if s.name in bar and not bar[s.name]]
+    on_list = {s.name for s in short}
     held = P.load_tcpd(held_dir)
     seen = sorted({n for n, _, _ in held} & {n for n, _, _ in data})
     print(f"\n## The held-out stage: {len(held)} series of {held_dir}\n")
@@ -415,7 +419,7 @@ def holdout(root: Path, held_dir: Path, use_cache: bool) -> None:
               f"{', ...' if len(seen) > 5 else ''}); the numbers below say nothing about generalisation.\n")
     print("Shortlist (issue 26's bar on the development data): "
           + (", ".join(s.name for s in short) or "none") + "\n")
-    scored = [c for c in cands if c.peer or c.name == "auto" or c.name in {s.name for s in short}]
+    scored = [c for c in cands if c.peer or c.name == "auto" or c.name in on_list]
     f1, cover = {}, {}
     for c in scored:
         f, v = _tcpd_scores(c, held, {})
@@ -428,7 +432,7 @@ def holdout(root: Path, held_dir: Path, use_cache: bool) -> None:
     rpt = [c.name for c in scored if c.peer and c.name.startswith("rpt-")]
     for c in scored:
         above = all(f1[c.name].mean() >= f1[r].mean() and cover[c.name].mean() >= cover[r].mean() for r in rpt)
-        print(f"| {c.name}{' (peer)' if c.peer else ''} | {'yes' if c.name in {s.name for s in short} else 'no'} | "
+        print(f"| {c.name}{' (peer)' if c.peer else ''} | {'yes' if c.name in on_list else 'no'} | "
               f"{f1[c.name].mean():.3f} | {cover[c.name].mean():.3f} | {_paired_ci(f1[c.name] - f1['auto'], rng)} | "
               f"{_paired_ci(f1[c.name] - f1[ref], rng)} | {'-' if c.peer else 'yes' if above else 'no'} |")
     name, reason = P.holdout_choice({k: float(v.mean()) for k, v in f1.items()}, short)
