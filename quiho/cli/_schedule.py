@@ -150,7 +150,7 @@ def drift(
     json_out: JsonOpt = False,
 ) -> None:
     """Hosts whose fingerprints changed (which stressors, when, how much), regrouped or stale hosts."""
-    from quiho.fingerprint.drift import detect_drift, drift_lines
+    from quiho.schedule.drift import detect_drift, drift_lines
     from quiho.store import open_store
 
     with open_store(store, create=False) as st:

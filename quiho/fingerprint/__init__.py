@@ -1,6 +1,6 @@
 """Fingerprints: the stressor catalog, batteries, stress-ng results, and running a battery on a fleet.
 
-Drift over a fingerprint history is :mod:`quiho.fingerprint.drift` (an analysis; not imported here).
+Drift over a fingerprint history is :mod:`quiho.schedule.drift` (it calls history and irup, which import this).
 """
 
 from quiho.fingerprint.battery import Battery, battery_names, load_battery, render_job

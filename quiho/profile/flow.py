@@ -34,7 +34,6 @@ from quiho.design import DesignAnalysis, DesignSettings, analyse_design, factor_
 from quiho.errors import NotEnoughData, QuihoError, UsageError
 from quiho.fingerprint import FingerprintPlan, HostReport, fingerprint
 from quiho.fingerprint.catalog import Catalog, load_catalog
-from quiho.fingerprint.drift import drift_warnings
 from quiho.fleet import FleetEvent, Inventory, load_inventory
 from quiho.fleet.local.calibrate import ResolvedFleet, axes_kept, resolve_fleet
 from quiho.fleet.session import measuring, new_batch
@@ -54,6 +53,7 @@ from quiho.profile.hints import Hint, design_hints, root_cause_hints, trace_hint
 from quiho.profile.interleave import InterleavePlan, run_interleaved, store_label
 from quiho.profile.options import AnalysisOptions, MeasureOptions, ProfileOptions, parse_age
 from quiho.profile.stats import MetricChange, metric_change
+from quiho.schedule.drift import drift_warnings
 from quiho.store import Store, utcnow
 from quiho.store import fleet as fleet_store
 

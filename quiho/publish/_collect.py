@@ -61,7 +61,7 @@ class FleetView:
     hosts: tuple[HostView, ...]
     runs: int
     hardware: dict[int, tuple[str, ...]]
-    drift: Any = None  # quiho.fingerprint.drift.DriftReport, or None (``drift_note`` says why)
+    drift: Any = None  # quiho.schedule.drift.DriftReport, or None (``drift_note`` says why)
     drift_note: str = ""
 
 
@@ -140,8 +140,8 @@ def _host_histories(hist: Any) -> dict[str, dict[str, tuple[tuple[str, ...], tup
 
 def read_fleet(store: Store, options: PublishOptions) -> FleetView:
     """Hosts (inventory records and fingerprinted hosts), hardware groups of the newest run, drift alerts."""
-    from quiho.fingerprint.drift import detect_drift, fingerprint_history
     from quiho.fleet.show import fleet_show
+    from quiho.schedule.drift import detect_drift, fingerprint_history
 
     hist = fingerprint_history(store, source=options.fingerprints)
     group = _hardware(hist)

@@ -16,7 +16,7 @@ class PublishOptions:
     ``method``, ``alpha``, ``min_size``, ``magnitude_floor``: the change-point detector and the newest-revision
     check of every series (:func:`quiho.history.verdict_of`). ``recent``: a change point within this many
     newest revisions of its series is listed on the index page. ``drift_alpha``, ``drift_min_change``: the fleet's
-    drift alerts (:func:`quiho.fingerprint.drift.detect_drift`, family-wise α over every host × stressor).
+    drift alerts (:func:`quiho.schedule.drift.detect_drift`, family-wise α over every host × stressor).
     ``fingerprints``: the source of the fingerprint runs the fleet pages show (``fleet``: ``quiho fingerprint``'s;
     ``quiho-popper``: the imported data set of the quiho paper). ``title``: the site's name in every page title.
     """

@@ -1,4 +1,7 @@
-"""Scheduled fleet fingerprinting: timers, the measurement lock, the scheduled run."""
+"""Scheduled fleet fingerprinting: timers, the measurement lock, the scheduled run, and drift over its history.
+
+Drift (:mod:`quiho.schedule.drift`) is imported on use, not here: it loads the history and IRUP analyses.
+"""
 
 from quiho.schedule.lock import Busy, lock_path, mark_interrupted_runs, measurement_lock
 from quiho.schedule.run import ScheduledOutcome, scheduled_fingerprint

@@ -1,8 +1,7 @@
-"""The terminal text of ``quiho fleet show`` and ``quiho fleet drift``, tested as lines."""
+"""The terminal text of ``quiho fleet show``, tested as lines (drift's: tests/schedule/test_drift.py)."""
 
 from __future__ import annotations
 
-from quiho.fingerprint.drift import detect_drift, drift_lines
 from quiho.fleet.show import FleetHostInfo, show_lines
 
 
@@ -17,19 +16,3 @@ def test_fleet_show_lines_escape_names_and_say_never() -> None:
     assert "last fingerprint - (-, never, ok 0, failed 0)  ?" in lines[1]
     assert show_lines([]) == ["no fleet hosts yet: run 'quiho fingerprint'"]
 
-
-def test_drift_lines_name_host_stressors_size_and_p(tmp_path) -> None:
-    from quiho.datasets.fleet import fingerprint_history, store_fingerprint_history
-    from quiho.store import open_store
-
-    with open_store(tmp_path / "q.db") as st:
-        store_fingerprint_history(st, fingerprint_history(drift_host="h3", drift_at=18, drift_factor=0.85,
-                                                          random_state=11))
-        rep = detect_drift(st)
-    lines = drift_lines(rep)
-    assert lines[0].startswith("30 fingerprint runs, 6 hosts, ")
-    assert "h3: 4 stressor(s) changed" in lines
-    changed = [s for s in lines if s.startswith("  ")]
-    assert len(changed) == 4 and all("at run synthetic-0018" in s and "(Bonferroni)" in s for s in changed)
-    assert all("-1" in s.split(")")[1].split("%")[0] for s in changed)  # about -15 %
-    assert "no drift" not in lines

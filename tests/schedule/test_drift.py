@@ -8,7 +8,7 @@ import pytest
 
 from quiho.cli.main import main
 from quiho.datasets.fleet import fingerprint_history, store_fingerprint_history
-from quiho.fingerprint.drift import detect_drift, max_t_split
+from quiho.schedule.drift import detect_drift, drift_lines, max_t_split
 from quiho.store import open_store
 from quiho.store.compact import compact_runs
 
@@ -104,10 +104,24 @@ def test_drift_without_history_is_a_clear_error(tmp_path, capsys):
 
 
 def test_drift_warnings_name_only_the_drifted_hosts_asked_about(drifted, tmp_path):
-    from quiho.fingerprint.drift import drift_warnings
+    from quiho.schedule.drift import drift_warnings
 
     warnings = drift_warnings(drifted, ["h1", "h3"])
     assert len(warnings) == 1 and "host h3" in warnings[0] and "stream" in warnings[0]
     assert drift_warnings(drifted, ["h1"]) == []
     empty = open_store(tmp_path / "empty.db")
     assert drift_warnings(empty, ["h1"]) == []  # no history: nothing to warn about, no error
+
+
+def test_drift_lines_name_host_stressors_size_and_p(tmp_path) -> None:
+    with open_store(tmp_path / "q.db") as st:
+        store_fingerprint_history(st, fingerprint_history(drift_host="h3", drift_at=18, drift_factor=0.85,
+                                                          random_state=11))
+        rep = detect_drift(st)
+    lines = drift_lines(rep)
+    assert lines[0].startswith("30 fingerprint runs, 6 hosts, ")
+    assert "h3: 4 stressor(s) changed" in lines
+    changed = [s for s in lines if s.startswith("  ")]
+    assert len(changed) == 4 and all("at run synthetic-0018" in s and "(Bonferroni)" in s for s in changed)
+    assert all("-1" in s.split(")")[1].split("%")[0] for s in changed)  # about -15 %
+    assert "no drift" not in lines

@@ -17,6 +17,9 @@ series (so the p-value accounts for searching over the split). Any detector of
 It also reports hosts whose hardware group changed between the first and the
 latest run (look-alikes that appeared, or hosts that split from their group),
 and stale hosts without a fingerprint newer than ``max_age``.
+
+It lives with the scheduled fingerprinting it watches, above the analyses it calls (:mod:`quiho.history`,
+:mod:`quiho.irup`), which themselves import :mod:`quiho.fingerprint`.
 """
 
 from __future__ import annotations
