@@ -1,8 +1,15 @@
 #!/bin/sh
-# Emulated host for the local fleet (cgroup v1): CPU quota, a co-runner pinned to CPU 1 and the
-# transparent-huge-page policy (TLB reach: a memory-subsystem property that leaves compute alone).
-#   quiho-emulate.sh start CGDIR QUOTA_PCT CORUNNER SECONDS [THP [PERIOD_US]]   THP = keep | always | never
+# Emulated host for the local fleet (cgroup v1): CPU quota, a co-runner pinned to CPU 1, the
+# transparent-huge-page policy (TLB reach: a memory-subsystem property that leaves compute alone), and the knobs
+# of quiho.fleet.local.knobs: a write-IOPS limit on the disk the application writes to (storage), a memory
+# limit (memory capacity) and a network namespace whose loopback is shaped (network). The kernel-entry knob is
+# a seccomp filter (quiho-seccomp.py), installed by the wrapper, not here.
+#   quiho-emulate.sh start CGDIR QUOTA_PCT CORUNNER SECONDS [THP [PERIOD_US [IOPS [MEM_MIB [NET]]]]]
+#     THP = keep | always | never; IOPS = 0 | MAJ:MIN:N (write IOPS of that disk); MEM_MIB = 0 | N;
+#     NET = 0 | rate:MBIT | delay:US (tbf rate or netem delay on the namespace's loopback)
 #   quiho-emulate.sh stop  CGDIR
+# The blkio and memory groups mirror CGDIR's name under /sys/fs/cgroup/blkio and /sys/fs/cgroup/memory; the
+# namespace is qh-<CGDIR's name>. qh_join (playbooks/vars/emulation.yml) joins whichever exist.
 # THP is machine-wide: the policy found before the first change is saved in $THP_SAVE and put back by
 # stop (and by quiho's controller-side cleanup), so a killed run cannot leave it changed for good.
 # CGDIR is the measurement cgroup (under /sys/fs/cgroup/cpu); the co-runner lives in CGDIR-co so that
@@ -16,7 +23,13 @@ cg=$2
 case $cg in /sys/fs/cgroup/cpu/*) ;; *) echo "quiho-emulate: refusing cgroup path $cg" >&2; exit 2 ;; esac
 case $cmd in
 start)
-  pct=$3; co=$4; secs=$5; thp=${6:-keep}; period=${7:-20000}
+  pct=$3; co=$4; secs=$5; thp=${6:-keep}; period=${7:-20000}; iops=${8:-0}; mem=${9:-0}; net=${10:-0}
+  name=${cg##*/}
+  case $iops in 0) ;; *[!0-9:]*|:*|*::*|*:|*:*:*:*) echo "quiho-emulate: bad IOPS limit '$iops'" >&2; exit 2 ;;
+    *:*:*) ;; *) echo "quiho-emulate: bad IOPS limit '$iops'" >&2; exit 2 ;; esac
+  case $mem in ''|*[!0-9]*) echo "quiho-emulate: bad memory limit '$mem'" >&2; exit 2 ;; esac
+  case $net in 0|rate:[1-9]*|delay:[1-9]*) ;; *) echo "quiho-emulate: bad network shaping '$net'" >&2; exit 2 ;; esac
+  case ${net#*:} in *[!0-9]*) echo "quiho-emulate: bad network shaping '$net'" >&2; exit 2 ;; esac
   case $pct in ''|*[!0-9]*) echo "quiho-emulate: bad quota '$pct'" >&2; exit 2 ;; esac
   case $period in ''|*[!0-9]*) echo "quiho-emulate: bad CFS period '$period'" >&2; exit 2 ;; esac
   if [ "$period" -lt 1000 ] || [ "$period" -gt 1000000 ]; then
@@ -39,10 +52,27 @@ start)
   # 35 %); quiho fleet calibrate measures both and writes the period it chose into the generated inventory.
   echo "$period" > "$cg/cpu.cfs_period_us"
   if [ "$pct" -lt 100 ]; then echo $((pct * period / 100)) > "$cg/cpu.cfs_quota_us"; fi
+  if [ "$iops" != 0 ]; then
+    mkdir -p "/sys/fs/cgroup/blkio/$name"
+    echo "${iops%:*} ${iops##*:}" > "/sys/fs/cgroup/blkio/$name/blkio.throttle.write_iops_device"
+  fi
+  if [ "$mem" -gt 0 ]; then
+    mkdir -p "/sys/fs/cgroup/memory/$name"
+    echo $((mem * 1048576)) > "/sys/fs/cgroup/memory/$name/memory.limit_in_bytes"
+  fi
+  if [ "$net" != 0 ]; then
+    ip netns add "qh-$name"
+    ip -n "qh-$name" link set lo up
+    case $net in
+      rate:*) tc -n "qh-$name" qdisc add dev lo root tbf rate "${net#rate:}mbit" burst 256kb latency 100ms ;;
+      delay:*) tc -n "qh-$name" qdisc add dev lo root netem delay "${net#delay:}us" ;;
+    esac
+  fi
   case $co in
     none) exit 0 ;;
     stream) set -- --stream 1 --stream-l3-size 64M ;;
     vm) set -- --vm 1 --vm-bytes 1G ;;
+    cpu) set -- --cpu 1 --cpu-method int64 ;;
     *) echo "quiho-emulate: unknown co-runner '$co'" >&2; exit 2 ;;
   esac
   # -t bounds the co-runner's life even if stop never runs.
@@ -54,7 +84,9 @@ start)
   ;;
 stop)
   if [ -s "$THP_SAVE" ]; then cat "$THP_SAVE" > "$THP" && rm -f "$THP_SAVE"; fi
-  for d in "$cg" "$cg-co"; do
+  name=${cg##*/}
+  [ -e "/run/netns/qh-$name" ] && { ip netns pids "qh-$name" | xargs -r kill -9; ip netns del "qh-$name"; }
+  for d in "$cg" "$cg-co" "/sys/fs/cgroup/blkio/$name" "/sys/fs/cgroup/memory/$name"; do
     [ -d "$d" ] || continue
     i=0
     while [ -n "$(cat "$d/cgroup.procs")" ] && [ $i -lt 100 ]; do

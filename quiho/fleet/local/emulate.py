@@ -5,15 +5,20 @@ from __future__ import annotations
 import fcntl
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["cleanup_emulation", "cleanup_cgroups", "restore_thp", "local_fleet_lock", "CGROUP_CPU", "LOCK_PATH",
-           "THP_PATH", "THP_SAVE"]
+__all__ = ["cleanup_emulation", "cleanup_cgroups", "cleanup_knobs", "restore_thp", "local_fleet_lock", "CGROUP_CPU",
+           "CGROUP_KNOBS", "LOCK_PATH", "NETNS_DIR", "THP_PATH", "THP_SAVE"]
 
 CGROUP_CPU = Path("/sys/fs/cgroup/cpu")
+#: The knobs' groups (storage: blkio write-IOPS limit; memory capacity: memory limit), named like the cpu group.
+CGROUP_KNOBS = (Path("/sys/fs/cgroup/blkio"), Path("/sys/fs/cgroup/memory"))
+#: Where ``ip netns`` keeps named namespaces; the network knob's is ``qh-<cpu group name>``.
+NETNS_DIR = Path("/run/netns")
 #: Machine-wide transparent-huge-page policy, and where playbooks/files/quiho-emulate.sh saves the original.
 THP_PATH = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 THP_SAVE = Path("/run/quiho-thp.orig")
@@ -75,7 +80,32 @@ def _restore_thp_if_idle(lock: Path = LOCK_PATH) -> None:
 def cleanup_emulation(prefix: str) -> list[str]:
     """Undo whatever a local-fleet invocation with cgroup ``prefix`` may have left: its cgroups and THP policy."""
     _restore_thp_if_idle()
-    return cleanup_cgroups(prefix)
+    return cleanup_cgroups(prefix) + cleanup_knobs(prefix)
+
+
+def cleanup_knobs(prefix: str) -> list[str]:
+    """Remove the knobs' blkio and memory groups and network namespaces named ``prefix*``; return their names.
+
+    Processes still in them are killed first, as :func:`cleanup_cgroups` does for the cpu groups.
+    """
+    removed: list[str] = []
+    if not prefix:
+        return removed
+    for root in CGROUP_KNOBS:
+        removed += [f"{root.name}/{n}" for n in cleanup_cgroups(prefix, root)]
+    if NETNS_DIR.is_dir():
+        for ns in sorted(NETNS_DIR.iterdir()):
+            if not ns.name.startswith(f"qh-{prefix}"):
+                continue
+            pids = subprocess.run(["ip", "netns", "pids", ns.name], capture_output=True, text=True, check=False)
+            for pid in pids.stdout.split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+            if subprocess.run(["ip", "netns", "del", ns.name], capture_output=True, check=False).returncode == 0:
+                removed.append(f"netns/{ns.name}")
+    return removed
 
 
 def cleanup_cgroups(prefix: str, root: Path = CGROUP_CPU) -> list[str]:

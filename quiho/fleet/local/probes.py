@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -25,10 +26,10 @@ import yaml
 from quiho._facts import calibration_facts, local_facts
 from quiho.errors import InventoryError
 from quiho.fleet.inventory import repo_root
-from quiho.fleet.local.emulate import CGROUP_CPU, cleanup_cgroups, restore_thp
+from quiho.fleet.local.emulate import CGROUP_CPU, cleanup_cgroups, cleanup_knobs, restore_thp
 
 __all__ = ["PROBES", "PREFAULT_MIB_OF", "CORUNNER_SETTLE_S", "Cell", "probe_seconds", "machine_facts",
-           "facts_key", "ProbeRunner", "require_root"]
+           "facts_key", "ProbeRunner", "require_root", "seccomp_wrap"]
 
 #: Fixed work per probe (~0.3 s unthrottled with 4 KiB pages on a current x86 core).
 #: memory: stress-ng's STREAM on arrays sized from an 8 MiB "L3" (faults them in, then streams them: the page size
@@ -38,11 +39,19 @@ __all__ = ["PROBES", "PREFAULT_MIB_OF", "CORUNNER_SETTLE_S", "Cell", "probe_seco
 PROBES: dict[str, list[str]] = {
     "memory": ["stress-ng", "--stream", "1", "--stream-ops", "12", "--stream-l3-size", "8M", "-q", "--metrics-brief"],
     "cpu": ["stress-ng", "--cpu", "1", "--cpu-method", "int64", "--cpu-ops", "600", "-q", "--metrics-brief"],
+    # the knobs' probes (quiho.fleet.local.knobs), each dominated by the resource its knob loads:
+    # storage: 4 KiB writes each followed by fsync, in the fleet's run directory (ProbeRunner adds --temp-path)
+    "fsync": ["stress-ng", "--hdd", "1", "--hdd-opts", "wr-seq,fsync", "--hdd-write-size", "4K", "--hdd-bytes", "1M",
+              "--hdd-ops", "100", "-q", "--metrics-brief"],
+    # kernel entry: writes to /dev/null, a system call that does no work
+    "syscall": ["stress-ng", "--null", "1", "--null-ops", "20000", "-q", "--metrics-brief"],
+    # network: TCP over the loopback (connect, send, receive, close)
+    "network": ["stress-ng", "--sock", "1", "--sock-ops", "30", "-q", "--metrics-brief"],
 }
 #: Prefault (MiB) before each probe (free page reporting, see inventories/local.yml): 128 MiB before the memory
 #: probe, which peaks at ~100 MB resident, as the fleet's 512 MiB covers stream@nadds1's 192 MiB; 1 MiB before the
 #: CPU probe, which touches no memory worth prefaulting (the wrapper still prints its time marker).
-PREFAULT_MIB_OF = {"memory": 128, "cpu": 1}
+PREFAULT_MIB_OF = {"memory": 128, "cpu": 1, "fsync": 1, "syscall": 1, "network": 1}
 #: Extra wait (s) after a co-runner cell starts, beyond quiho-emulate.sh's 1 s: the stream co-runner faults in its
 #: arrays before it streams, and a cell's first probe must meet it loading memory.
 CORUNNER_SETTLE_S = 1.0
@@ -50,18 +59,29 @@ CORUNNER_SETTLE_S = 1.0
 
 @dataclass(frozen=True)
 class Cell:
-    """One emulated condition: CPU quota (% of one CPU), THP policy, CFS period (µs), co-runner on CPU 1."""
+    """One emulated condition: CPU quota (% of one CPU), THP policy, CFS period (µs), co-runner on CPU 1, knobs.
+
+    The knobs (:mod:`quiho.fleet.local.knobs`): ``iops`` a write-IOPS limit ``MAJ:MIN:N`` ("0": none),
+    ``mem_mib`` a memory limit (0: none), ``net`` loopback shaping (``rate:MBIT`` / ``delay:US``, "0": none),
+    ``syscall_rules`` seccomp rules every system call passes (0: none).
+    """
 
     quota_pct: int = 100
     thp: str = "never"
     period_us: int = 20000
     corunner: str = "none"
+    iops: str = "0"
+    mem_mib: int = 0
+    net: str = "0"
+    syscall_rules: int = 0
 
     @property
     def label(self) -> str:
         """Short text form, e.g. ``q94-never-p20000``."""
         co = "" if self.corunner == "none" else f"-co{self.corunner}"
-        return f"q{self.quota_pct}-{self.thp}-p{self.period_us}{co}"
+        knobs = "".join(f"-{k}{v}" for k, v in (("iops", self.iops), ("mem", self.mem_mib), ("net", self.net),
+                                                  ("sys", self.syscall_rules)) if str(v) != "0")
+        return f"q{self.quota_pct}-{self.thp}-p{self.period_us}{co}{knobs}"
 
 
 def machine_facts() -> dict[str, Any]:
@@ -106,6 +126,13 @@ def probe_seconds(text: str, argv: list[str]) -> float:
     return float(ops) / float(rate)
 
 
+def seccomp_wrap(rules: int, python: str = "python3") -> list[str]:
+    """The argv prefix that runs a command under the kernel-entry knob's ``rules`` seccomp rules (none for 0)."""
+    if rules <= 0:
+        return []
+    return [python, str(repo_root() / "playbooks" / "files" / "quiho-seccomp.py"), str(int(rules))]
+
+
 def _join_script() -> str:
     """``qh_join`` from playbooks/vars/emulation.yml: the wrapper every measured command of the fleet runs in."""
     p = repo_root() / "playbooks" / "vars" / "emulation.yml"
@@ -127,10 +154,15 @@ class ProbeRunner:
         1 MiB (:data:`PREFAULT_MIB_OF`).
     on_step : callable, optional
         Called with one line per round of cells (progress for a CLI's stderr).
+    workdir : str, optional
+        Directory the storage probe writes in: the file system the fleet's applications use (default the
+        temporary directory).
     """
 
-    def __init__(self, prefix: str, prefault_mib: int = 512, on_step: Callable[[str], None] | None = None) -> None:
+    def __init__(self, prefix: str, prefault_mib: int = 512, on_step: Callable[[str], None] | None = None,
+                 workdir: str | None = None) -> None:
         self.prefix = prefix
+        self.workdir = workdir or tempfile.gettempdir()
         self.prefault_mib = prefault_mib
         self.on_step = on_step or (lambda _m: None)
         self.runs = 0
@@ -143,13 +175,16 @@ class ProbeRunner:
         if r.returncode != 0:
             raise InventoryError(f"calibration: quiho-emulate.sh {args[0]} failed: {r.stderr.strip()[-300:]}")
 
-    def _one(self, cg: str, argv: list[str], prefault_mib: int) -> float:
+    def _one(self, cg: str, argv: list[str], prefault_mib: int, syscall_rules: int = 0) -> float:
         """Seconds the probe's stress-ng worker took for its fixed work (bogo-ops / real-time rate)."""
         fd, yml = tempfile.mkstemp(prefix="quiho-probe-", suffix=".yml")
         os.close(fd)
+        if argv[1] == "--hdd":
+            argv = [*argv, "--temp-path", self.workdir]
         try:
-            r = subprocess.run(["sh", "-c", self._join, "sh", cg, str(prefault_mib), "timeout", "-k", "5", "60",
-                                *argv, "--yaml", yml], capture_output=True, text=True, timeout=90, check=False)
+            r = subprocess.run([*seccomp_wrap(syscall_rules, sys.executable), "sh", "-c", self._join, "sh", cg,
+                                str(prefault_mib), "timeout", "-k", "5", "60", *argv, "--yaml", yml],
+                               capture_output=True, text=True, timeout=90, check=False)
             self.runs += 1
             if r.returncode != 0:
                 raise InventoryError(f"calibration probe {argv[:3]} failed (rc {r.returncode}): "
@@ -158,26 +193,31 @@ class ProbeRunner:
         finally:
             Path(yml).unlink(missing_ok=True)
 
-    def rounds(self, cells: list[tuple[Cell, int]], probes: list[str]) -> list[dict[str, list[float]]]:
+    def rounds(self, cells: list[tuple[Cell, int]], probes: list[str],
+               probes_of: list[list[str]] | None = None) -> list[dict[str, list[float]]]:
         """Probe times (probe → seconds) per cell, measured round-robin: one repetition of every cell per round.
 
         Each cell's emulation is started and stopped around its repetition, so a slow change in the machine's
         load (other users, a neighbour VM) falls on every cell alike instead of on whichever cell ran while it
-        lasted. ``cells`` pairs each cell with its number of repetitions.
+        lasted. ``cells`` pairs each cell with its number of repetitions; ``probes_of`` (one list per cell) runs
+        only those probes in that cell instead of all of ``probes``.
         """
-        out: list[dict[str, list[float]]] = [{p: [] for p in probes} for _ in cells]
+        each = probes_of or [probes] * len(cells)
+        out: list[dict[str, list[float]]] = [{p: [] for p in ps} for ps in each]
         for r in range(max((n for _, n in cells), default=0)):
             for (cell, n), res in zip(cells, out, strict=True):
                 if r >= n:
                     continue
                 self._n += 1
                 cg = str(CGROUP_CPU / f"{self.prefix}-{self._n}")
-                self._emulate("start", cg, str(cell.quota_pct), cell.corunner, "120", cell.thp, str(cell.period_us))
+                self._emulate("start", cg, str(cell.quota_pct), cell.corunner, "120", cell.thp, str(cell.period_us),
+                              cell.iops, str(cell.mem_mib), cell.net)
                 if cell.corunner != "none":
                     time.sleep(CORUNNER_SETTLE_S)
                 try:
-                    for p in probes:
-                        res[p].append(self._one(cg, PROBES[p], min(self.prefault_mib, PREFAULT_MIB_OF[p])))
+                    for p in res:
+                        res[p].append(self._one(cg, PROBES[p], min(self.prefault_mib, PREFAULT_MIB_OF[p]),
+                                                cell.syscall_rules))
                 finally:
                     self._emulate("stop", cg)
             self.on_step(f"calibration: round {r + 1}: " + "; ".join(
@@ -188,4 +228,5 @@ class ProbeRunner:
     def cleanup(self) -> None:
         """Remove every cgroup of this runner and put the THP policy back (safe to call twice)."""
         cleanup_cgroups(self.prefix)
+        cleanup_knobs(self.prefix)
         restore_thp()

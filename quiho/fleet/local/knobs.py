@@ -1,0 +1,260 @@
+"""The local fleet's knobs: one real mechanism per resource, scoped to the measured process, each with its probe.
+
+A knob is kept on a machine only on evidence: with the knob on, its probe (a fixed amount of work dominated by
+the knob's resource) must slow measurably, and more than the CPU probe does, so the knob orders hosts by that
+resource and not by speed. :func:`screen_knobs` measures that, paired by round; :func:`decide_knob` is the rule.
+
+=================  ==============================================  ======================  ====================
+knob               mechanism (measured process only)               probe                   resource class
+=================  ==============================================  ======================  ====================
+core-sharing       a compute co-runner on the other CPU             integer arithmetic      cpu (core sharing)
+storage            cgroup v1 blkio write-IOPS limit on the disk     4 KiB write + fsync     storage
+                   of the fleet's run directory
+kernel-entry       a seccomp filter of N rules every system call    writes to /dev/null     os (kernel entry)
+                   passes (playbooks/files/quiho-seccomp.py)
+network            a network namespace whose loopback carries a     TCP over loopback       network
+                   netem delay (tbf rate limit without netem)
+=================  ==============================================  ======================  ====================
+
+Memory capacity (a memory limit below the working set) and a shared-cache thrasher are not in the catalogue yet:
+the first needs the application's measured footprint to set a level that cannot OOM-kill it (these machines have
+no swap), the second a probe that tells it from the stream co-runner. The design page says why.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import statistics
+import subprocess
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from quiho.fleet.local.probes import Cell, ProbeRunner
+
+__all__ = ["Knob", "KNOBS", "KnobEffect", "KNOB_REPS", "decide_knob", "knob_cells", "screen_knobs",
+           "write_disk", "network_mechanism", "paired_mean", "MIN_STEP"]
+
+#: Smallest effect that counts (log): IRUP hardware grouping merges hosts closer than 5 %.
+MIN_STEP = math.log(1.05)
+#: Rounds of every knob cell: the first is dropped (a condition's first run after it is set is a transient), so
+#: four paired rounds remain, the fewest whose SE resolves a 10 % effect under the probes' 3-5 % noise.
+KNOB_REPS = 5
+#: Seccomp rules of the kernel-entry knob (the most one filter holds): the effect must stand out of a busy
+#: machine's noise, as the other knobs' do.
+SYSCALL_RULES = 4000
+#: The storage knob's write-IOPS limit: a quarter of the storage probe's own rate of fsync'd writes, within this
+#: range (a small cloud volume's provisioned IOPS; the limit must stand out of a busy disk's noise, and below it
+#: one probe run would take seconds).
+IOPS_RANGE = (50, 200)
+#: fsync'd writes in one storage probe (quiho.fleet.local.probes.PROBES["fsync"]).
+FSYNC_OPS = 100
+#: The network knob's levels: a netem delay per packet (µs) where the kernel has netem, else a tbf rate (Mbit/s).
+NET_DELAY_US = 500
+NET_RATE_MBIT = 1000
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One knob of the catalogue: what it emulates, its probe, its resource class and where to look."""
+
+    name: str
+    resource: str
+    klass: str
+    probe: str
+    host_var: str
+    emulates: str
+    look_at: str
+
+
+#: The catalogue, in the order the screening design lists its factors.
+KNOBS: tuple[Knob, ...] = (
+    Knob("core-sharing", "core sharing", "cpu", "cpu", "quiho_corunner",
+         "a busy sibling: a compute co-runner on the other CPU (on VMs two vCPUs may share one physical core)",
+         "instruction throughput: hot loops, vector width, work a sibling thread competes for"),
+    Knob("storage", "storage", "io", "fsync", "quiho_write_iops",
+         "a slower disk: a write-IOPS limit on the disk the application writes to (cgroup blkio)",
+         "fsync and synchronous writes: commit/flush frequency, write batching, journal mode, O_SYNC/O_DIRECT"),
+    Knob("kernel-entry", "kernel entry", "os", "syscall", "quiho_syscall_rules",
+         "a dearer system call: a seccomp filter every system call of the application passes",
+         "system calls per unit of work: small reads/writes, polling, stat/open loops, unbuffered I/O"),
+    Knob("network", "network", "network", "network", "quiho_net",
+         "a slower network: the application's namespace loopback delays packets (netem) or limits the rate (tbf)",
+         "round trips and bytes on the wire: requests per operation, connection reuse, batching, payload size"),
+)
+_BY_NAME = {k.name: k for k in KNOBS}
+
+
+@dataclass(frozen=True)
+class KnobEffect:
+    """A knob as measured on this machine: its level, its probe's and the CPU probe's log effect (± SE), why."""
+
+    name: str
+    kept: bool
+    level: str
+    effect_probe: float | None
+    se_probe: float | None
+    effect_cpu: float | None
+    se_cpu: float | None
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready mapping (stored in the calibration's choice)."""
+        return asdict(self)
+
+
+def paired_mean(d: Iterable[float | None]) -> tuple[float, float] | None:
+    """Mean and SE of per-round log ratios (``None``: not measured), the first round left out when 3 or more remain.
+
+    The first round is the first run of each condition after the emulation changes: a transient, not the
+    condition's speed. None with fewer than 3 rounds.
+    """
+    d = list(d)
+    rest = [x for x in d[1:] if x is not None]
+    kept = rest if len(rest) >= 3 else [x for x in d if x is not None]
+    if len(kept) < 3:
+        return None
+    return statistics.fmean(kept), statistics.stdev(kept) / math.sqrt(len(kept))
+
+
+def _ratios(on: list[float], off: list[float]) -> list[float | None]:
+    return [math.log(a / b) if a and b and a > 0 and b > 0 else None for a, b in zip(on, off, strict=False)]
+
+
+def _fmt(e: tuple[float, float] | None) -> str:
+    return "not measured" if e is None else f"{math.expm1(e[0]):+.1%} ± {e[1]:.1%}"
+
+
+def decide_knob(knob: Knob, level: str, on: dict[str, list[float]], off: dict[str, list[float]]) -> KnobEffect:
+    """Keep ``knob`` if it slows its probe measurably and measurably more than the CPU probe (pure).
+
+    ``on``/``off``: probe → seconds per round, the two conditions measured in the same rounds. Measurable: the
+    mean paired log ratio beyond 3 SE and beyond 5 %. A knob whose probe is the CPU probe (core sharing) needs
+    only the first. Otherwise, where the CPU probe slows too (beyond 2 SE and 5 %), the per-round difference
+    ``log(on/off)[probe] - log(on/off)[cpu]`` must be measurable: a knob that slows everything alike is a speed
+    knob, which the quota already is.
+    """
+    ep = paired_mean(_ratios(on.get(knob.probe) or [], off.get(knob.probe) or []))
+    ec = paired_mean(_ratios(on.get("cpu") or [], off.get("cpu") or []))
+    if ep is None:
+        return KnobEffect(knob.name, False, level, None, None, None, None, f"{knob.emulates}: not measured")
+    text = f"{knob.emulates} ({level}): {knob.probe} probe {_fmt(ep)}"
+    fails = [] if ep[0] > 3 * ep[1] and ep[0] > MIN_STEP else [
+        f"no measurable slowdown of the {knob.probe} probe (needs > 5 % and > 3 SE)"]
+    if knob.probe != "cpu":
+        text += f", CPU probe {_fmt(ec)}"
+        if ec is not None and ec[0] > 2 * ec[1] and ec[0] > MIN_STEP:
+            diff = paired_mean(
+                None if p is None or c is None else p - c
+                for p, c in zip(_ratios(on[knob.probe], off[knob.probe]), _ratios(on["cpu"], off["cpu"]),
+                                strict=False))
+            if diff is None or not (diff[0] > 3 * diff[1] and diff[0] > MIN_STEP):
+                fails.append(f"it slows the CPU probe about as much ({knob.probe} minus CPU "
+                             f"{_fmt(diff)}; needs > 5 % and > 3 SE): a speed knob")
+    elif not fails:
+        text += ": the two CPUs share a core's throughput"
+    return KnobEffect(knob.name, not fails, level if not fails else "", ep[0], ep[1],
+                      None if ec is None else ec[0], None if ec is None else ec[1], ": ".join([text, *fails]))
+
+
+# --- what this machine can set -------------------------------------------------------------------------------
+
+
+def write_disk(path: str | os.PathLike[str]) -> str | None:
+    """``MAJ:MIN`` of the whole disk holding ``path`` (a partition's parent), or None: no block device (tmpfs ...)."""
+    try:
+        dev = os.stat(path).st_dev
+    except OSError:
+        return None
+    sysdev = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
+    if not sysdev.exists():
+        return None
+    if (sysdev / "partition").exists():
+        try:
+            return (sysdev.resolve().parent / "dev").read_text().strip()
+        except OSError:
+            return None
+    return f"{os.major(dev)}:{os.minor(dev)}"
+
+
+def network_mechanism() -> str | None:
+    """``"delay"`` where a namespace's loopback takes a netem qdisc, ``"rate"`` where only tbf, None: neither."""
+    if shutil.which("ip") is None or shutil.which("tc") is None:
+        return None
+    ns = f"qh-probe-{os.getpid()}"
+    if subprocess.run(["ip", "netns", "add", ns], capture_output=True, check=False).returncode != 0:
+        return None
+    try:
+        for kind, qdisc in (("delay", ["netem", "delay", "100us"]),
+                            ("rate", ["tbf", "rate", "100mbit", "burst", "256kb", "latency", "100ms"])):
+            if subprocess.run(["tc", "-n", ns, "qdisc", "add", "dev", "lo", "root", *qdisc], capture_output=True,
+                              check=False).returncode == 0:
+                return kind
+        return None
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+
+
+def knob_cells(workdir: str, fsync_s: float | None = None, vcpus: int = 2) -> tuple[list[tuple[Knob, Cell]], list[str]]:
+    """Each knob this machine can set, as the cell that turns it on; and one line per knob it cannot set.
+
+    ``fsync_s``: the storage probe's unthrottled seconds (its :data:`FSYNC_OPS` fsync'd writes), from which the
+    IOPS limit is a quarter of the probe's own operation rate within :data:`IOPS_RANGE` (each such write needs at
+    least one device write, so the probe slows at least 4x; a program that writes nothing does not move).
+    """
+    cells: list[tuple[Knob, Cell]] = []
+    notes: list[str] = []
+    if vcpus >= 2:
+        cells.append((_BY_NAME["core-sharing"], Cell(corunner="cpu")))
+    else:
+        notes.append("core-sharing: one CPU only, no other CPU to share a core with")
+    disk = write_disk(workdir)
+    if disk is None:
+        notes.append(f"storage: {workdir} is on no block device (tmpfs?): a write-IOPS limit cannot act on it")
+    elif not Path("/sys/fs/cgroup/blkio").is_dir():
+        notes.append("storage: no cgroup v1 blkio controller at /sys/fs/cgroup/blkio")
+    else:
+        ops_per_s = FSYNC_OPS / fsync_s if fsync_s and fsync_s > 0 else IOPS_RANGE[1]
+        iops = min(max(round(ops_per_s / 4), IOPS_RANGE[0]), IOPS_RANGE[1])
+        cells.append((_BY_NAME["storage"], Cell(iops=f"{disk}:{iops}")))
+    cells.append((_BY_NAME["kernel-entry"], Cell(syscall_rules=SYSCALL_RULES)))
+    mech = network_mechanism()
+    if mech is None:
+        notes.append("network: no network namespace with a netem or tbf qdisc here (ip/tc missing or not allowed)")
+    else:
+        net = f"delay:{NET_DELAY_US}" if mech == "delay" else f"rate:{NET_RATE_MBIT}"
+        if mech == "rate":
+            notes.append("network: this kernel has no netem qdisc; the knob limits the loopback's rate (tbf) "
+                         "instead of delaying it, so it moves bulk transfers, not round trips")
+        cells.append((_BY_NAME["network"], Cell(net=net)))
+    return cells, notes
+
+
+def level_of(cell: Cell, knob: Knob) -> str:
+    """The knob's level as its host variable carries it (``"cpu"``, ``"254:0:1875"``, ``"2000"``, ``"rate:1000"``)."""
+    return {"core-sharing": cell.corunner, "storage": cell.iops, "kernel-entry": str(cell.syscall_rules),
+            "network": cell.net}[knob.name]
+
+
+def screen_knobs(runner: ProbeRunner, workdir: str, vcpus: int = 2, reps: int = KNOB_REPS,
+                 on_step: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Measure every knob this machine can set against its probe and the CPU probe; decide each (:func:`decide_knob`).
+
+    One round measures the reference cell (no knob) and each knob's cell once, round-robin, so a slow minute of
+    the machine falls on a round's cells alike and cancels in the paired ratios. The caller holds the locks and
+    cleans up. Returns ``{"knobs": [KnobEffect dicts], "notes": [...], "cells": [...]}`` (cells: the raw times).
+    """
+    step = on_step or (lambda _m: None)
+    base = runner.rounds([(Cell(), 1)], ["fsync"])[0]["fsync"]
+    cells, notes = knob_cells(workdir, base[0] if base else None, vcpus)
+    probes_all = sorted({k.probe for k, _ in cells} | {"cpu"})
+    plan = [(Cell(), reps, probes_all)] + [(c, reps, sorted({k.probe, "cpu"})) for k, c in cells]
+    times = runner.rounds([(c, n) for c, n, _ in plan], probes_all, probes_of=[p for _, _, p in plan])
+    effects = [decide_knob(k, level_of(c, k), t, times[0]) for (k, c), t in zip(cells, times[1:], strict=True)]
+    for e in effects:
+        step(f"calibration: knob {e.name}: {'kept' if e.kept else 'dropped'}: {e.reason}")
+    return {"knobs": [e.to_dict() for e in effects], "notes": notes,
+            "cells": [{**asdict(c), **t} for (c, _, _), t in zip(plan, times, strict=True)]}
