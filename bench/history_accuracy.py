@@ -159,18 +159,9 @@ from scipy import stats
 
 from quiho.datasets.history import HistoryCase, ar_noise_history, history_suite, step_history
 from quiho.datasets.perf_history import NEGATIVE_SHAPES, SHAPES, make_perf_suite
-from quiho.history import (
-    DETECTORS,
-    KERNELS,
-    GateOptions,
-    SamplingPlan,
-    detect,
-    gp_bisect,
-    mape,
-    plain_bisection_builds,
-    sample_revisions,
-)
-from quiho.history.metrics import covering, covering_annotators, f1_annotators, f1_margin, true_positives
+from quiho.history import DETECTORS, KERNELS, GateOptions, SamplingPlan, detect, gp_bisect, sample_revisions
+from quiho.history.detectors.metrics import covering, covering_annotators, f1_annotators, f1_margin, true_positives
+from quiho.history.sampling import mape, plain_bisection_builds
 
 MARGIN = 5
 CACHE = Path("/tmp/quiho-history-protocol")
@@ -180,7 +171,7 @@ def _code_hash() -> str:
     """Hash of the code a prediction depends on: a cached prediction is reused only for the same code."""
     root = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
-    for f in sorted([*root.glob("quiho/history/*.py"), *root.glob("quiho/datasets/*.py"),
+    for f in sorted([*root.glob("quiho/history/**/*.py"), *root.glob("quiho/datasets/*.py"),
                      root / "bench" / "history_protocol.py"]):
         h.update(f.read_bytes())
     return h.hexdigest()[:16]

@@ -42,19 +42,8 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from quiho.history import (
-    SPIKE_FILTERS,
-    STACK_RULES,
-    STACK_VARIANCES,
-    WITHIN_RULES,
-    GateOptions,
-    History,
-    NewestCheck,
-    check_newest,
-    detect,
-    run_gate,
-    save_history,
-)
+from quiho.history import GateOptions, History, check_newest, detect, run_gate, save_history
+from quiho.history.gate import SPIKE_FILTERS, STACK_RULES, STACK_VARIANCES, WITHIN_RULES, NewestCheck
 from quiho.store import open_store
 
 N_REV = 60
@@ -149,7 +138,7 @@ def walk_after(h: History, calm: np.ndarray, store_path: Path,
     Returns the red flag per revision, the interval widths (as reported, at 99 %) where ``calm`` is true, and
     (first bad, fixed-at) indexes of every alert raised.
     """
-    from quiho.history import ALERT_STATES, list_alerts
+    from quiho.history.gate import ALERT_STATES, list_alerts
 
     n = len(h)
     red, ws = np.zeros(n, dtype=bool), []

@@ -44,8 +44,9 @@ from scipy.stats import binomtest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from history_normalised import Pool, _history, pool_from_arguments  # noqa: E402
 
-from quiho.history import History, check_newest, detect, normalise  # noqa: E402
+from quiho.history import History, check_newest, detect  # noqa: E402
 from quiho.history.normalise import MachineFingerprint, NormaliseOptions, check_newest_normalised  # noqa: E402
+from quiho.history.normalise import _detect as normalise  # noqa: E402  (_fit_once patches its detect_normalised)
 
 KINDS = ("seen", "new", "fixed-host")
 

@@ -16,8 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from quiho.history import History, detect
-from quiho.history.normalise import MachineFingerprint, detect_normalised
-from quiho.history.normalise_view import normalised_lines
+from quiho.history.normalise import MachineFingerprint, detect_normalised, normalised_lines
 from quiho.irup import TargetData, load_target
 from quiho.store import open_store
 from quiho.store.popper import import_quiho_popper

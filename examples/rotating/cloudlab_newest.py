@@ -18,8 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cloudlab_hpccg import load_hpccg  # noqa: E402
 
 from quiho.history import History, check_newest, detect  # noqa: E402
-from quiho.history.normalise import MachineFingerprint, check_newest_normalised  # noqa: E402
-from quiho.history.normalise_view import newest_text  # noqa: E402
+from quiho.history.normalise import MachineFingerprint, check_newest_normalised, newest_text  # noqa: E402
 
 
 def main(seed: int) -> None:

@@ -24,7 +24,7 @@ NewestAlphaOpt = Annotated[float | None, typer.Option("--newest-alpha", callback
 def detect_all(store: str | None, options: object, fmt: str, fail_on_change: bool, json_out: bool) -> None:
     """Run the gate (:func:`quiho.history.run_gate`) and print it; ``ChangeFound`` while a ``new`` alert is open."""
     from quiho.cli.main import ChangeFound
-    from quiho.history import alert_lines, alert_markdown, run_gate, verdict_lines, verdict_markdown
+    from quiho.history.gate import alert_lines, alert_markdown, run_gate, verdict_lines, verdict_markdown
     from quiho.store import open_store
 
     with open_store(store, create=False) as st:
@@ -55,7 +55,7 @@ def list_(
 ) -> None:
     """List the open alerts (new, acknowledged) with their age, state and evidence."""
     from quiho.errors import UsageError
-    from quiho.history import ALERT_STATES, OPEN_STATES, alert_lines, alert_markdown, alert_to_dict, list_alerts
+    from quiho.history.gate import ALERT_STATES, OPEN_STATES, alert_lines, alert_markdown, alert_to_dict, list_alerts
     from quiho.store import open_store
 
     if fmt not in ("text", "markdown"):
@@ -71,7 +71,7 @@ def list_(
 
 
 def _set(alert_id: int, state: str, store: str | None, json_out: bool) -> None:
-    from quiho.history import alert_to_dict, set_alert_state
+    from quiho.history.gate import alert_to_dict, set_alert_state
     from quiho.store import open_store
 
     with open_store(store, create=False) as st:

@@ -84,7 +84,7 @@ def _fmt_cp(cp: ChangePoint) -> str:
 def _is_result_file(path: Path, fmt: str) -> bool:
     """Whether ``path`` is read as a benchmark result file (not as a CSV)."""
     from quiho.errors import ImportDataError
-    from quiho.history import FORMATS, GZIP_MAGIC, detect_format
+    from quiho.history.sources import FORMATS, GZIP_MAGIC, detect_format
 
     if fmt != "auto":
         return fmt != "csv"
@@ -264,7 +264,7 @@ def detect_(
     if json_out:
         emit_json({**d.to_dict(), "skipped": {"missing": h.missing}})
     elif fmt == "markdown":
-        from quiho.history import verdict_markdown, verdict_of
+        from quiho.history.gate import verdict_markdown, verdict_of
 
         sys.stdout.write(verdict_markdown([verdict_of(h, method, alpha=alpha, min_size=min_size,
                                                       magnitude_floor=magnitude_floor)]))

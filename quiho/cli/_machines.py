@@ -36,7 +36,7 @@ def record_import_machine(store: str | None, series: list[str], revision: str | 
     ``revision`` None: every revision of the series (a CSV or the store's runs).
     """
     from quiho.errors import UsageError
-    from quiho.history.machines import attach_machine, local_machine, stored_host
+    from quiho.history.normalise import attach_machine, local_machine, stored_host
     from quiho.store import open_store
 
     if quick_fp and host is not None:
@@ -54,9 +54,14 @@ def normalised_detect(store: str | None, name: str, opts: object, fmt: str, json
                       newest_alpha: float | None = None) -> bool:
     """``history detect SERIES --normalise``; whether a change point was found or the newest revision regresses."""
     from quiho.history import GateOptions, load_history
-    from quiho.history.machines import revision_fingerprints
-    from quiho.history.normalise import NormaliseOptions, check_newest_normalised, detect_normalised
-    from quiho.history.normalise_view import normalised_lines, normalised_markdown
+    from quiho.history.normalise import (
+        NormaliseOptions,
+        check_newest_normalised,
+        detect_normalised,
+        normalised_lines,
+        normalised_markdown,
+        revision_fingerprints,
+    )
     from quiho.store import open_store
 
     assert isinstance(opts, NormaliseOptions)
@@ -77,9 +82,7 @@ def normalised_detect(store: str | None, name: str, opts: object, fmt: str, json
 
 def normalised_plot(store: str | None, name: str, output: Path, opts: object) -> None:
     """``history plot SERIES --normalise -o FILE``: raw and normalised side by side."""
-    from quiho.history.machines import detect_series_normalised
-    from quiho.history.normalise import NormaliseOptions
-    from quiho.history.normalise_view import plot_normalised
+    from quiho.history.normalise import NormaliseOptions, detect_series_normalised, plot_normalised
     from quiho.store import open_store
 
     assert isinstance(opts, NormaliseOptions)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from quiho._plotting import check_plot_path, literal_text, save_figure
+from quiho._plotting import literal_text, save_figure
+from quiho.errors import UsageError
 from quiho.history._model import Detection, History
 
 __all__ = ["plot_history"]
@@ -31,17 +32,18 @@ def plot_history(history: History, path: str | Path, *, detection: Detection | N
     Raises
     ------
     UsageError
-        The suffix is not .png or .svg, or the file cannot be written (:func:`quiho._plotting.check_plot_path`).
+        The suffix is not .png or .svg.
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from quiho.history._gp import HistoryGP
-    from quiho.history._sampling import noise_of_means
+    from quiho.history.sampling import HistoryGP, noise_of_means
 
-    out = check_plot_path(path)  # refused before anything is drawn
+    out = Path(path)
+    if out.suffix.lower() not in (".png", ".svg"):
+        raise UsageError(f"plot file must end in .png or .svg, got {out.name!r}")
     fig, ax = plt.subplots(figsize=(9, 4.2), dpi=110)
     orders = history.orders
     if len(history):  # every repetition in one call: one artist per revision made 2k revisions take 20 s

@@ -20,7 +20,7 @@ from scipy import stats
 from quiho.cli.main import main
 from quiho.errors import UsageError
 from quiho.history import GateOptions, History, check_newest, list_alerts, run_gate, save_history
-from quiho.history._levels import compare_levels, variance_components
+from quiho.history.gate._levels import compare_levels, variance_components
 from quiho.store import open_store
 
 pytest.importorskip("pytest_benchmark", reason="pytest-benchmark (the dev extra) runs the harness")
@@ -275,7 +275,7 @@ def test_worse_again_after_ack_raises_a_new_alert_and_each_closes_in_turn(tmp_pa
 
 
 def test_one_odd_build_leaves_the_baseline_a_second_band_stays() -> None:
-    from quiho.history._alerts import _without_spikes
+    from quiho.history.gate._alerts import _without_spikes
 
     rng = np.random.default_rng(5)
     quiet = list(1.0 + rng.normal(0, 0.003, 20))
@@ -288,7 +288,7 @@ def test_one_odd_build_leaves_the_baseline_a_second_band_stays() -> None:
 def test_an_odd_build_stays_when_dropping_it_would_leave_too_short_a_baseline(tmp_path: Path) -> None:
     # the examples/ci walk on a loaded runner: five quiet builds, one of them +40 %, then a 10x regression; dropping
     # the odd build left four (< min_size 5) and the gate said "not meaningful" instead of "regression"
-    from quiho.history._alerts import _without_spikes
+    from quiho.history.gate._alerts import _without_spikes
 
     h = History.from_values([1.0, 0.98, 1.01, 0.99, 1.4, 10.0], unit="s")
     assert _without_spikes(h, range(5), keep=5) == [0, 1, 2, 3, 4]
@@ -317,7 +317,7 @@ def test_the_newest_revision_is_checked_at_newest_alpha_change_points_at_alpha(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A shift with newest_alpha < p < alpha raises nothing by default but does at newest_alpha = alpha; a shift with
     p < newest_alpha raises by default. The p-values come from check_newest on the same baseline (the reference)."""
-    from quiho.history._alerts import _without_spikes
+    from quiho.history.gate._alerts import _without_spikes
 
     default = GateOptions()
     assert default.newest_alpha < default.alpha
@@ -371,7 +371,7 @@ def _walk(tmp_path: Path, name: str, levels: list[float], opts: GateOptions, sta
         for t in range(start, len(levels) + 1):
             save_history(st, History("b", tuple(revs[:t]), np.arange(t), tuple(samples[:t]), "s"), "t")
             run_gate(st, opts)
-        from quiho.history import ALERT_STATES
+        from quiho.history.gate import ALERT_STATES
 
         return list_alerts(st, ALERT_STATES)
 
@@ -492,7 +492,7 @@ def _rare_band(newest: float) -> History:
 def test_a_newest_build_in_a_rare_band_puts_the_band_back_only_with_recurring(tmp_path: Path, rule: str) -> None:
     """The filter drops the 4 upper-band builds as isolated; a newest build in that band shows they recur: with
     "recurring" they stay in its baseline and it does not alert, with "drop" it alerts against the lower band."""
-    from quiho.history._alerts import _without_spikes
+    from quiho.history.gate._alerts import _without_spikes
 
     h = _rare_band(1.15)
     assert _without_spikes(h, range(44)) == [i for i in range(44) if i not in (6, 17, 28, 39)]
@@ -510,7 +510,7 @@ def test_a_newest_build_in_a_rare_band_puts_the_band_back_only_with_recurring(tm
 def test_a_lone_slow_build_still_leaves_the_baseline_when_the_newest_is_not_odd_on_its_side(
         tmp_path: Path, newest: float) -> None:
     """With "recurring", a lone slow build goes as before when the newest build is normal, or odd the other way."""
-    from quiho.history._alerts import _without_spikes
+    from quiho.history.gate._alerts import _without_spikes
 
     rng = np.random.default_rng(5)
     quiet = list(1.0 + rng.normal(0, 0.003, 20))

@@ -15,7 +15,7 @@ from quiho._markdown import md_escape, md_table
 from quiho.cli.main import main
 from quiho.errors import HistoryError, ImportDataError
 from quiho.history import History, read_history_csv
-from quiho.history._ci import check_newest
+from quiho.history.gate._ci import check_newest
 
 
 def write(path: Path, text: str) -> Path:

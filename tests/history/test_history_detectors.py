@@ -12,7 +12,7 @@ from quiho.datasets.history import (
 )
 from quiho.errors import HistoryError, UsageError
 from quiho.history import DETECTORS, ChangePoint, History, detect, make_detector
-from quiho.history._auto import pettitt, step_vs_trend_p
+from quiho.history.detectors._auto import pettitt, step_vs_trend_p
 
 ALL = sorted(DETECTORS)
 # detectors that look at a local window or test against a trend: they must not split slow drift
@@ -88,7 +88,7 @@ def test_cusum_does_raise_false_alarms_on_banding():
 
 
 def test_gmm_calls_rare_bands_banded():
-    from quiho.history._talos import band_noise_variance
+    from quiho.history.detectors._talos import band_noise_variance
 
     y = bimodal_history(300, p_upper=0.2, random_state=0).values
     _, k, banded = band_noise_variance(y, 12)
@@ -197,7 +197,7 @@ def test_step_vs_trend_closed_forms():
 
 
 def test_tcpdbench_metrics():
-    from quiho.history.metrics import covering, f1_margin, true_positives
+    from quiho.history.detectors.metrics import covering, f1_margin, true_positives
 
     # TCPDBench's own doctest cases for the matching
     assert true_positives({1, 10, 20, 23}, {3, 8, 20}) == {1, 10, 20}
@@ -212,7 +212,7 @@ def test_tcpdbench_metrics():
     assert covering([50], [], 100) == pytest.approx(0.5)
 
 
-@pytest.mark.parametrize("module", ["_base", "_kernels", "_gp", "metrics"])
+@pytest.mark.parametrize("module", ["detectors._base", "sampling._kernels", "sampling._gp", "detectors.metrics"])
 def test_docstring_examples_run(module):
     import doctest
     import importlib

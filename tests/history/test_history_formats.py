@@ -9,7 +9,7 @@ import pytest
 
 from quiho.errors import ImportDataError, UsageError
 from quiho.history import load_history
-from quiho.history._formats import FORMATS, detect_format, direction_of_unit, import_results, read_results
+from quiho.history.sources._formats import FORMATS, detect_format, direction_of_unit, import_results, read_results
 from quiho.store import open_store
 
 DATA = Path(__file__).parent / "data" / "formats"
@@ -104,7 +104,7 @@ def test_pyperf_values_of_every_run_not_warmups_or_calibration():
 def test_a_gzip_result_file_reads_as_its_content(tmp_path, monkeypatch):
     import gzip
 
-    import quiho.history._formats as formats
+    import quiho.history.sources._formats as formats
 
     plain = tmp_path / "plain.json"
     plain.write_bytes(gzip.decompress((DATA / "pyperf_gz.json.gz").read_bytes()))

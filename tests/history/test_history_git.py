@@ -12,7 +12,8 @@ import tempfile
 from pathlib import Path
 
 from quiho.cli.main import main
-from quiho.history import load_state, plain_bisection_builds
+from quiho.history import load_state
+from quiho.history.sampling import plain_bisection_builds
 from quiho.store import open_store
 
 BUILD = "gcc -O1 -o prog prog.c"
@@ -97,8 +98,8 @@ def test_worktree_bench_metrics_and_errors(tmp_path, make_repo):
     import pytest
 
     from quiho.errors import BuildFailed, UsageError
-    from quiho.history import WorktreeBench
-    from quiho.history._git import unstable
+    from quiho.history.sources import WorktreeBench
+    from quiho.history.sources._git import unstable
 
     repo = tmp_path / "repo"
     shas = make_repo(repo, n_commits=2, slow_at=5, broken_at=None)

@@ -5,7 +5,7 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 
 from quiho.datasets.history import step_history
 from quiho.errors import BuildFailed, ModelError, UsageError
-from quiho.history import (
+from quiho.history.sampling import (
     KERNELS,
     BisectPlan,
     BrownianKernel,

@@ -6,8 +6,8 @@ import pytest
 from quiho.datasets.history import ar_noise_history, step_history, trend_history
 from quiho.errors import UsageError
 from quiho.history import detect
-from quiho.history._auto import differences_rho, pettitt, step_vs_trend_p, variogram_rho
-from quiho.history._pelt import lag_sigma, long_run_sigma, pelt_l2
+from quiho.history.detectors._auto import differences_rho, pettitt, step_vs_trend_p, variogram_rho
+from quiho.history.detectors._pelt import lag_sigma, long_run_sigma, pelt_l2
 
 
 def brute_force(y: np.ndarray, pen: float, min_size: int) -> float:

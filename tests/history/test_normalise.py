@@ -8,9 +8,17 @@ import pytest
 
 from quiho.cli.main import main
 from quiho.history import History, detect
-from quiho.history.machines import attach_machine, detect_series_normalised, local_machine, stored_host
-from quiho.history.normalise import MachineFingerprint, NormaliseOptions, detect_normalised
-from quiho.history.normalise_view import normalised_lines, normalised_markdown
+from quiho.history.normalise import (
+    MachineFingerprint,
+    NormaliseOptions,
+    attach_machine,
+    detect_normalised,
+    detect_series_normalised,
+    local_machine,
+    normalised_lines,
+    normalised_markdown,
+    stored_host,
+)
 from quiho.store import open_store
 
 STRESSORS = ("cpu", "stream", "vm", "zero")
@@ -157,7 +165,7 @@ def test_machine_intercepts_add_no_alarm():
 
 
 def test_intercepts_shrink_by_what_a_machine_has_shown():
-    from quiho.history.normalise import _intercepts
+    from quiho.history.normalise._detect import _intercepts
 
     rng = np.random.default_rng(1)
     effects = np.array([0.1, -0.1, 0.05, -0.05, 0.08])

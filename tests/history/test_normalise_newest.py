@@ -6,7 +6,7 @@ import pytest
 
 from quiho.errors import UsageError
 from quiho.history import History, check_newest, detect
-from quiho.history._levels import compare_levels, variance_components
+from quiho.history.gate._levels import compare_levels, variance_components
 from quiho.history.normalise import MachineFingerprint, NormaliseOptions, check_newest_normalised
 
 from .test_normalise import STRESSORS, _rotating
@@ -115,7 +115,7 @@ def test_cli_prints_the_newest_revision_and_exits_3_on_its_regression(tmp_path, 
     import json
 
     from quiho.cli.main import main
-    from quiho.history.machines import attach_machine, stored_host
+    from quiho.history.normalise import attach_machine, stored_host
     from quiho.store import machines as mstore
     from quiho.store import open_store
 
@@ -160,7 +160,7 @@ def test_hosted_runners_fresh_vms_are_known_by_their_kind(tmp_path, popper_csv, 
     import json
 
     from quiho.cli.main import main
-    from quiho.history.machines import machine_type, revision_fingerprints
+    from quiho.history.normalise import machine_type, revision_fingerprints
     from quiho.store import machines as mstore
     from quiho.store import open_store
     from quiho.store.history import series_id

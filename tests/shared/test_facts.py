@@ -41,7 +41,7 @@ def test_this_machine_s_facts() -> None:
 
 def test_every_consumer_reads_the_same_keys() -> None:
     from quiho.fleet.local.probes import machine_facts as calibration
-    from quiho.history._io import machine_facts as history
+    from quiho.history.sources._io import local_facts_dict as history
 
     h, c = history(), calibration()
     assert set(c) == set(CALIBRATION_KEYS) and set(c) <= set(h)

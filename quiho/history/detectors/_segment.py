@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from quiho.history._base import Detector, register_detector
+from quiho.history.detectors._base import Detector, register_detector
 
 __all__ = ["BinsegDetector", "BottomUpDetector", "diff_sigma", "refine_break", "optimal_breaks"]
 
@@ -105,7 +105,7 @@ class BinsegDetector(_Ruptures):
     """Binary segmentation, L2 cost, BIC-like penalty ``penalty_factor * sigma^2 * log(n)``.
 
     sigma is :func:`diff_sigma`. p-values are search-adjusted CUSUM tests of
-    the two adjacent segments (:func:`quiho.history._base.split_p`).
+    the two adjacent segments (:func:`quiho.history.detectors._base.split_p`).
 
     References
     ----------

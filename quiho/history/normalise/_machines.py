@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from quiho.errors import UnknownTargetError
-from quiho.history._io import load_history
-from quiho.history.normalise import MachineFingerprint, NormalisedDetection, NormaliseOptions, detect_normalised
+from quiho.history.normalise._detect import MachineFingerprint, NormalisedDetection, NormaliseOptions, detect_normalised
+from quiho.history.sources import load_history
 from quiho.store import Store
 from quiho.store import history as hstore
 from quiho.store import machines as mstore

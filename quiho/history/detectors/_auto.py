@@ -6,7 +6,7 @@ import numpy as np
 from scipy import stats
 
 from quiho.errors import UsageError
-from quiho.history._base import Detector, register_detector
+from quiho.history.detectors._base import Detector, register_detector
 
 __all__ = ["AutoDetector", "pettitt", "step_vs_trend_p", "short_range_rho", "differences_rho", "variogram_rho"]
 
@@ -93,13 +93,13 @@ def step_vs_trend_p(y: np.ndarray, k: int, inflation: float = 1.0, degree: int =
     a linear drift takes in ranks (the ranks of a drifting series are its
     empirical distribution function, flat where the drift is within the noise
     of the ends). ``on="values"``: ``z`` is ``y`` winsorised at 3 sigma around
-    its running median of ``width`` points (:func:`quiho.history._pelt.winsorise`,
+    its running median of ``width`` points (:func:`quiho.history.detectors._pelt.winsorise`,
     sigma from lag-1 differences), because the trend model is linear in values
     while clipping keeps the rank test's indifference to spikes and outliers.
 
     ``scale="residuals"``: the noise variance is the regression's residual
     variance. ``scale="differences"``: it is ``gamma_1 / (1 - rho)``, with
-    ``gamma_1`` the lag-1 semivariogram of ``z`` (:func:`quiho.history._pelt.lag_sigma`
+    ``gamma_1`` the lag-1 semivariogram of ``z`` (:func:`quiho.history.detectors._pelt.lag_sigma`
     squared: a MAD scale of lag-1 differences) and ``rho = (inflation - 1) /
     (inflation + 1)`` the AR(1) coefficient the inflation came from; for AR(1)
     noise ``gamma_1 = s^2 (1 - rho)``, so this estimates the marginal variance
@@ -116,7 +116,7 @@ def step_vs_trend_p(y: np.ndarray, k: int, inflation: float = 1.0, degree: int =
        difference-based estimation of variance in nonparametric regression",
        Biometrika 77, 1990.
     """
-    from quiho.history._pelt import lag_sigma, winsorise
+    from quiho.history.detectors._pelt import lag_sigma, winsorise
 
     _check("step_vs_trend_p", "on", on, TREND_ON)
     _check("step_vs_trend_p", "scale", scale, TREND_SCALES)
@@ -157,7 +157,7 @@ def differences_rho(y: np.ndarray, lag: int) -> float:
     :func:`short_range_rho` nothing is fitted first, so a wander slower than the
     running median's window is not mistaken for level.
     """
-    from quiho.history._pelt import long_run_sigma
+    from quiho.history.detectors._pelt import long_run_sigma
 
     if y.size <= lag + 1:
         return 0.0
@@ -169,7 +169,7 @@ def variogram_rho(y: np.ndarray) -> float:
 
     For Gaussian AR(1) noise, lag-``h`` differences have variance ``2 s^2 (1 - rho^h)``,
     so ``var(d_2) / var(d_1) = 1 + rho`` and ``rho = (sigma_2 / sigma_1)^2 - 1`` (MAD
-    scales of centred differences, :func:`quiho.history._pelt.lag_sigma`). Only
+    scales of centred differences, :func:`quiho.history.detectors._pelt.lag_sigma`). Only
     one lag-1 and two lag-2 differences straddle a step, so steps barely move
     either scale (unlike the lag-``h`` differences of :func:`differences_rho`).
     The ranks enter as normal scores ``Phi^-1(rank / (n + 1))``: rank differences
@@ -181,7 +181,7 @@ def variogram_rho(y: np.ndarray) -> float:
     ----------
     .. [1] G. Matheron, "Principles of geostatistics", Economic Geology 58, 1963 (the variogram).
     """
-    from quiho.history._pelt import lag_sigma
+    from quiho.history.detectors._pelt import lag_sigma
 
     if y.size < 4:
         return 0.0

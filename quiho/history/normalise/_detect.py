@@ -30,9 +30,9 @@ import pandas as pd
 from scipy import stats
 
 from quiho.errors import UsageError
-from quiho.history._base import detect
-from quiho.history._ci import NewestCheck, check_newest
 from quiho.history._model import ChangePoint, Detection, History
+from quiho.history.detectors import detect
+from quiho.history.gate import NewestCheck, check_newest
 
 __all__ = ["MachineFingerprint", "NormaliseOptions", "MachineEffect", "MachineChange", "NormalisedDetection",
            "NormalisedNewest", "detect_normalised", "check_newest_normalised",

@@ -497,7 +497,7 @@ def import_results(store: Any, path: str | Path, fmt: str = "auto", revision: st
         A stored series of the same name has another unit.
     """
     from quiho.errors import HistoryError, UsageError
-    from quiho.history._io import _series_name, machine_facts
+    from quiho.history.sources._io import _series_name, local_facts_dict
     from quiho.store import history as sq
 
     rf = read_results(path, fmt)
@@ -510,7 +510,7 @@ def import_results(store: Any, path: str | Path, fmt: str = "auto", revision: st
         sid = sq.series_id(store, name)
         if sid is not None and (unit := sq.series_meta(store, sid)[0]) != m.unit:
             raise HistoryError(f"series {name!r} is stored in {unit!r}, the file gives {m.unit!r}")
-    facts = machine_facts()
+    facts = local_facts_dict()
     for name, m in kept:
         sid = sq.ensure_series(store, name, f"{rf.format}:{Path(path).name}", m.unit, m.config)
         sq.append_revision(store, sid, rev)

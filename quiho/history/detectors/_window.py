@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from quiho.history._base import Detector, register_detector
+from quiho.history.detectors._base import Detector, register_detector
 
 __all__ = ["TTestDetector", "MannWhitneyDetector", "pick_peaks"]
 

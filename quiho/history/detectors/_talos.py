@@ -6,8 +6,8 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy import stats
 
-from quiho.history._base import Detector, register_detector
-from quiho.history._window import pick_peaks
+from quiho.history.detectors._base import Detector, register_detector
+from quiho.history.detectors._window import pick_peaks
 
 __all__ = ["GmmZDetector", "band_noise_variance"]
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from quiho._stats import welch_p
 from quiho.errors import BuildFailed, UsageError
-from quiho.history._base import welch_p
-from quiho.history._gp import HistoryGP
+from quiho.history.sampling._gp import HistoryGP
 
 __all__ = ["SamplingPlan", "BisectPlan", "SamplingResult", "BisectResult", "sample_revisions", "gp_bisect",
            "plain_bisection_builds", "STRATEGIES"]
@@ -20,6 +20,9 @@ __all__ = ["SamplingPlan", "BisectPlan", "SamplingResult", "BisectResult", "samp
 Measure = Callable[[int], np.ndarray]
 
 STRATEGIES = ("active", "random")
+
+#: how a result names a revision: its position (:func:`gp_bisect`) or its name (a git commit)
+Rev = TypeVar("Rev")
 
 
 @dataclass(frozen=True)
@@ -216,19 +219,25 @@ def plain_bisection_builds(n: int) -> int:
 
 
 @dataclass(frozen=True)
-class BisectResult:
-    """Outcome of :func:`gp_bisect`.
+class BisectResult(Generic[Rev]):
+    """Outcome of a GP bisection over ``n_revisions`` revisions.
 
-    ``first_bad`` is the position of the first revision of the new level and
-    ``last_good`` of the last one before it (``first_bad - 1`` unless failed
-    builds in between make the answer a range). ``magnitude`` is relative,
-    ``p_value`` a Welch test of the repetitions of up to ``pool`` measured
-    revisions on each side.
+    :func:`gp_bisect` names revisions by position (``series`` is empty);
+    :func:`~quiho.history.sources.bisect_git_history` by commit, over a stored
+    series (:meth:`named`). ``first_bad`` is the first revision of the new
+    level (at position ``first_bad_index``) and ``last_good`` the last one
+    before it (the one before ``first_bad`` unless failed builds in between
+    make the answer a range); ``skipped`` are the revisions whose build failed.
+    ``magnitude`` is relative, ``p_value`` a Welch test of the repetitions of
+    up to ``pool`` measured revisions on each side.
     ``meaningful`` is False when no jump stands out from the noise.
     """
 
-    first_bad: int | None
-    last_good: int | None
+    series: str
+    n_revisions: int
+    first_bad: Rev | None
+    last_good: Rev | None
+    first_bad_index: int | None
     before: float
     after: float
     magnitude: float
@@ -236,9 +245,19 @@ class BisectResult:
     new_builds: int
     reused: int
     plain_bisection_builds: int
-    skipped: tuple[int, ...]
+    skipped: tuple[Rev, ...]
     meaningful: bool
     reason: str = ""
+
+    def named(self: BisectResult[int], series: str, revisions: Sequence[str]) -> BisectResult[str]:
+        """The same result over ``series``, each position replaced by its name in ``revisions``."""
+        def name(p: int | None) -> str | None:
+            return revisions[p] if p is not None else None
+
+        return BisectResult(series, self.n_revisions, name(self.first_bad), name(self.last_good), self.first_bad_index,
+                            self.before, self.after, self.magnitude, self.p_value, self.new_builds, self.reused,
+                            self.plain_bisection_builds, tuple(revisions[p] for p in self.skipped), self.meaningful,
+                            self.reason)
 
 
 class _Builds:
@@ -266,7 +285,7 @@ class _Builds:
 
 def gp_bisect(measure: Measure, n: int, plan: BisectPlan = BisectPlan(), *,
               known: Mapping[int, Sequence[float] | np.ndarray] | None = None,
-              failed: Mapping[int, str] | None = None) -> BisectResult:
+              failed: Mapping[int, str] | None = None) -> BisectResult[int]:
     """Locate the largest level change with as few new builds as possible.
 
     Starts from every revision already measured (``known``: position ->
@@ -296,8 +315,8 @@ def gp_bisect(measure: Measure, n: int, plan: BisectPlan = BisectPlan(), *,
     capped = False
     while True:
         if len(builds.samples) < 2:
-            return BisectResult(None, None, float("nan"), float("nan"), float("nan"), float("nan"), builds.new,
-                                builds.reused, plain_bisection_builds(n), tuple(builds.skipped), False,
+            return BisectResult("", n, None, None, None, float("nan"), float("nan"), float("nan"), float("nan"),
+                                builds.new, builds.reused, plain_bisection_builds(n), tuple(builds.skipped), False,
                                 "not meaningful: fewer than two revisions could be measured")
         lo, hi = _bracket(n, builds.samples, plan.kernel, plan.random_state)
         inside = [p for p in range(lo + 1, hi) if p not in builds.bad]
@@ -329,7 +348,7 @@ def _bracket(n: int, samples: Mapping[int, np.ndarray], kernel: str, random_stat
 
 
 def _bisect_verdict(builds: _Builds, bracket: tuple[int, int], n: int, plan: BisectPlan, capped: bool
-                    ) -> BisectResult:
+                    ) -> BisectResult[int]:
     """Levels and Welch test of up to ``plan.pool`` measured revisions on each side of the final bracket."""
     samples, (lo, hi), pool, alpha = builds.samples, bracket, plan.pool, plan.alpha
     new, reused, skipped = builds.new, builds.reused, tuple(builds.skipped)
@@ -343,10 +362,10 @@ def _bisect_verdict(builds: _Builds, bracket: tuple[int, int], n: int, plan: Bis
     if not (np.isfinite(p_val) and p_val <= alpha):
         why = ("not meaningful: one repetition per revision gives no p-value; use more repetitions"
                if not np.isfinite(p_val) else f"not meaningful: the largest jump has p={p_val:.3g} > alpha={alpha}")
-        return BisectResult(hi, lo, before, after, mag, p_val, new, reused, plain_bisection_builds(n), skipped,
-                            False, why)
+        return BisectResult("", n, hi, lo, hi, before, after, mag, p_val, new, reused, plain_bisection_builds(n),
+                            skipped, False, why)
     note = "" if hi - lo == 1 else (
         f"stopped at max_builds={note_cap}: the change is between {lo} and {hi}" if note_cap is not None
         else f"failed builds between {lo} and {hi}: the change is in that range")
-    return BisectResult(hi, lo, before, after, mag, p_val, new, reused, plain_bisection_builds(n), skipped, True,
-                        note)
+    return BisectResult("", n, hi, lo, hi, before, after, mag, p_val, new, reused, plain_bisection_builds(n), skipped,
+                        True, note)

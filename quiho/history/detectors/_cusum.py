@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from quiho.history._base import Detector, register_detector
-from quiho.history._segment import refine_break
+from quiho.history.detectors._base import Detector, register_detector
+from quiho.history.detectors._segment import refine_break
 
 __all__ = ["CusumDetector"]
 
@@ -34,7 +34,7 @@ class CusumDetector(Detector):
     (Page's "last time the sum was zero" lags in noise), and monitoring
     restarts there. p-values are search-adjusted
     CUSUM tests of the two adjacent segments
-    (:func:`quiho.history._base.split_p`).
+    (:func:`quiho.history.detectors._base.split_p`).
 
     Parameters
     ----------

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from quiho.history._base import detect
-from quiho.history._formats import direction_of_unit
-from quiho.history._levels import LevelComparison, compare_levels, variance_components
 from quiho.history._model import Detection, History
+from quiho.history.detectors import detect
+from quiho.history.gate._levels import LevelComparison, compare_levels, variance_components
+from quiho.history.sources import direction_of_unit
 from quiho.store.alerts import AlertRow
 
 __all__ = ["NewestCheck", "SeriesVerdict", "check_newest", "verdict_of", "verdict_lines", "verdict_markdown"]
@@ -57,7 +57,7 @@ def check_newest(history: History, *, alpha: float = 0.01, min_size: int = 5, di
     The baseline is the revisions of the newest segment (after the last change point of ``detection``, newest
     revision excluded), or the revision indices ``baseline`` when given (the last good level of an open alert,
     the level at a PR's base). The newest revision's mean is compared with the baseline's mean of revision
-    means under a one-way random-effects model (:func:`~quiho.history._levels.compare_levels`): the variance of
+    means under a one-way random-effects model (:func:`~quiho.history.gate._levels.compare_levels`): the variance of
     a revision mean is the between-revision variance plus the within-revision (round) variance over the
     revision's rounds, both estimated from the baseline (the newest revision's rounds give its own
     within variance). With one value per revision this is the prediction interval ``t = (x - m) / (s sqrt(1 + 1/n))``
@@ -83,9 +83,9 @@ def check_newest(history: History, *, alpha: float = 0.01, min_size: int = 5, di
     magnitude_floor : float, default 0
         A significant change with ``|magnitude|`` below this is ``no change`` (as the detectors ignore it).
     test_within : {"own", "pooled", "larger"}, default "own"
-        The newest revision's round variance (:func:`~quiho.history._levels.compare_levels`).
+        The newest revision's round variance (:func:`~quiho.history.gate._levels.compare_levels`).
     extra : (variance, degrees of freedom), optional
-        One more variance term of the difference (:func:`~quiho.history._levels.compare_levels`).
+        One more variance term of the difference (:func:`~quiho.history.gate._levels.compare_levels`).
 
     References
     ----------

@@ -14,18 +14,18 @@ from pathlib import Path
 import numpy as np
 
 from quiho.errors import BuildFailed, GitError, UsageError
-from quiho.history._io import (
+from quiho.history.sampling import BisectPlan, BisectResult, SamplingPlan, gp_bisect, sample_revisions
+from quiho.history.sources._io import (
     add_revisions,
     ensure_series,
     load_state,
-    machine_facts,
+    local_facts_dict,
     record_failure,
     record_measurement,
 )
-from quiho.history._sampling import BisectPlan, SamplingPlan, gp_bisect, sample_revisions
 from quiho.store import Store
 
-__all__ = ["list_revisions", "GitBench", "WorktreeBench", "GitSampleReport", "GitBisectReport",
+__all__ = ["list_revisions", "GitBench", "WorktreeBench", "GitSampleReport",
            "sample_git_history", "bisect_git_history", "METRICS"]
 
 METRICS = ("wall", "cpu", "stdout")
@@ -228,7 +228,7 @@ def _recording_measure(store: Store, sid: int, revs: Sequence[str], bench: Calla
                        log: Callable[[str], None], flagged: list[str] | None = None) -> Callable[[int], np.ndarray]:
     def measure(pos: int) -> np.ndarray:
         rev = revs[pos]
-        facts = machine_facts()
+        facts = local_facts_dict()
         try:
             values = bench(rev)
         except BuildFailed as exc:
@@ -292,29 +292,8 @@ def sample_git_history(store: Store, target: GitBench, plan: SamplingPlan, *, se
         tuple(float(x) for x in res.mean), tuple(float(x) for x in res.sigma), tuple(flagged), res.loo_mape)
 
 
-@dataclass(frozen=True)
-class GitBisectReport:
-    """Result of :func:`bisect_git_history` (see :class:`~quiho.history.BisectResult`)."""
-
-    series: str
-    n_revisions: int
-    first_bad: str | None
-    last_good: str | None
-    first_bad_index: int | None
-    before: float
-    after: float
-    magnitude: float
-    p_value: float
-    new_builds: int
-    reused: int
-    plain_bisection_builds: int
-    skipped: tuple[str, ...]
-    meaningful: bool
-    reason: str
-
-
 def bisect_git_history(store: Store, target: GitBench, plan: BisectPlan = BisectPlan(), *, series: str,
-                       log: Callable[[str], None] = lambda _m: None) -> GitBisectReport:
+                       log: Callable[[str], None] = lambda _m: None) -> BisectResult[str]:
     """Find the commit that introduced the largest change, reusing what ``series`` already measured.
 
     See :func:`~quiho.history.gp_bisect`; every build is saved to the store
@@ -324,7 +303,4 @@ def bisect_git_history(store: Store, target: GitBench, plan: BisectPlan = Bisect
     sid, revs, known, failed = _prepare(store, target, series)
     log(f"{series}: bisecting {len(revs)} revisions, reusing {len(known)} measured")
     r = gp_bisect(_recording_measure(store, sid, revs, runner, log), len(revs), plan, known=known, failed=failed)
-    return GitBisectReport(series, len(revs), revs[r.first_bad] if r.first_bad is not None else None,
-                           revs[r.last_good] if r.last_good is not None else None, r.first_bad, r.before, r.after,
-                           r.magnitude, r.p_value, r.new_builds, r.reused, r.plain_bisection_builds,
-                           tuple(revs[p] for p in r.skipped), r.meaningful, r.reason)
+    return r.named(series, revs)

@@ -11,7 +11,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Kernel, Matern
 from threadpoolctl import threadpool_limits
 
 from quiho.errors import ModelError, UsageError
-from quiho.history._kernels import BrownianKernel
+from quiho.history.sampling._kernels import BrownianKernel
 
 __all__ = ["HistoryGP", "KERNELS", "mape"]
 

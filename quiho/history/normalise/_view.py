@@ -7,7 +7,7 @@ from pathlib import Path
 from quiho._plotting import literal_text, save_figure
 from quiho._text import printable
 from quiho.errors import UsageError
-from quiho.history.normalise import NormalisedDetection, NormalisedNewest
+from quiho.history.normalise._detect import NormalisedDetection, NormalisedNewest
 
 __all__ = ["newest_text", "normalised_lines", "normalised_markdown", "plot_normalised"]
 

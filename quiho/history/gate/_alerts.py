@@ -18,18 +18,17 @@ from datetime import UTC, datetime
 import numpy as np
 
 from quiho.errors import UnknownTargetError, UsageError
-from quiho.history._base import detect
-from quiho.history._ci import NewestCheck, SeriesVerdict, check_newest, level_verdict
-from quiho.history._formats import direction_of_unit
-from quiho.history._io import list_series, load_history
-from quiho.history._levels import (
+from quiho.history._model import ChangePoint, Detection, History
+from quiho.history.detectors import detect
+from quiho.history.gate._ci import NewestCheck, SeriesVerdict, check_newest, level_verdict
+from quiho.history.gate._levels import (
     WITHIN_RULES,
     LevelComparison,
     VarianceComponents,
     compare_levels,
     variance_components,
 )
-from quiho.history._model import ChangePoint, Detection, History
+from quiho.history.sources import direction_of_unit, list_series, load_history
 from quiho.store import Store
 from quiho.store import alerts as sa
 from quiho.store.alerts import ALERT_STATES, AlertRow
@@ -67,7 +66,7 @@ class GateOptions:
     caught fewer regressions than the check it replaced); ``"newest"``: as on an acknowledged alert (it raised
     false alerts above today's check where one slow build lands on an open alert).
     ``test_within``: the round variance of the tested revisions in every comparison of the gate (the newest check,
-    stacking, a change point's confirmation, a fix's evidence; :func:`~quiho.history._levels.compare_levels`):
+    stacking, a change point's confirmation, a fix's evidence; :func:`~quiho.history.gate._levels.compare_levels`):
     one rule, because a tested revision's few rounds estimate its variance as poorly whichever question is asked.
     ``"pooled"`` (the default): the model's common round variance, because a revision of 3 rounds estimates its own
     with 2 degrees of freedom (by chance near 0, or a t quantile near 10 at 99 %), which made the gate's interval

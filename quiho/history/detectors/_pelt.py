@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from quiho.history._base import Detector, register_detector
+from quiho.history.detectors._base import Detector, register_detector
 
 __all__ = ["PeltDetector", "pelt_l2", "lag_sigma", "long_run_sigma", "winsorise"]
 
@@ -145,7 +145,7 @@ class PeltDetector(Detector):
     shift barely touches: ``scale="diff"`` is :func:`lag_sigma` at lag 1 (independent noise);
     ``scale="long-run"`` is :func:`long_run_sigma` at lag ``min_size`` (serially dependent noise: the
     penalty grows with the long-run variance a wandering history has). p-values are the search-adjusted
-    CUSUM tests of the two adjacent segments (:func:`quiho.history._base.split_p`).
+    CUSUM tests of the two adjacent segments (:func:`quiho.history.detectors._base.split_p`).
 
     Parameters
     ----------

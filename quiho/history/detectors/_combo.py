@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from quiho.history._auto import AutoDetector
-from quiho.history._base import Detector, register_detector
-from quiho.history._pelt import PeltDetector
+from quiho.history.detectors._auto import AutoDetector
+from quiho.history.detectors._base import Detector, register_detector
+from quiho.history.detectors._pelt import PeltDetector
 
 __all__ = ["ComboDetector"]
 
 
 @register_detector
 class ComboDetector(Detector):
-    """Changes of :class:`~quiho.history._auto.AutoDetector` confirmed by :class:`~quiho.history._pelt.PeltDetector`.
+    """Changes of ``auto`` (:class:`~quiho.history.detectors.AutoDetector`) that ``pelt`` confirms.
 
     A change is kept when the rank test (Pettitt with the step-versus-trend check) finds it and PELT with
     the long-run MBIC penalty places a change within ``min_size`` revisions: two different noise models
@@ -22,7 +22,7 @@ class ComboDetector(Detector):
 
     References
     ----------
-    .. [1] See :class:`~quiho.history._auto.AutoDetector` and :class:`~quiho.history._pelt.PeltDetector`.
+    .. [1] See :class:`~quiho.history.detectors.AutoDetector` and :class:`~quiho.history.detectors.PeltDetector`.
     """
 
     name = "combo"

@@ -31,7 +31,7 @@ __all__ = [
     "record_failure",
     "load_state",
     "open_history",
-    "machine_facts",
+    "local_facts_dict",
 ]
 
 
@@ -226,8 +226,8 @@ def _series_id(store: Store, name: str) -> int:
     return sid
 
 
-def machine_facts() -> dict[str, object]:
-    """The facts of the machine this runs on (:class:`quiho._facts.MachineFacts`, load included), for a record."""
+def local_facts_dict() -> dict[str, object]:
+    """The facts of this machine, load included, as a dict for a record (:class:`quiho._facts.MachineFacts`)."""
     return local_facts().to_dict()
 
 

@@ -1,0 +1,50 @@
+"""The CI gate: does the newest revision regress, and which regressions are still open alerts.
+
+``_levels`` compares the level of a few revisions with a baseline under a one-way random-effects model (builds
+scatter, rounds scatter less); ``_ci`` checks the newest revision of every series (:func:`check_newest`,
+:func:`verdict_of`); ``_alerts`` keeps each regression as a stored alert until the data or a person closes it
+(:func:`run_gate`, settings in :class:`GateOptions`).
+"""
+
+from quiho.history.gate._alerts import (
+    ALERT_STATES,
+    OPEN_STATES,
+    SPIKE_FILTERS,
+    STACK_RULES,
+    STACK_VARIANCES,
+    GateOptions,
+    GateResult,
+    alert_lines,
+    alert_markdown,
+    alert_to_dict,
+    list_alerts,
+    run_gate,
+    set_alert_state,
+)
+from quiho.history.gate._ci import NewestCheck, SeriesVerdict, check_newest, verdict_lines, verdict_markdown, verdict_of
+from quiho.history.gate._levels import WITHIN_RULES
+
+__all__ = [
+    # the newest revision of each series
+    "NewestCheck",
+    "SeriesVerdict",
+    "check_newest",
+    "verdict_of",
+    "verdict_lines",
+    "verdict_markdown",
+    # stored alerts
+    "GateOptions",
+    "GateResult",
+    "run_gate",
+    "list_alerts",
+    "set_alert_state",
+    "alert_lines",
+    "alert_markdown",
+    "alert_to_dict",
+    "ALERT_STATES",
+    "OPEN_STATES",
+    "SPIKE_FILTERS",
+    "STACK_RULES",
+    "STACK_VARIANCES",
+    "WITHIN_RULES",
+]
