@@ -7,8 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from quiho._plotting import literal_text, save_figure
-from quiho.errors import UsageError
+from quiho._plotting import check_plot_path, literal_text, save_figure
 from quiho.history._model import Detection, History
 
 __all__ = ["plot_history"]
@@ -32,7 +31,7 @@ def plot_history(history: History, path: str | Path, *, detection: Detection | N
     Raises
     ------
     UsageError
-        The suffix is not .png or .svg.
+        The suffix is not .png or .svg, or the file cannot be written (:func:`quiho._plotting.check_plot_path`).
     """
     import matplotlib
 
@@ -41,9 +40,7 @@ def plot_history(history: History, path: str | Path, *, detection: Detection | N
 
     from quiho.history.sampling import HistoryGP, noise_of_means
 
-    out = Path(path)
-    if out.suffix.lower() not in (".png", ".svg"):
-        raise UsageError(f"plot file must end in .png or .svg, got {out.name!r}")
+    out = check_plot_path(path)  # refused before anything is drawn
     fig, ax = plt.subplots(figsize=(9, 4.2), dpi=110)
     orders = history.orders
     if len(history):  # every repetition in one call: one artist per revision made 2k revisions take 20 s
