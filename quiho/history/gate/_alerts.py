@@ -49,42 +49,47 @@ _NEAR = 2
 
 @dataclass(frozen=True)
 class GateOptions:
-    """Settings of :func:`run_gate`: the detector and its limits, and the PR base revision (``base``).
+    """Settings of :func:`run_gate`: the detector and its limits, and the PR base revision.
 
-    With ``base`` the newest revision of every series is compared with the level at ``base`` (the segment that
-    holds it, up to it) and no alert is raised, followed or closed: a PR's check never writes main's alerts.
+    How each default was chosen, by a protocol fixed before its results (rounds 1-7), is told in
+    docs/statistics.md, "History change points".
 
-    ``alpha`` is the level of change-point detection, of a change point's confirmation and of a fix's evidence;
-    ``newest_alpha`` the level of every check of the newest revision against a baseline (its segment, an alert's
-    good level, the PR base, the regressed level of an alert it would stack on). The newest revision is checked
-    at every build, so its level is the stricter 0.001: at 0.01 the gate raised more false alerts than the
-    check it replaced, while a change point needs 0.01 to be placed in a short history at all.
-    ``stack_on_new``: how a further regression on top of a ``new`` alert is raised (on an acknowledged one the
-    newest revision alone always stacks: the gate is green, so waiting would let a slower build pass).
-    ``"confirmed"`` (the default): only when the next revision confirms it (see :func:`_stack`), so a second step
-    while the first alert is still new is named by its own alert; ``"no"``: never (the gate is red already; it
-    caught fewer regressions than the check it replaced); ``"newest"``: as on an acknowledged alert (it raised
-    false alerts above today's check where one slow build lands on an open alert).
-    ``test_within``: the round variance of the tested revisions in every comparison of the gate (the newest check,
-    stacking, a change point's confirmation, a fix's evidence; :func:`~quiho.history.gate._levels.compare_levels`):
-    one rule, because a tested revision's few rounds estimate its variance as poorly whichever question is asked.
-    ``"pooled"`` (the default): the model's common round variance, because a revision of 3 rounds estimates its own
-    with 2 degrees of freedom (by chance near 0, or a t quantile near 10 at 99 %), which made the gate's interval
-    wider than the check it replaced with bimodal rounds (round 7 of the protocol, docs/statistics.md). Its cost: a
-    change that makes a benchmark noisier no longer widens the interval by itself (``"own"``, ``"larger"`` do).
-    ``spike_filter``: how odd builds leave a baseline the newest revision is checked against (its segment, an
-    alert's good level, the PR base; :func:`_without_spikes`). ``"drop"``: they go; ``"recurring"``: they go unless
-    the newest revision is odd on their side by the same rule, because then they are not isolated but recur (else
-    every build of a bimodal benchmark's rare band alerts). Round 5 of the protocol chose ``"recurring"`` with
-    ``"confirmed"`` in sample; out of sample ``"recurring"`` caught fewer regressions where builds spike
-    (docs/statistics.md), so it is not the default.
-    ``stack_variance``: the level and variance a further regression on an open alert is tested against (:func:`_stack`).
-    ``"good"`` (the default): the open alert's regressed level with the variance components of its good level;
-    ``"regressed"``: the regressed level without odd builds and with its own variance components, which is the good
-    level the stacked alert is then followed and closed against, so the test that raises it and the one that closes
-    it agree (with ``"good"`` a regressed level widened by odd builds closed each stacked alert as "not confirmed"
-    two builds later and the next pair stacked another one). Round 6 of the protocol (docs/statistics.md) kept
-    ``"good"``: ``"regressed"`` removed those loops but caught fewer further steps.
+    Parameters
+    ----------
+    method, alpha, min_size, magnitude_floor
+        The change-point detector and its limits; ``alpha`` is also the level of a change point's confirmation and
+        of a fix's evidence.
+    base : str or None, default None
+        With a base revision the newest revision of every series is compared with the level at ``base`` (the
+        segment that holds it, up to it) and no alert is raised, followed or closed: a PR's check never writes
+        main's alerts.
+    newest_alpha : float, default 0.001
+        The level of every check of the newest revision against a baseline (its segment, an alert's good level,
+        the PR base, the regressed level of an alert it would stack on). Stricter than ``alpha`` because it is
+        tested at every build (at 0.01 the gate raised more false alerts than the check it replaced), while a
+        change point needs 0.01 to be placed in a short history at all.
+    stack_on_new : {"confirmed", "no", "newest"}, default "confirmed"
+        How a further regression on top of a ``new`` alert is raised: when the next revision confirms it
+        (:func:`_stack`), so a second step is named by its own alert; ``"no"``: never (it caught fewer regressions
+        than the check it replaced); ``"newest"``: on the newest revision alone (one slow build on an open alert
+        then alerts falsely). On an acknowledged alert the newest revision alone always stacks, because the gate is
+        green there and waiting would let a slower build pass.
+    test_within : {"pooled", "own", "larger"}, default "pooled"
+        The round variance of the tested revisions in every comparison of the gate
+        (:func:`~quiho.history.gate._levels.compare_levels`); one rule for all, because a tested revision's few
+        rounds estimate its variance as poorly whichever question is asked. ``"pooled"`` (the model's common
+        round variance), because 3 rounds estimate a revision's own with 2 degrees of freedom (by chance near 0, or
+        a t quantile near 10 at 99 %); its cost: a change
+        that only makes a benchmark noisier no longer widens the interval by itself (``"own"``, ``"larger"`` do).
+    spike_filter : {"drop", "recurring"}, default "drop"
+        How odd builds leave a baseline the newest revision is checked against (:func:`_without_spikes`):
+        ``"drop"``: they go; ``"recurring"``: they stay when the newest revision is odd on their side by the same
+        rule (a bimodal benchmark's rare band recurs), which caught fewer regressions where builds spike.
+    stack_variance : {"good", "regressed"}, default "good"
+        The level and variance a further regression on an open alert is tested against (:func:`_stack`): the
+        regressed level with the good level's variance components; ``"regressed"``: the regressed level without
+        odd builds and with its own components, so the tests that raise and close a stacked alert agree, which
+        caught fewer further steps.
     """
 
     method: str = "auto"

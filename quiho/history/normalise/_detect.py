@@ -67,9 +67,8 @@ class NormaliseOptions:
         Passed to :func:`quiho.history.detect`.
     model : {"auto", "gbm", "ridge"}, default "auto"
         Machine-effect model (:data:`EFFECT_MODELS`); ``auto`` fits both and keeps the one with the lower
-        leave-one-machine-out MSE ratio on this series. bench/history_normalised.py: on two CloudLab pools of
-        recurring hosts gbm found the planted change in 20/20 and 20/20 seeds, ridge in 9/20 and 1/20; on a few
-        machines with a smooth power-law effect (tests/history) ridge predicts held-out machines, trees do not.
+        leave-one-machine-out MSE ratio on this series, because trees recognise recurring machines and ridge
+        predicts held-out ones where the effect is smooth (docs/hardware-protocol.md, "The machine-effect model").
     stressors : int, default 2
         Stressors in the machine-effect model (the most correlated with the metric, chosen inside each fold).
     ridge : float, default 1.0
@@ -78,12 +77,12 @@ class NormaliseOptions:
         Rounds of fit effect → re-segment.
     max_cv_ratio : float, default 0.8
         Normalise only when the leave-one-machine-out MSE with the effect is at most this share of the MSE
-        without it: fingerprints that vary by measurement noise alone score 0.95-1.2 (tests/history), so a
-        ratio just under 1 is chance, not a machine effect.
+        without it, because fingerprints that vary by measurement noise alone score 0.95-1.2: a ratio just under
+        1 is chance, not a machine effect.
     intercepts : bool, default False
         Also remove each recurring machine's own residual, shrunk by partial pooling (:func:`_intercepts`): what
-        the fingerprint model misses on a machine, its other revisions show. Off: on fresh seeds of
-        bench/history_normalised.py it found more planted changes but raised more false alarms on two pools.
+        the fingerprint model misses on a machine, its other revisions show. Off, because it raised more false
+        alarms than it saved misses (docs/hardware-protocol.md, "Machine intercepts").
     """
 
     method: str = "auto"
@@ -548,9 +547,11 @@ def check_newest_normalised(h: History, machines: Sequence[MachineFingerprint | 
     test_within : {"own", "pooled", "larger"}, default "pooled"
         The newest revision's round variance (the gate's default).
     new_machine : {"refuse", "predict"}, default "refuse"
-        A machine the history has not seen: "not meaningful", or (round 1 of the protocol, kept to rerun it) the
-        model's prediction from its fingerprint with the held-out machines' error (``MachineEffect.machine_var``)
-        in the interval, and the raw check when it lies outside the history's machines on a stressor of the effect.
+        A machine the history has not seen: "not meaningful", or the model's prediction from its fingerprint with
+        the held-out machines' error (``MachineEffect.machine_var``) in the interval, and the raw check when it lies
+        outside the history's machines on a stressor of the effect. ``"predict"`` is not the default because its
+        false alerts exceeded ``alpha`` on new machines (docs/hardware-protocol.md, "The newest revision on a
+        rotating runner").
     """
     opts = opts or NormaliseOptions()
     if new_machine not in ("refuse", "predict"):
