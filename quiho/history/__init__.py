@@ -20,7 +20,8 @@ reader comes for, each with its own public face (``__all__``):
 ``quiho.history.normalise``
     Hardware-normalised detection for histories measured on rotating machines.
 
-This face re-exports what a user of one workflow needs; the rest is on the wings' faces.
+The data model (:class:`History`, :class:`ChangePoint`, :class:`Detection`) and :func:`plot_history` sit at the
+top, shared by the wings. This face re-exports what a user of one workflow needs; the rest is on the wings' faces.
 """
 
 from quiho.history._model import ChangePoint, Detection, History
