@@ -35,7 +35,7 @@ from irup_calibration import split_halves  # same folder: run as `python bench/i
 from quiho.errors import QuihoError
 from quiho.irup import ShiftSettings, TargetData, compare_runs, compute_irup, load_target
 from quiho.irup.compare import class_shares
-from quiho.profile.flow import _host_median_rows
+from quiho.profile.analysis import _host_median_rows
 from quiho.store import open_store
 
 ROWS = {"host-median": _host_median_rows, "per-rep": lambda d: d}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from quiho._text import printable as p
-from quiho.profile.flow import ProfileResult
+from quiho.profile.result import ProfileResult
 
 __all__ = ["summary_lines", "summary_markdown", "design_lines"]
 

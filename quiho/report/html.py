@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from quiho.profile.flow import ProfileResult
+    from quiho.profile.result import ProfileResult
 
 __all__ = ["ReportFiles", "write_report", "render_html", "load_report_json", "REPORT_SCHEMA_VERSIONS"]
 

@@ -112,7 +112,7 @@ def test_permutation_and_t_agree_on_clean_data():
 
 
 def test_round_plan_visits_every_host_once_per_round_in_new_orders():
-    from quiho.profile.flow import round_plan
+    from quiho.profile.measurement import round_plan
 
     hosts = [f"h{i}" for i in range(8)]
     plan = round_plan(hosts, 3, 5, "batch-1")

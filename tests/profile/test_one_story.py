@@ -10,7 +10,7 @@ import pytest
 
 from quiho.datasets.design import planted_design, planted_fingerprints, planted_hosts
 from quiho.design.analysis import effect_table
-from quiho.profile.flow import ProfileData, analyse_data
+from quiho.profile.analysis import ProfileData, analyse_data
 from quiho.profile.options import AnalysisOptions
 from quiho.profile.text import summary_lines, summary_markdown
 from quiho.report.html import write_report
@@ -118,7 +118,7 @@ def test_bad_factors_are_said_in_one_line_and_lose_nothing():
 
 
 def test_the_published_site_cites_the_same_design_estimates(tmp_path):
-    from quiho.profile.flow import save_profile
+    from quiho.profile.result import save_profile
     from quiho.publish import publish
     from quiho.store import open_store
 

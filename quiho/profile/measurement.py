@@ -1,0 +1,289 @@
+"""``quiho profile APP@V1 APP@V2``: the end-to-end comparison of two versions on a fleet (:func:`run_profile`).
+
+Steps (each kept, and marked, when a later one is partial):
+
+1. **Fingerprints**: reuse the newest fleet fingerprint run younger than ``max_age``
+   that covers the inventory's hosts; otherwise fingerprint first.
+2. **Runs**: both versions on every host, interleaved (:mod:`quiho.profile.interleave`).
+   On a fleet whose hosts share this machine (the local fleet) a new fingerprint and the
+   runs go host by host: each host's runs right after its fingerprint.
+3. **Analysis** of the stored runs (:func:`quiho.profile.analysis.analyse_profile`, steps 3-5 there: metric
+   change, IRUPs, hints), then the result is saved (:func:`quiho.profile.result.save_profile`).
+
+Steps 1-2 run under the store's measurement lock. The settings of every step travel as one
+:class:`~quiho.profile.options.ProfileOptions`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from quiho.app import AppSpec
+from quiho.fingerprint import FingerprintPlan, HostReport, fingerprint
+from quiho.fleet import FleetEvent, Inventory, load_inventory
+from quiho.fleet.local.calibrate import ResolvedFleet, resolve_fleet
+from quiho.fleet.session import measuring, new_batch
+from quiho.profile.analysis import Measured, analyse_profile
+from quiho.profile.interleave import InterleavePlan, run_interleaved, store_label
+from quiho.profile.options import MeasureOptions, ProfileOptions
+from quiho.profile.result import ProfileResult, save_profile
+from quiho.schedule.drift import drift_warnings
+from quiho.store import Store
+from quiho.store import fleet as fleet_store
+
+__all__ = ["run_profile", "find_fingerprint_run", "round_plan"]
+
+
+def find_fingerprint_run(store: Store, hosts: Sequence[str], max_age_s: float) -> tuple[int, str, float] | None:
+    """(run id, batch, age in seconds) of the fingerprint run that applies to ``hosts``, at most ``max_age_s`` old.
+
+    The rule is :func:`quiho.store.fleet.applicable_fingerprint_run` (most hosts covered, then newest).
+    """
+    ref = fleet_store.applicable_fingerprint_run(store, hosts, max_age_s)
+    return None if ref is None else (ref.run_id, ref.batch, ref.age_s)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One profile being measured: what every measuring step needs."""
+
+    spec: AppSpec
+    version_a: str
+    version_b: str
+    store: Store
+    inv: Inventory
+    batch: str
+    measure: MeasureOptions
+    on_event: Callable[[FleetEvent], None] | None
+    step: Callable[[str], None]
+
+    def fingerprint(self, **where: Any) -> Any:
+        """A new fingerprint run of the options' battery (``where``: ``resume``, ``hosts``)."""
+        m = self.measure
+        plan = FingerprintPlan(battery=m.battery, seconds=m.fingerprint_seconds, repetitions=m.fingerprint_repetitions)
+        return fingerprint(self.inv, store=self.store, on_event=self.on_event, plan=plan, **where)
+
+    def interleave(self, hosts: Sequence[str], fingerprint_run_id: int | None, *, round_: int = 0,
+                   repetitions: int | None = None, offset: int = 0, setup: bool = True,
+                   ) -> dict[str, tuple[str, str | None]]:
+        """Both versions on ``hosts``, interleaved (:func:`run_interleaved`); the status per host."""
+        plan = InterleavePlan(repetitions=repetitions or self.measure.repetitions, warmup=self.measure.warmup,
+                              hosts=list(hosts), fingerprint_run_id=fingerprint_run_id, round=round_,
+                              repetition_offset=offset, setup=setup)
+        return run_interleaved(self.spec, self.version_a, self.version_b, self.inv, store=self.store,
+                               batch=self.batch, plan=plan, on_event=self.on_event).hosts
+
+
+def _fingerprints_for(job: _Job, found: fleet_store.FingerprintRunRef | None) -> tuple[int | None, bool, list[str]]:
+    """Step 1: (fingerprint run id, fingerprinted now, notes): reuse ``found`` (the applicable run) or fingerprint."""
+    notes: list[str] = []
+    if found is not None:
+        job.step(f"reusing fingerprint run {found.batch} ({found.age_s / 60:.0f} min old)")
+        return found.run_id, False, notes
+    job.step(f"fingerprinting {len(job.inv.names)} host(s) with the {job.measure.battery} battery (no fingerprint "
+             f"younger than {job.measure.max_age_s:g} s)")
+    fp = job.fingerprint()
+    if fp.status == "failed":
+        notes.append(f"fingerprint run {fp.batch} failed: {'; '.join(fp.errors) or 'no stressor succeeded'}")
+        return None, False, notes
+    notes.extend(n for h in fp.hosts if (n := _host_note(h)))
+    return fp.run_id, True, notes
+
+
+def _host_note(h: HostReport) -> str | None:
+    """Why a host's fingerprint is not complete, or None when it is."""
+    if h.status == "ok" and not h.missing:
+        return None
+    return (f"fingerprint of host {h.name}: {h.status}" + (f" ({h.reason})" if h.reason else "")
+            + (f", {h.missing} missing" if h.missing else ""))
+
+
+def round_plan(hosts: Sequence[str], rounds: int, repetitions: int, seed: str) -> list[tuple[int, list[str], int]]:
+    """(round, host order, runs per version) of a blocked design: every host once per round, in a new order.
+
+    The order is shuffled per round (seeded by the batch, so a resume replays it). Every visit runs the same
+    number of runs, ``ceil(repetitions / rounds)``, so visits weigh alike in the analysis.
+    """
+    import random
+
+    rng = random.Random(seed)
+    rounds = max(1, min(rounds, repetitions))
+    per_visit = -(-repetitions // rounds)
+    out = []
+    for r in range(rounds):
+        order = list(hosts)
+        if r:  # the first round keeps the inventory's order (first-run alternation is planned along it)
+            rng.shuffle(order)
+        out.append((r, order, per_visit))
+    return out
+
+
+def _fingerprint_and_run(
+    job: _Job, hosts: Sequence[str], *, fingerprint_run_id: int | None = None,
+) -> tuple[int | None, list[str], dict[str, tuple[str, str | None]]]:
+    """Steps 1-2 on a fleet that shares one machine, in blocked rounds: each round visits every host once.
+
+    Returns (fingerprint run id, notes, run status per host). A host's first visit fingerprints it right before
+    its runs, so both see the same moment of the machine (a fingerprint minutes apart meets other tenants,
+    page-cache and THP state); one fingerprint run holds all hosts. Each visit runs both versions interleaved
+    (:func:`round_plan` splits the repetitions), so a slow minute of the machine hits the versions of one visit
+    alike and, across hosts, lands in its round. With ``fingerprint_run_id`` (a fingerprint young enough to
+    reuse) no host is fingerprinted.
+    """
+    fp_batch: str | None = None
+    run_id: int | None = fingerprint_run_id
+    notes: list[str] = []
+    statuses: dict[str, tuple[str, str | None]] = {}
+    reps = int(job.measure.repetitions or job.spec.repetitions)
+    # every host is this machine: what the first good visit's setup built in the versions' own workdirs serves
+    # the later visits (an app without a workdir runs in the visit's directory, which goes with the visit)
+    keeps_build = all(job.spec.versions[v].workdir for v in (job.version_a, job.version_b))
+    built = False
+    done = fleet_store.visits_with_runs(job.store, job.batch, job.spec.name) if job.measure.resume else set()
+    fp_done = {h for h, _r in done} | (set(hosts) if fingerprint_run_id is not None else set())
+    for rnd, order, n in round_plan(hosts, job.measure.rounds, reps, job.batch):
+        for host in order:
+            if (host, rnd) in done:
+                continue
+            if host not in fp_done:
+                fp = job.fingerprint(resume=fp_batch, hosts=[host])
+                fp_batch, run_id = fp.batch, fp.run_id
+                fp_done.add(host)
+                notes.extend(n_ for h in fp.hosts if h.name == host and (n_ := _host_note(h)))
+                notes.extend(fp.errors)  # this call measured only this host
+            got = job.interleave([host], run_id, round_=rnd, repetitions=n, offset=rnd * n, setup=not built)
+            built = built or (keeps_build and all(st == "ok" for st, _ in got.values()))
+            for h, st in got.items():  # a host stays failed once a visit failed
+                if statuses.get(h, ("ok", None))[0] == "ok":
+                    statuses[h] = st
+    return run_id, notes, statuses
+
+
+def _trace_batch(job: _Job) -> dict[str, str]:
+    """After the measured runs: trace both versions on every host the batch has no traced run of; host messages."""
+    from quiho.store.traces import batch_trace_runs
+    from quiho.trace.fleet import run_fleet_traces
+
+    trace, spec = job.measure.trace, job.spec
+    # a resume traces every host the batch has no traced run of: those measured now, and those measured
+    # before whose tracing was cut off or failed (no root, no tracer ... fixed since, or said again)
+    seen = {r.host for r in batch_trace_runs(job.store, spec.name, job.batch)} if job.measure.resume else set()
+    trace_hosts = [h for h in job.inv.names if h not in seen]
+    job.step(f"tracing {len(trace.functions)} function(s), {trace.runs} traced run(s) per version per host "
+             f"(not in the metric) on {len(trace_hosts)} host(s)")
+    plan = dataclasses.replace(trace, labels={"1": job.version_a, "2": store_label(job.version_a, job.version_b)})
+    traced = run_fleet_traces(spec, plan, job.inv, store=job.store, batch=job.batch, hosts=trace_hosts,
+                              on_event=job.on_event)
+    messages: dict[str, str] = traced.host_messages()
+    return messages
+
+
+def _measure(job: _Job) -> tuple[int | None, bool, bool, list[str], dict[str, str] | None]:
+    """Steps 1-2 (and the traces) under the store's measurement lock.
+
+    Returns (fingerprint run id, fingerprinted now, back to back, notes, trace host messages).
+    """
+    spec, m, store, inv = job.spec, job.measure, job.store, job.inv
+    with measuring(store, f"quiho profile {spec.name}@{job.version_a} @{job.version_b}"):
+        done = fleet_store.hosts_with_runs(store, job.batch, spec.name) if m.resume else set()
+        todo = [h for h in inv.names if h not in done]
+        if inv.shares_machine and m.rounds > 1 and m.resume:  # a resume of a blocked design finishes its visits
+            todo = list(inv.names)
+        found = fleet_store.applicable_fingerprint_run(store, inv.names, m.max_age_s)
+        rounds = f"in {m.rounds} blocked rounds" if m.rounds > 1 else "host by host"
+        if found is None and inv.shares_machine and todo:
+            job.step(f"fingerprinting {len(inv.names)} host(s) with the {m.battery} battery (no fingerprint younger "
+                     f"than {m.max_age_s:g} s) and running {spec.name}@{job.version_a} and @{job.version_b} "
+                     f"interleaved, {rounds} (each host's first runs right after its fingerprint), batch {job.batch}")
+            back_to_back = fresh = True
+            run_id, notes, hosts_run = _fingerprint_and_run(job, todo)
+        elif inv.shares_machine and todo:
+            back_to_back = False
+            run_id, fresh, notes = _fingerprints_for(job, found)
+            job.step(f"running {spec.name}@{job.version_a} and @{job.version_b} interleaved on {len(todo)} host(s) "
+                     f"{rounds}, batch {job.batch}")
+            run_id, more, hosts_run = _fingerprint_and_run(job, todo, fingerprint_run_id=run_id)
+            notes.extend(more)
+        else:
+            back_to_back = False
+            run_id, fresh, notes = _fingerprints_for(job, found)
+            job.step(f"running {spec.name}@{job.version_a} and @{job.version_b} interleaved on {len(todo)} host(s), "
+                     f"batch {job.batch}")
+            hosts_run = job.interleave(todo, run_id)
+        trace_messages = _trace_batch(job) if m.trace is not None else None
+    for name, (st, why) in hosts_run.items():
+        if st != "ok":
+            notes.append(f"host {name}: {st}" + (f" ({why})" if why else ""))
+    return run_id, fresh, back_to_back, notes, trace_messages
+
+
+def run_profile(
+    spec: AppSpec,
+    version_a: str,
+    version_b: str,
+    *,
+    store: Store,
+    options: ProfileOptions | None = None,
+    fleet: ResolvedFleet | None = None,
+    on_event: Callable[[FleetEvent], None] | None = None,
+    on_step: Callable[[str], None] | None = None,
+) -> ProfileResult:
+    """Profile ``version_b`` against ``version_a`` of ``spec`` on a fleet (steps 1-5) and save the result.
+
+    Holds the store's measurement lock while measuring. Interrupted (Ctrl-C, SIGTERM), the
+    cleanup runs, the hosts already measured stay stored under the batch (``on_step`` names
+    it before the runs start; ``options.measure.resume`` continues it) and a fingerprint in progress is
+    marked ``partial`` (the next profile's fingerprint step resumes nothing: it reuses a
+    partial run that is young enough, or fingerprints anew).
+
+    Parameters
+    ----------
+    spec : AppSpec
+        The application; both versions must be in it.
+    version_a, version_b : str
+        Baseline and candidate (the same version twice is a false-positive check).
+    store : Store
+        Where fingerprints, runs and the profile go.
+    options : ProfileOptions, optional
+        What is measured and how it is analysed (default ``ProfileOptions()``: the calibrated local fleet,
+        the quick battery, fingerprints up to a day old ...).
+    fleet : ResolvedFleet, optional
+        The fleet already resolved from ``options.measure.inventory``
+        (:func:`quiho.fleet.local.calibrate.resolve_fleet`; a CLI does it first to size its progress bar);
+        default: resolved here.
+    on_event, on_step : callable, optional
+        Fleet progress events and one line per step (for a CLI's stderr).
+
+    Raises
+    ------
+    AppSpecError
+        A version is not in the spec (nothing is run).
+    InventoryError, UsageError, StoreError
+        Bad input; nothing is run.
+    """
+    spec.require_versions(version_a, version_b)
+    opts = options or ProfileOptions()
+    m = opts.measure
+    step = on_step or (lambda _msg: None)
+    fleet = fleet or resolve_fleet(m.inventory, store, step)  # no inventory: the calibrated local fleet
+    batch = m.resume or new_batch("profile")
+    job = _Job(spec, version_a, version_b, store, load_inventory(fleet.inventory), batch, m, on_event, step)
+    run_id, fresh, back_to_back, notes, trace_messages = _measure(job)
+    step("computing the metric change, both IRUPs and their comparison")
+    res = analyse_profile(store, spec.name, version_a, version_b, batch, opts.analysis, measured=Measured(
+        fingerprint_run_id=run_id, partial=notes, trace_messages=trace_messages, fleet_axes=fleet.axes,
+        design_vars=job.inv.design_vars()))
+    warm_note = (f"{m.warmup} warm-up run(s) per version per host were run first and discarded",) if m.warmup else ()
+    # Hosts whose fingerprint history shows drift: their older fingerprints describe another machine.
+    drift = tuple(f"warning: {w}" for w in drift_warnings(store, job.inv.names))
+    res = dataclasses.replace(res, fingerprinted_now=fresh, notes=res.notes + warm_note + drift,
+                              params={**res.params, "warmup": m.warmup,
+                                      "repetitions": m.repetitions or spec.repetitions})
+    if back_to_back:
+        res = dataclasses.replace(res, params={**res.params, "fingerprint_rows": (
+            "host median (each host fingerprinted right before its runs)")})
+    save_profile(store, res)
+    return res
