@@ -47,7 +47,9 @@ __all__ = ["Effect", "VersionEffects", "AxisClass", "DesignSettings", "version_e
 #: What the local fleet's knobs load: the calibration measured it on this machine with a memory and a CPU probe
 #: (a quota is kept as a speed axis whose levels slow both probes as they say; page size and co-runner only when
 #: they move the memory probe beyond 3 SE and more than the CPU probe).
-FALLBACK_CLASSES: dict[str, str] = {"cpu-quota": "cpu", "huge-pages": "memory", "co-runner": "memory"}
+FALLBACK_CLASSES: dict[str, str] = {"cpu-quota": "cpu", "huge-pages": "memory", "co-runner": "memory",
+                                    "core-sharing": "cpu", "storage": "storage", "kernel-entry": "kernel-entry",
+                                    "network": "network"}
 
 
 @dataclass(frozen=True)
@@ -407,8 +409,9 @@ def _knob_class(name: str, j: int, effects: Mapping[str, tuple[Effect, ...]],
         top = max(strong, key=lambda e: abs(e.estimate))
         ce[resource] = (top.estimate, top.se)
     moved = ", ".join(f"{c} {_pct(e)}" for c, (e, _s) in sorted(ce.items()))
+    probe = {"memory": "memory", "storage": "fsync", "kernel-entry": "syscall", "network": "network"}.get(resource)
     why = ("the calibration kept it as a speed axis" if resource == "cpu" else
-           f"the calibration kept it as a {resource} axis (its memory probe moved beyond 3 SE, more than its CPU "
+           f"the calibration kept it as a {resource} axis (its {probe} probe moved beyond 3 SE, more than its CPU "
            "probe)") + (f"; stressors: {moved}" if moved else "")
     return AxisClass(name, resource, ce, why)
 

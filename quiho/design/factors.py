@@ -23,7 +23,12 @@ KNOB_FACTORS: dict[str, tuple[str, str]] = {
     "quiho_cpu_quota_pct": ("cpu-quota", "CPU quota"),
     "quiho_thp": ("huge-pages", "huge pages"),
     "quiho_corunner": ("co-runner", "co-runner"),
+    "quiho_write_iops": ("storage", "write-IOPS limit"),
+    "quiho_syscall_rules": ("kernel-entry", "seccomp rules"),
+    "quiho_net": ("network", "loopback shaping"),
 }
+#: A compute co-runner (``quiho_corunner: cpu``) is the core-sharing knob, not a memory co-runner: its own factor.
+CORE_SHARING = ("core-sharing", "core sharing")
 
 
 @dataclass(frozen=True)
@@ -86,11 +91,16 @@ def local_fleet_vars(host_vars: Mapping[str, Mapping[str, Any]]) -> dict[str, di
             val = hv.get(var, hv.get(short))
             if val is not None:
                 row[name] = val
+        if "co-runner" in row:
+            sharing = str(row["co-runner"]) == "cpu"
+            row[CORE_SHARING[0]] = "cpu" if sharing else "none"
+            if sharing:
+                row["co-runner"] = "none"
         for name, val in (hv.get("quiho_factors") or hv.get("factors") or {}).items():
             row[str(name)] = val
         out[str(host)] = row
     # a knob every host leaves at one level is not a factor of this fleet (the calibration did not use it)
-    for name, _label in KNOB_FACTORS.values():
+    for name, _label in [*KNOB_FACTORS.values(), CORE_SHARING]:
         levels = {str(r.get(name)) for r in out.values()}
         if len(levels) == 1:
             for r in out.values():
@@ -111,7 +121,7 @@ _REFERENCE_LEVELS = ("none", "never", "off", "no", "false", "0")
 
 def _code(name: str, values: dict[str, Any]) -> list[tuple[str, dict[str, float], str, str, str]]:
     """Coded columns of one factor: (column name, values, label, reference, far); several for a many-level factor."""
-    label = next((lab for n, lab in KNOB_FACTORS.values() if n == name), name)
+    label = next((lab for n, lab in [*KNOB_FACTORS.values(), CORE_SHARING] if n == name), name)
     if name == "cpu-quota":
         coded, ref, far = _code_quota(values)
         return [(name, coded, label, ref, far)]

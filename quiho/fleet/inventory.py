@@ -39,9 +39,15 @@ class FleetHost(BaseModel):
     connection: str = "ssh"
     address: str | None = None
     cpu_quota_pct: int = Field(100, ge=1, le=100)
-    corunner: Literal["none", "stream", "vm"] = "none"
+    #: stream/vm: memory co-runners; cpu: a compute co-runner (the core-sharing knob).
+    corunner: Literal["none", "stream", "vm", "cpu"] = "none"
     thp: Literal["keep", "always", "never"] = "keep"
     prefault_mib: int = Field(0, ge=0, le=65536)
+    #: The knobs of quiho.fleet.local.knobs: a write-IOPS limit ``MAJ:MIN:N`` on a disk (storage), seccomp rules
+    #: every system call passes (kernel entry), the loopback's shaping ``rate:MBIT``/``delay:US`` (network).
+    write_iops: str = Field("0", pattern=r"^(0|[0-9]+:[0-9]+:[1-9][0-9]*)$")
+    syscall_rules: int = Field(0, ge=0, le=4000)
+    net: str = Field("0", pattern=r"^(0|rate:[1-9][0-9]*|delay:[1-9][0-9]*)$")
     #: CFS period of the quota, µs (quiho_cfs_period_us; the calibrated local fleet chooses it per machine).
     cfs_period_us: int = Field(20000, ge=1000, le=1000000)
     #: Known conditions the host was measured under (quiho_factors: {name: level}); a designed fleet's factors.
@@ -50,7 +56,13 @@ class FleetHost(BaseModel):
     @property
     def emulated(self) -> bool:
         """True when the host is this machine under an emulated condition (local fleet)."""
-        return self.cpu_quota_pct < 100 or self.corunner != "none" or self.thp != "keep" or self.prefault_mib > 0
+        return (self.cpu_quota_pct < 100 or self.corunner != "none" or self.thp != "keep" or self.prefault_mib > 0
+                or self.knobs_set)
+
+    @property
+    def knobs_set(self) -> bool:
+        """True when the host sets a knob beyond the quota, page size and co-runner."""
+        return self.write_iops != "0" or self.syscall_rules > 0 or self.net != "0"
 
 
 class Inventory(BaseModel):
@@ -88,6 +100,8 @@ class Inventory(BaseModel):
             row: dict[str, object] = {}
             if self.shares_machine:
                 row.update(quiho_cpu_quota_pct=h.cpu_quota_pct, quiho_thp=h.thp, quiho_corunner=h.corunner)
+                if any(x.knobs_set for x in self.hosts):
+                    row.update(quiho_write_iops=h.write_iops, quiho_syscall_rules=h.syscall_rules, quiho_net=h.net)
             if h.factors:
                 row["quiho_factors"] = dict(h.factors)
             out[h.name] = row
@@ -155,7 +169,8 @@ def load_inventory(path: str | os.PathLike[str] | Inventory | None = None) -> In
 
 
 _VARS = {"cpu_quota_pct": "quiho_cpu_quota_pct", "corunner": "quiho_corunner", "thp": "quiho_thp",
-         "prefault_mib": "quiho_prefault_mib", "cfs_period_us": "quiho_cfs_period_us", "factors": "quiho_factors"}
+         "prefault_mib": "quiho_prefault_mib", "cfs_period_us": "quiho_cfs_period_us", "factors": "quiho_factors",
+         "write_iops": "quiho_write_iops", "syscall_rules": "quiho_syscall_rules", "net": "quiho_net"}
 
 
 def _host(name: str, groups: tuple[str, ...], hv: dict[str, Any]) -> tuple[FleetHost | None, list[str]]:
@@ -167,6 +182,8 @@ def _host(name: str, groups: tuple[str, ...], hv: dict[str, Any]) -> tuple[Fleet
             cpu_quota_pct=hv.get("quiho_cpu_quota_pct", 100), corunner=hv.get("quiho_corunner", "none"),
             thp=hv.get("quiho_thp", "keep"), prefault_mib=hv.get("quiho_prefault_mib", 0),
             cfs_period_us=hv.get("quiho_cfs_period_us", 20000), factors=hv.get("quiho_factors") or {},
+            write_iops=str(hv.get("quiho_write_iops", "0")), syscall_rules=hv.get("quiho_syscall_rules", 0),
+            net=str(hv.get("quiho_net", "0")),
         ), []
     except ValidationError as exc:
         return None, [f"host {name}: {_VARS.get(str(e['loc'][0]), str(e['loc'][0]))}: {e['msg']} "
@@ -214,7 +231,8 @@ def _from_listing(path: str, data: dict[str, Any]) -> Inventory:
         if h.emulated and h.connection != "local":
             raise InventoryError(
                 f"inventory {path}: host {h.name} sets quiho_cpu_quota_pct/quiho_corunner/quiho_thp/"
-                "quiho_prefault_mib but is not ansible_connection: local "
+                "quiho_prefault_mib or a knob (quiho_write_iops/quiho_syscall_rules/quiho_net) but is not "
+                "ansible_connection: local "
                 "(emulated hosts run on the controller, one at a time)"
             )
     return Inventory(path=path, hosts=tuple(hosts))

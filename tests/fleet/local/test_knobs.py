@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from quiho.fleet.inventory import repo_root
@@ -135,3 +136,39 @@ def test_a_kill_9_mid_run_leaves_nothing_once_cleaned(tmp_path: Path) -> None:
     assert not Path(cg).exists() and not Path(f"{cg}-co").exists()
     assert not (NETNS_DIR / f"qh-{name}").exists()
     assert not [d for root in CGROUP_KNOBS for d in root.iterdir() if d.name.startswith(prefix)]
+
+
+def test_an_inventory_of_knob_hosts_becomes_a_design_whose_factors_name_their_resources(tmp_path: Path) -> None:
+    from quiho.design import factor_table, local_fleet_vars
+    from quiho.design.effects import FALLBACK_CLASSES
+    from quiho.design.screening import screening_design
+    from quiho.fleet.inventory import load_inventory
+
+    design = screening_design(["core-sharing", "storage", "kernel-entry", "network"])
+    on = {"core-sharing": ("quiho_corunner", "none", "cpu"), "storage": ("quiho_write_iops", '"0"', '"254:0:200"'),
+          "kernel-entry": ("quiho_syscall_rules", "0", "4000"), "network": ("quiho_net", '"0"', '"rate:1000"')}
+    lines = ["all:", "  vars: {ansible_connection: local, quiho_thp: never}", "  hosts:"]
+    for h in design.hosts:
+        lines.append(f"    {h.name}: {{" + ", ".join(f"{on[k][0]}: {on[k][1 + lev]}" for k, lev in
+                                                    zip(design.knobs, h.levels, strict=True)) + "}")
+    (tmp_path / "inv.yml").write_text("\n".join(lines) + "\n")
+    inv = load_inventory(tmp_path / "inv.yml")
+    assert inv.shares_machine and all(h.emulated for h in inv.hosts)
+    table = factor_table(local_fleet_vars(inv.design_vars()))
+    assert set(table.names) == {"core-sharing", "storage", "kernel-entry", "network"} and not table.notes
+    assert {f.name: f.describe() for f in table.factors}["storage"] == "write-IOPS limit 0 → 254:0:200"
+    assert {FALLBACK_CLASSES[n] for n in table.names} == {"cpu", "storage", "kernel-entry", "network"}
+    # orthogonal coded columns: the screening design's main effects come out of the analysis unconfounded
+    m = table.matrix(list(table.hosts))
+    centred = m - m.mean(axis=0)
+    gram = centred.T @ centred
+    assert abs(gram - abs(gram).max() * np.eye(4)).max() < 1e-9
+
+
+def test_a_bad_knob_level_in_an_inventory_is_one_line_naming_the_variable(tmp_path: Path) -> None:
+    from quiho.errors import InventoryError
+    from quiho.fleet.inventory import load_inventory
+
+    (tmp_path / "inv.yml").write_text("all:\n  hosts:\n    h1: {ansible_connection: local, quiho_net: 'delay:1;x'}\n")
+    with pytest.raises(InventoryError, match="quiho_net"):
+        load_inventory(tmp_path / "inv.yml")
