@@ -18,7 +18,7 @@ from pathlib import Path
 from quiho.errors import QuihoError
 from quiho.fleet.local.calibrate import AxisEffect, choose
 from quiho.store import open_store
-from quiho.store.fleet import latest_calibration
+from quiho.store.calibrations import latest_calibration
 
 
 def _responses(source: str) -> dict | None:

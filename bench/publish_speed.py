@@ -31,8 +31,9 @@ from quiho.publish import PublishOptions, publish, render_site
 from quiho.publish._collect import read_site
 from quiho.publish._site import write_site
 from quiho.store import Store, open_store
-from quiho.store import fleet as fleet_store
 from quiho.store import history as history_store
+from quiho.store.hosts import remember_hosts
+from quiho.store.profiles import ProfileRow, save_profile_row
 
 
 def build_series(store: Store, n_series: int, n_rev: int) -> None:
@@ -64,7 +65,7 @@ def build_profiles(store: Store, n: int) -> None:
 def build_fleet(store: Store) -> None:
     hist = fingerprint_history(n_hosts=8, n_runs=30, drift_host="h3")
     store_fingerprint_history(store, hist)
-    fleet_store.remember_hosts(store, "inventory.yml", [(f"h{i}", ["bench"], {}) for i in range(8)])
+    remember_hosts(store, "inventory.yml", [(f"h{i}", ["bench"], {}) for i in range(8)])
 
 
 def timed_publish(store: Store, site: Path) -> tuple[float, float, object]:
@@ -110,7 +111,7 @@ def main() -> None:
         from quiho.profile import load_profile
 
         doc = load_profile(store, "profile-0000")
-        fleet_store.save_profile_row(store, fleet_store.ProfileRow(
+        save_profile_row(store, ProfileRow(
             batch="profile-new", application="app-new", version_a="v1", version_b="v2", status=doc["status"],
             verdict=doc["verdict"], irup_verdict=doc["irup"]["verdict"], partial=[], fingerprint_run_id=None,
             document={**doc, "batch": "profile-new"}, schema_version=doc["schema_version"], quiho_version="bench"))

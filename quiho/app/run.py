@@ -24,8 +24,8 @@ from quiho.fleet.session import (
     stderr_tail,
 )
 from quiho.store import Store
-from quiho.store import fleet as fleet_store
-from quiho.store.fleet import AppRunBatch, AppRunRow
+from quiho.store.app_runs import AppRunBatch, AppRunRow, insert_app_runs
+from quiho.store.fingerprints import applicable_fingerprint_run
 
 __all__ = ["AppRepResult", "AppRun", "app_records", "command_wall", "run_app", "strip_markers"]
 
@@ -146,7 +146,7 @@ def run_app(
     A repetition that exits non-zero, times out or yields no metric is stored as
     failed with its reason and stderr tail; the other hosts and repetitions are kept.
     Holds the store's measurement lock; the runs are paired with the fingerprint run
-    that applies to the hosts (:func:`quiho.store.fleet.applicable_fingerprint_run`, any age).
+    that applies to the hosts (:func:`quiho.store.fingerprints.applicable_fingerprint_run`, any age).
 
     Returns
     -------
@@ -164,7 +164,7 @@ def run_app(
     inv = load_inventory(inventory)
     with measuring(store, f"quiho run {spec.name}@{version}"):
         remember_inventory(store, inv)
-        fp = fleet_store.applicable_fingerprint_run(store, inv.names)
+        fp = applicable_fingerprint_run(store, inv.names)
         session = FleetSession(inv, "run.yml", new_batch("app"), cgroup_prefix=cgroup_prefix,
                                host_key_checking=host_key_checking, forks=forks, on_event=on_event)
         t0 = datetime.now(UTC)
@@ -185,7 +185,7 @@ def run_app(
         extra = {"command": list(v.command), "timeout_s": spec.timeout, "metric": spec.metric.kind}
         head = AppRunBatch("fleet", session.batch, fp.run_id if fp else None, spec.name, spec.metric.test,
                            spec.metric.unit, spec.metric.higher_is_better, t0.isoformat())
-        fleet_store.insert_app_runs(
+        insert_app_runs(
             store, head,
             [AppRunRow(r.host, version, r.repetition, r.status, r.value, r.reason, r.stderr_tail, extra)
              for r in results],

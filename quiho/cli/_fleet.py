@@ -149,9 +149,9 @@ def fingerprint_cmd(
         else:  # the run's own inventory and hosts, unless -i says otherwise
             import json
 
-            from quiho.store import fleet as fleet_store
+            from quiho.store.fingerprints import fingerprint_run
 
-            path, n_hosts = inventory, len(json.loads(fleet_store.fingerprint_run(st, resume)["params_json"])["hosts"])
+            path, n_hosts = inventory, len(json.loads(fingerprint_run(st, resume)["params_json"])["hosts"])
         with _progress(n_hosts, "fingerprint") as on_event:
             plan = FingerprintPlan(battery=battery, seconds=seconds, repetitions=repetitions, warmup_seconds=warmup)
             run = fingerprint(path, store=st, resume=resume, on_event=on_event, plan=plan,

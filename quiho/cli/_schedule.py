@@ -84,7 +84,7 @@ def status(name: NameOpt = "quiho-fingerprint", root: RootOpt = Path("/"), store
     """Show the installed schedule and the store's latest fingerprint run."""
     from quiho.schedule import schedule_status
     from quiho.store import open_store, parse_location
-    from quiho.store.fleet import latest_fleet_run
+    from quiho.store.fingerprints import latest_fleet_run
 
     s = schedule_status(name=name, root=root)
     last = None

@@ -25,7 +25,7 @@ from quiho.errors import FingerprintParseError, RunFailed
 from quiho.fingerprint.battery import load_battery, render_job
 from quiho.fingerprint.parse import ResultStatus, parse_stressng_yaml
 from quiho.store import Store
-from quiho.store import machines as mstore
+from quiho.store.fingerprints import fingerprint_by_id, reusable_local_fingerprint, write_local_fingerprint
 
 __all__ = ["LocalFingerprintOptions", "LocalFingerprint", "STATE_KEYS", "state_key", "quick_local_fingerprint"]
 
@@ -123,9 +123,9 @@ def quick_local_fingerprint(store: Store, opts: LocalFingerprintOptions | None =
     key = state_key(facts)
     host = facts.host or "localhost"
     if not opts.force:
-        hit = mstore.reusable_local_fingerprint(store, key, opts.max_age_s)
+        hit = reusable_local_fingerprint(store, key, opts.max_age_s)
         if hit is not None:
-            fp = mstore.fingerprint_by_id(store, hit[0])
+            fp = fingerprint_by_id(store, hit[0])
             if fp is not None:
                 return LocalFingerprint(hit[0], fp.host, True, hit[1], facts.to_dict(), key, fp.medians(),
                                         tuple(fp.failed()))
@@ -133,8 +133,8 @@ def quick_local_fingerprint(store: Store, opts: LocalFingerprintOptions | None =
     if all(r[3] != "ok" for r in rows):
         reasons = sorted({str(r[4]) for r in rows})
         raise RunFailed(f"every stressor failed on this machine: {'; '.join(reasons[:3])}")
-    run_id = mstore.write_local_fingerprint(store, host, facts.to_dict(), key, params, rows)
-    fp = mstore.fingerprint_by_id(store, run_id)
+    run_id = write_local_fingerprint(store, host, facts.to_dict(), key, params, rows)
+    fp = fingerprint_by_id(store, run_id)
     assert fp is not None  # just written
     return LocalFingerprint(run_id, host, False, 0.0, facts.to_dict(), key, fp.medians(), tuple(fp.failed()))
 

@@ -37,8 +37,16 @@ from quiho.fleet.session import (
     run_rc,
 )
 from quiho.store import Store, utcnow
-from quiho.store import fleet as fleet_store
-from quiho.store.fleet import UNSTABLE_COV, summarise_run
+from quiho.store.fingerprints import (
+    UNSTABLE_COV,
+    create_fingerprint_run,
+    fingerprint_run,
+    host_counts,
+    missing_measurements,
+    set_run_status,
+    summarise_run,
+    upsert_measurements,
+)
 
 __all__ = ["FingerprintPlan", "FingerprintRun", "HostRecords", "HostReport", "fingerprint", "fingerprint_records",
            "outer_timeout", "summarise_run", "unpack_artifacts", "UNSTABLE_COV"]
@@ -98,11 +106,11 @@ def _start(
 ) -> tuple[Inventory, int, str, dict[str, Any]]:
     """Open a new run (validated parameters) or reopen ``resume``; return inventory, run id, batch and params."""
     if resume is not None:
-        run = fleet_store.fingerprint_run(store, resume)
+        run = fingerprint_run(store, resume)
         params = json.loads(run["params_json"])
         inv = load_inventory(inventory if inventory is not None else params["inventory"])
         _check_hosts(only, params["hosts"], f"fingerprint run {run['batch']}")
-        fleet_store.set_run_status(store, int(run["id"]), "running")
+        set_run_status(store, int(run["id"]), "running")
         return inv, int(run["id"]), str(run["batch"]), params
     # None: the calibrated local fleet
     inv = load_inventory(inventory if isinstance(inventory, Inventory) else resolve_inventory(inventory, store))
@@ -128,7 +136,7 @@ def _start(
         "value": "bogo-ops-per-second-real-time",
     }
     batch = new_batch("fp")
-    return inv, fleet_store.create_fingerprint_run(store, batch, bat.name, params, __version__), batch, params
+    return inv, create_fingerprint_run(store, batch, bat.name, params, __version__), batch, params
 
 
 def _check_hosts(only: Sequence[str] | None, names: Sequence[str], where: str) -> None:
@@ -223,7 +231,7 @@ def fingerprint(
             passes, statuses, errors = _measure(store, session, run_id, params, plan.run_timeout_s, hosts)
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
-                fleet_store.set_run_status(store, run_id, "partial",
+                set_run_status(store, run_id, "partial",
                                            note=f"interrupted ({exc}) at {utcnow()}; resumable")
             raise
         reports, gone = _reports(store, run_id, inv, params, statuses)
@@ -232,8 +240,8 @@ def fingerprint(
             params["stressors"])
         total_ok = sum(r.ok for r in reports)
         status = "complete" if total_missing == 0 and total_ok > 0 else ("partial" if total_ok > 0 else "failed")
-        fleet_store.summarise_run(store, run_id)
-        fleet_store.set_run_status(store, run_id, status)
+        summarise_run(store, run_id)
+        set_run_status(store, run_id, status)
     elapsed = (datetime.now(UTC) - t_start).total_seconds()
     return FingerprintRun(run_id, batch, status, tuple(reports), elapsed, passes, tuple(errors))
 
@@ -254,7 +262,7 @@ def _measure(
     passes = 0
     retry = set(hosts)
     while retry and passes < MAX_PASSES:
-        plan = {h: fleet_store.missing_measurements(store, run_id, ids[h], stressors, reps)
+        plan = {h: missing_measurements(store, run_id, ids[h], stressors, reps)
                 for h in hosts if h in retry}  # inventory order
         plan = {h: m for h, m in plan.items() if m}
         if not plan:
@@ -268,11 +276,11 @@ def _measure(
             unpack_artifacts(res, group, artifacts)
             for h in group:
                 rec = fingerprint_records(res, h, plan[h], params, artifacts)
-                fleet_store.upsert_measurements(store, run_id, h, rec.rows, facts=rec.facts, status=rec.status,
+                upsert_measurements(store, run_id, h, rec.rows, facts=rec.facts, status=rec.status,
                                                 reason=rec.reason)
                 statuses[h] = (rec.status, rec.reason)
                 errors.extend(rec.errors)
-                if rec.status == "ok" and rec.rows and fleet_store.missing_measurements(
+                if rec.status == "ok" and rec.rows and missing_measurements(
                         store, run_id, ids[h], stressors, reps):
                     retry.add(h)  # e.g. a hung stressor was recorded: run the rest of that repetition again
     return passes, statuses, errors
@@ -285,8 +293,8 @@ def _reports(
     stressors, reps = list(params["stressors"]), int(params["repetitions"])
     reports = []
     for h in [h for h in params["hosts"] if h in inv.names]:
-        n_ok, n_failed = fleet_store.host_counts(store, run_id, ids[h])
-        missing = sum(len(v) for v in fleet_store.missing_measurements(store, run_id, ids[h], stressors, reps).values())
+        n_ok, n_failed = host_counts(store, run_id, ids[h])
+        missing = sum(len(v) for v in missing_measurements(store, run_id, ids[h], stressors, reps).values())
         st, reason = statuses.get(h, ("ok", None))
         if missing == 0 and st in ("ok", "failed") and reason is None:
             st = "ok"

@@ -42,7 +42,8 @@ from quiho.fleet.runner import (
 )
 from quiho.fleet.shutdown import interruptible
 from quiho.store import Store
-from quiho.store import fleet as fleet_store
+from quiho.store.fingerprints import mark_interrupted_runs
+from quiho.store.hosts import remember_hosts
 
 __all__ = ["FleetAccess", "FleetSession", "STDERR_TAIL", "REMOTE_BASE", "TIMEOUT_RCS", "app_budget", "measuring",
            "new_batch", "rc_failure", "remember_inventory", "remote_root", "run_rc", "stderr_tail"]
@@ -105,7 +106,7 @@ def _host_vars(h: FleetHost) -> dict[str, Any]:
 
 def remember_inventory(store: Store, inv: Inventory) -> dict[str, int]:
     """Record every inventory host with its groups and quiho variables; return name → host id."""
-    return fleet_store.remember_hosts(store, inv.path, ((h.name, list(h.groups), _host_vars(h)) for h in inv.hosts))
+    return remember_hosts(store, inv.path, ((h.name, list(h.groups), _host_vars(h)) for h in inv.hosts))
 
 
 _MEASURING: set[str] = set()  # stores this process measures into (inside measuring())
@@ -131,7 +132,7 @@ def measuring(store: Store, what: str, *, wait: bool = True) -> Iterator[list[in
     with interruptible(), measurement_lock(store.path, what=what, wait=wait):
         _MEASURING.add(key)
         try:
-            yield fleet_store.mark_interrupted_runs(store)
+            yield mark_interrupted_runs(store)
         finally:
             _MEASURING.discard(key)
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from quiho._text import printable
 from quiho.store import Store
-from quiho.store import fleet as fleet_store
+from quiho.store.calibrations import latest_calibration
+from quiho.store.hosts import fleet_hosts
 
 __all__ = ["FleetHostInfo", "calibration_info", "calibration_lines", "fleet_show", "show_lines"]
 
@@ -34,7 +35,7 @@ def fleet_show(store: Store, inventory: str | None = None) -> list[FleetHostInfo
     """Every host seen by a fleet run (optionally only those of ``inventory``) with its newest fingerprint."""
     now = datetime.now(UTC)
     out = []
-    for r in fleet_store.fleet_hosts(store, inventory):
+    for r in fleet_hosts(store, inventory):
         last = r["last"]
         age = (now - datetime.fromisoformat(last["t"])).total_seconds() if last and last["t"] else None
         out.append(
@@ -68,7 +69,7 @@ def show_lines(hosts: list[FleetHostInfo]) -> list[str]:
 
 def calibration_info(store: Store) -> dict[str, Any] | None:
     """The newest local-fleet calibration in the store, as ``quiho fleet show --json`` gives it (None: none yet)."""
-    row = fleet_store.latest_calibration(store)
+    row = latest_calibration(store)
     if row is None:
         return None
     choice = row["result"]["choice"]

@@ -389,18 +389,19 @@ def predict_target(store: Store, target: str, machines: MachinesToPredict,
         The IRUP is not meaningful, or no named machine has the stressors the model uses.
     """
     from quiho.irup.data import load_target
-    from quiho.store import machines as mstore
+    from quiho.store.fingerprints import fingerprinted_hosts, host_fingerprint
+    from quiho.store.hosts import host_names_like
 
     machines.check()
     opts = opts or PredictOptions()
     fps: dict[str, tuple[str, pd.Series]] = {}
     if machines.fingerprint_file is not None:
         fps[str(machines.fingerprint_file)] = ("file", read_fingerprint_file(machines.fingerprint_file))
-    names = list(machines.hosts) or (mstore.fingerprinted_hosts(store, opts.batch) if machines.all_hosts else [])
+    names = list(machines.hosts) or (fingerprinted_hosts(store, opts.batch) if machines.all_hosts else [])
     for h in names:
-        fp = mstore.host_fingerprint(store, h, opts.batch)
+        fp = host_fingerprint(store, h, opts.batch)
         if fp is None:
-            close = mstore.host_names_like(store, h.split(".")[0])
+            close = host_names_like(store, h.split(".")[0])
             hint = f"; hosts with a similar name: {', '.join(close)}" if close else ""
             raise UsageError(f"host {h!r} has no stored fingerprint{' in batch ' + opts.batch if opts.batch else ''}"
                              f"{hint}")

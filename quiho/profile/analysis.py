@@ -42,7 +42,9 @@ from quiho.profile.options import AnalysisOptions
 from quiho.profile.result import HostStatus, ProfileResult
 from quiho.profile.stats import metric_change
 from quiho.store import Store, utcnow
-from quiho.store import fleet as fleet_store
+from quiho.store.app_runs import profile_runs
+from quiho.store.calibrations import calibration_for_hosts
+from quiho.store.fingerprints import fingerprint_run_age
 
 __all__ = ["ProfileData", "Measured", "analyse_data", "analyse_profile", "host_fingerprints"]
 
@@ -333,11 +335,11 @@ def analyse_profile(
     opts = options or AnalysisOptions()
     m = measured or Measured()
     label_b = store_label(version_a, version_b)
-    runs = fleet_store.profile_runs(store, application, (version_a, label_b), batch)
+    runs = profile_runs(store, application, (version_a, label_b), batch)
     if runs.empty:
         raise UsageError(f"profile batch {batch!r} has no runs of {application}@{version_a} / @{version_b}")
     fleet_axes, design_vars = m.fleet_axes, m.design_vars
-    cal = fleet_store.calibration_for_hosts(store, set(runs["host"]))
+    cal = calibration_for_hosts(store, set(runs["host"]))
     if fleet_axes is None and cal is not None:  # a stored batch of a calibrated local fleet
         fleet_axes = axes_kept(cal["result"]["choice"])
     if design_vars is None and cal is not None:  # its calibration says which conditions each host had
@@ -360,7 +362,7 @@ def analyse_profile(
         design_vars=design_vars, fingerprint_rows=fps if len(fps) else None,
     ), opts)
     res = _with_fleet_traces(store, res, runs, unit, m.trace_messages, opts.random_state)
-    fp = fleet_store.fingerprint_run_age(store, fingerprint_run_id) if fingerprint_run_id else None
+    fp = fingerprint_run_age(store, fingerprint_run_id) if fingerprint_run_id else None
     return dataclasses.replace(res, fingerprint_run_id=fingerprint_run_id,
                                params={**res.params, "fingerprint_rows": "host median (the runs and the "
                                        "fingerprint are separate sessions)"},

@@ -42,8 +42,7 @@ from quiho.fleet.session import (
     stderr_tail,
 )
 from quiho.store import Store
-from quiho.store import fleet as fleet_store
-from quiho.store.fleet import AppRunBatch, AppRunRow
+from quiho.store.app_runs import AppRunBatch, AppRunRow, insert_app_runs
 
 __all__ = ["InterleavedRun", "InterleavePlan", "RunRecord", "interleaved_records", "run_interleaved", "store_label",
            "INTERLEAVE_SH", "SETUP_SH"]
@@ -286,7 +285,7 @@ def run_interleaved(
                      "warmup_runs_per_version": warmup, "round": p.round}
             head = AppRunBatch("profile", batch, p.fingerprint_run_id, spec.name, spec.metric.test, spec.metric.unit,
                                spec.metric.higher_is_better, t0.isoformat())
-            fleet_store.insert_app_runs(
+            insert_app_runs(
                 store, head,
                 [AppRunRow(r.host, r.version, p.repetition_offset + r.repetition, r.status, r.value, r.reason,
                            r.stderr_tail,

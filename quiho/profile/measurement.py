@@ -32,7 +32,8 @@ from quiho.profile.options import MeasureOptions, ProfileOptions
 from quiho.profile.result import ProfileResult, save_profile
 from quiho.schedule.drift import drift_warnings
 from quiho.store import Store
-from quiho.store import fleet as fleet_store
+from quiho.store.app_runs import hosts_with_runs, visits_with_runs
+from quiho.store.fingerprints import FingerprintRunRef, applicable_fingerprint_run
 
 __all__ = ["run_profile", "find_fingerprint_run", "round_plan"]
 
@@ -40,9 +41,9 @@ __all__ = ["run_profile", "find_fingerprint_run", "round_plan"]
 def find_fingerprint_run(store: Store, hosts: Sequence[str], max_age_s: float) -> tuple[int, str, float] | None:
     """(run id, batch, age in seconds) of the fingerprint run that applies to ``hosts``, at most ``max_age_s`` old.
 
-    The rule is :func:`quiho.store.fleet.applicable_fingerprint_run` (most hosts covered, then newest).
+    The rule is :func:`quiho.store.fingerprints.applicable_fingerprint_run` (most hosts covered, then newest).
     """
-    ref = fleet_store.applicable_fingerprint_run(store, hosts, max_age_s)
+    ref = applicable_fingerprint_run(store, hosts, max_age_s)
     return None if ref is None else (ref.run_id, ref.batch, ref.age_s)
 
 
@@ -77,7 +78,7 @@ class _Job:
                                batch=self.batch, plan=plan, on_event=self.on_event).hosts
 
 
-def _fingerprints_for(job: _Job, found: fleet_store.FingerprintRunRef | None) -> tuple[int | None, bool, list[str]]:
+def _fingerprints_for(job: _Job, found: FingerprintRunRef | None) -> tuple[int | None, bool, list[str]]:
     """Step 1: (fingerprint run id, fingerprinted now, notes): reuse ``found`` (the applicable run) or fingerprint."""
     notes: list[str] = []
     if found is not None:
@@ -142,7 +143,7 @@ def _fingerprint_and_run(
     # the later visits (an app without a workdir runs in the visit's directory, which goes with the visit)
     keeps_build = all(job.spec.versions[v].workdir for v in (job.version_a, job.version_b))
     built = False
-    done = fleet_store.visits_with_runs(job.store, job.batch, job.spec.name) if job.measure.resume else set()
+    done = visits_with_runs(job.store, job.batch, job.spec.name) if job.measure.resume else set()
     fp_done = {h for h, _r in done} | (set(hosts) if fingerprint_run_id is not None else set())
     for rnd, order, n in round_plan(hosts, job.measure.rounds, reps, job.batch):
         for host in order:
@@ -188,11 +189,11 @@ def _measure(job: _Job) -> tuple[int | None, bool, bool, list[str], dict[str, st
     """
     spec, m, store, inv = job.spec, job.measure, job.store, job.inv
     with measuring(store, f"quiho profile {spec.name}@{job.version_a} @{job.version_b}"):
-        done = fleet_store.hosts_with_runs(store, job.batch, spec.name) if m.resume else set()
+        done = hosts_with_runs(store, job.batch, spec.name) if m.resume else set()
         todo = [h for h in inv.names if h not in done]
         if inv.shares_machine and m.rounds > 1 and m.resume:  # a resume of a blocked design finishes its visits
             todo = list(inv.names)
-        found = fleet_store.applicable_fingerprint_run(store, inv.names, m.max_age_s)
+        found = applicable_fingerprint_run(store, inv.names, m.max_age_s)
         rounds = f"in {m.rounds} blocked rounds" if m.rounds > 1 else "host by host"
         if found is None and inv.shares_machine and todo:
             job.step(f"fingerprinting {len(inv.names)} host(s) with the {m.battery} battery (no fingerprint younger "

@@ -19,7 +19,7 @@ from quiho.irup import Advice, Comparison, Irup
 from quiho.profile.hints import Hint
 from quiho.profile.stats import MetricChange
 from quiho.store import Store
-from quiho.store import fleet as fleet_store
+from quiho.store.profiles import ProfileRow, profile_row, save_profile_row
 
 __all__ = ["REPORT_SCHEMA", "REPORT_SCHEMA_VERSION", "HostStatus", "ProfileResult", "save_profile", "load_profile"]
 
@@ -141,7 +141,7 @@ def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
 
 def save_profile(store: Store, result: ProfileResult) -> int:
     """Record a profile (verdict, status, partial reasons, full result) in the store; returns its id."""
-    return fleet_store.save_profile_row(store, fleet_store.ProfileRow(
+    return save_profile_row(store, ProfileRow(
         batch=result.batch, application=result.application, version_a=result.version_a,
         version_b=result.version_b, status=result.status, verdict=result.verdict, irup_verdict=result.irup_verdict,
         partial=list(result.partial), fingerprint_run_id=result.fingerprint_run_id, document=result.to_dict(),
@@ -157,7 +157,7 @@ def load_profile(store: Store, batch: str) -> dict[str, Any]:
     UsageError
         Unknown batch, or a document of a schema version this quiho does not read.
     """
-    row = fleet_store.profile_row(store, batch)
+    row = profile_row(store, batch)
     if row is None:
         raise UsageError(f"no profile {batch!r} in {store}")
     if int(row["schema_version"]) != REPORT_SCHEMA_VERSION:

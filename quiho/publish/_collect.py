@@ -10,8 +10,8 @@ import numpy as np
 from quiho.errors import HistoryError, NotEnoughData, QuihoError
 from quiho.publish.options import PublishOptions
 from quiho.store import Store
-from quiho.store import fleet as fleet_store
 from quiho.store.alerts import AlertRow
+from quiho.store.profiles import list_profiles
 
 __all__ = ["SeriesView", "HostView", "FleetView", "ProfileView", "SiteData", "read_site"]
 
@@ -177,7 +177,7 @@ def read_profiles(store: Store) -> list[ProfileView]:
     from quiho.profile import load_profile
 
     out = []
-    for row in fleet_store.list_profiles(store):
+    for row in list_profiles(store):
         try:
             out.append(ProfileView(row, load_profile(store, str(row["batch"]))))
         except QuihoError as exc:

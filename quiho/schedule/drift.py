@@ -37,7 +37,7 @@ from quiho.fingerprint.catalog import load_catalog
 from quiho.history import detect
 from quiho.irup.groups import hardware_groups
 from quiho.store import Store
-from quiho.store import fleet as fleet_store
+from quiho.store.fingerprints import ok_measurements
 
 __all__ = [
     "StressorDrift", "GroupChange", "StaleHost", "DriftReport", "fingerprint_history", "detect_drift", "drift_warnings",
@@ -121,7 +121,7 @@ def fingerprint_history(store: Store, *, source: str = "fleet") -> pd.DataFrame:
 
     Columns: ``run_id, batch, started_at, host, stressor, value``; ordered by start time.
     """
-    df = fleet_store.ok_measurements(store, source)
+    df = ok_measurements(store, source)
     if df.empty:
         return df.assign(value=pd.Series(dtype=float))
     med = df.groupby(["run_id", "batch", "started_at", "host", "stressor"], as_index=False)["value"].median()

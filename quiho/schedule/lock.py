@@ -3,6 +3,6 @@
 from __future__ import annotations
 
 from quiho.fleet.lock import Busy, lock_path, measurement_lock
-from quiho.store.fleet import mark_interrupted_runs
+from quiho.store.fingerprints import mark_interrupted_runs
 
 __all__ = ["Busy", "measurement_lock", "lock_path", "mark_interrupted_runs"]

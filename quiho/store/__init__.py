@@ -1,13 +1,13 @@
 """The quiho store: a SQLite file or a PostgreSQL database holding hosts, fingerprints, runs and results.
 
 This package is the only place that talks SQL (``tests/store/test_layering.py`` checks it). Other packages open
-a :class:`Store` here and call the typed query functions of one module per table family:
-:mod:`quiho.store.fleet` (hosts, fingerprint and application runs of a fleet, profiles),
-:mod:`quiho.store.imports` (whole runs from imported files or generated data sets),
-:mod:`quiho.store.irup` (IRUP training data and recorded IRUPs), :mod:`quiho.store.history` (series,
-revisions, points), :mod:`quiho.store.alerts` (regression alerts of series, its own component) and
-:mod:`quiho.store.traces` (traced runs). ``_db`` (connection, migrations) and
-``_schema`` (the tables) are private to the store.
+a :class:`Store` here and call the typed query functions of one module per stored thing, named after it, so
+"where are X saved?" has one answer: :mod:`~quiho.store.hosts`, :mod:`~quiho.store.fingerprints`,
+:mod:`~quiho.store.app_runs`, :mod:`~quiho.store.profiles`, :mod:`~quiho.store.calibrations`,
+:mod:`~quiho.store.history`, :mod:`~quiho.store.alerts`, :mod:`~quiho.store.traces` and
+:mod:`~quiho.store.irup`; :mod:`~quiho.store.imports` and :mod:`~quiho.store.popper` write whole imported runs.
+``README.md`` here has the entity diagram. ``_db`` (connection, migrations) and ``_schema`` (the tables) are
+private to the store.
 """
 
 from quiho.store._db import Store, default_store_path, open_store, register_component, utcnow

@@ -1,7 +1,8 @@
-"""Store queries of the ``history`` component: series, their revisions and measured points.
+"""Store queries of histories: series, their revisions, measured points and the machine that measured a revision.
 
 The history package turns these rows into :class:`~quiho.history.History` objects; nothing outside
-``quiho.store`` writes SQL on these tables.
+``quiho.store`` writes SQL on these tables. A revision's machine is one ``history_revision_machines`` row (host,
+fingerprint run, facts) beside the revision, so a history without machines reads as it always did.
 """
 
 from __future__ import annotations
@@ -9,14 +10,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from quiho._version import __version__
 from quiho.errors import HistoryError
-from quiho.store._db import Store, insert_id, utcnow
+from quiho.store._db import Store, dumps, insert_id, utcnow
+from quiho.store.hosts import ensure_hosts
 
 __all__ = ["StoredRevision", "ensure_series", "series_id", "series_names", "series_meta", "add_revisions",
            "record_measurement", "record_failure", "revisions", "replace_series", "list_series",
-           "ok_app_run_values", "append_revision"]
+           "ok_app_run_values", "append_revision", "MachineRecord", "set_revision_machine", "revision_machines"]
 
 
 #: Revision ids per query when reading a series' points (well under SQLite's 32,766 parameters).
@@ -182,3 +185,38 @@ def append_revision(store: Store, sid: int, revision: str) -> int:
         c.execute("INSERT INTO history_revisions(series_id, revision, ord, status) VALUES (?, ?, ?, 'pending')",
                   (sid, revision, o))
         return o
+
+
+@dataclass(frozen=True)
+class MachineRecord:
+    """The machine that measured one history revision: host name, fingerprint run (or None) and facts."""
+
+    host: str | None
+    fingerprint_run_id: int | None
+    facts: dict[str, Any]
+
+
+def set_revision_machine(store: Store, series_id: int, revision: str, host: str | None,
+                         fingerprint_run_id: int | None, facts: Mapping[str, Any]) -> None:
+    """Record which machine measured ``revision`` of series ``series_id`` (replacing an earlier record)."""
+    with store.transaction() as c:
+        row = c.execute("SELECT id FROM history_revisions WHERE series_id = ? AND revision = ?",
+                        (series_id, revision)).fetchone()
+        if row is None:
+            return
+        hid = None if host is None else ensure_hosts(c, {host: facts})[host]
+        c.execute("DELETE FROM history_revision_machines WHERE revision_id = ?", (int(row[0]),))
+        c.execute("INSERT INTO history_revision_machines(revision_id, host_id, fingerprint_run_id, facts_json, "
+                  "created_at) VALUES (?, ?, ?, ?, ?)", (int(row[0]), hid, fingerprint_run_id, dumps(dict(facts)),
+                                                         utcnow()))
+
+
+def revision_machines(store: Store, series_id: int) -> dict[str, MachineRecord]:
+    """Revision → the machine that measured it, for the revisions of ``series_id`` that have one."""
+    rows = store.conn.execute(
+        "SELECT r.revision, h.name, m.fingerprint_run_id, m.facts_json FROM history_revision_machines m "
+        "JOIN history_revisions r ON r.id = m.revision_id LEFT JOIN hosts h ON h.id = m.host_id "
+        "WHERE r.series_id = ?", (series_id,)).fetchall()
+    return {str(r[0]): MachineRecord(None if r[1] is None else str(r[1]),
+                                     None if r[2] is None else int(r[2]), json.loads(r[3] or "{}"))
+            for r in rows}

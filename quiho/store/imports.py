@@ -1,47 +1,19 @@
 """Bulk writes of fingerprint runs that arrive whole: imported result files and generated data sets.
 
-Fleet runs, which are written host by host while they happen, live in :mod:`quiho.store.fleet`.
+Each row is made by the module that owns its table (:mod:`quiho.store.hosts`, :mod:`quiho.store.fingerprints`);
+this module only groups them into one transaction per import. Fleet runs, written host by host while they happen,
+are in :mod:`quiho.store.fingerprints`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
-from quiho._version import __version__
-from quiho.store._db import Connection, Store, dumps, insert_id, utcnow
+from quiho.store._db import Connection, Store
+from quiho.store.fingerprints import insert_complete_run, insert_ok_measurements
+from quiho.store.hosts import ensure_hosts
 
-__all__ = ["ensure_hosts", "insert_complete_run", "insert_ok_measurements", "delete_batches", "write_complete_runs"]
-
-#: (run id, host id, repetition, stressor, value)
-MeasurementRow = tuple[int, int, int, str, float]
-
-
-def ensure_hosts(conn: Connection, facts: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
-    """Ids of the named hosts; a new host is created with its facts, a known one is left as it is."""
-    now = utcnow()
-    ids: dict[str, int] = {}
-    for name in sorted(facts):
-        conn.execute("INSERT INTO hosts(name, facts_json, created_at) VALUES (?, ?, ?) ON CONFLICT(name) DO NOTHING",
-                     (name, dumps(dict(facts[name])), now))
-        ids[name] = int(conn.execute("SELECT id FROM hosts WHERE name = ?", (name,)).fetchone()[0])
-    return ids
-
-
-def insert_complete_run(conn: Connection, source: str, batch: str, battery: str,
-                        params: Mapping[str, Any], started_at: str, finished_at: str) -> int:
-    """A ``complete`` fingerprint run; returns its id."""
-    return insert_id(
-        conn, "INSERT INTO fingerprint_runs(source, batch, battery, status, params_json, started_at, finished_at, "
-        "quiho_version) VALUES (?, ?, ?, 'complete', ?, ?, ?, ?) RETURNING id",
-        (source, batch, battery, dumps(dict(params)), started_at, finished_at, __version__),
-    )
-
-
-def insert_ok_measurements(conn: Connection, rows: Iterable[MeasurementRow]) -> None:
-    """Successful stress-ng measurements in bogo-ops/s."""
-    conn.executemany("INSERT INTO measurements(run_id, host_id, repetition, stressor, value, unit, status, "
-                     "extra_json) VALUES (?, ?, ?, ?, ?, 'bogo-ops/s', 'ok', '{}')", rows)
+__all__ = ["delete_batches", "write_complete_runs"]
 
 
 def delete_batches(conn: Connection, source: str, batches: Sequence[str]) -> None:

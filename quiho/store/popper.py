@@ -16,7 +16,9 @@ import pandas as pd
 
 from quiho.errors import ImportDataError
 from quiho.store._db import Connection, Store, dumps, utcnow
-from quiho.store.imports import delete_batches, ensure_hosts, insert_complete_run, insert_ok_measurements
+from quiho.store.fingerprints import insert_complete_run, insert_ok_measurements
+from quiho.store.hosts import ensure_hosts
+from quiho.store.imports import delete_batches
 
 __all__ = ["ImportSummary", "import_quiho_popper", "read_quiho_popper", "SOURCE"]
 

@@ -53,7 +53,7 @@ def test_help_exits_0(capsys):
 def test_an_unknown_battery_is_refused_before_the_fleet_is_calibrated(tmp_path, capsys):
     """Calibrating the local fleet takes a minute of probes: a misspelt battery must not cost it."""
     from quiho.store import open_store
-    from quiho.store.fleet import latest_calibration
+    from quiho.store.calibrations import latest_calibration
 
     store = tmp_path / "s.db"
     assert main(["fingerprint", "--battery", "bogus", "--store", str(store)]) == 1

@@ -249,8 +249,7 @@ def test_real_quick_fingerprint_on_every_revision(tmp_path, capsys):
 def test_cli_result_file_records_the_machine_on_its_revision_only(popper_db, capsys):
     from pathlib import Path
 
-    from quiho.store import machines as mstore
-    from quiho.store.history import series_id
+    from quiho.store.history import revision_machines, series_id
 
     gbench = Path(__file__).parent / "data" / "formats" / "gbench.json"
     host = "m510.quiho.schedock-PG0.utah.cloudlab.us"
@@ -262,17 +261,17 @@ def test_cli_result_file_records_the_machine_on_its_revision_only(popper_db, cap
     names = [s["name"] for s in json.loads(outs[0].out)["series"]]
     assert "host nope has no stored fingerprint" in outs[1].err
     with open_store(popper_db) as st:
-        recs = mstore.revision_machines(st, series_id(st, names[0]))
+        recs = revision_machines(st, series_id(st, names[0]))
     assert recs["a1"].host == host and recs["a1"].fingerprint_run_id is not None
     assert recs["a2"].host == "nope" and recs["a2"].fingerprint_run_id is None
 
 
 def test_cli_predict_from_a_fingerprint_file(popper_db, tmp_path, capsys):
-    from quiho.store import machines as mstore
+    from quiho.store.fingerprints import host_fingerprint
 
     host = "c220g1.quiho.schedock-PG0.wisc.cloudlab.us"
     with open_store(popper_db) as st:
-        fp = mstore.host_fingerprint(st, host)
+        fp = host_fingerprint(st, host)
     path = tmp_path / "fp.json"
     path.write_text(json.dumps({"values": fp.medians().to_dict()}))
     assert main(["predict", "hpccg", "--fingerprint", str(path), "--seeds", "2", "--json", "--store",

@@ -116,14 +116,14 @@ def test_cli_prints_the_newest_revision_and_exits_3_on_its_regression(tmp_path, 
 
     from quiho.cli.main import main
     from quiho.history.normalise import attach_machine, stored_host
-    from quiho.store import machines as mstore
     from quiho.store import open_store
+    from quiho.store.fingerprints import fingerprinted_hosts, host_fingerprint
 
     db = str(tmp_path / "q.db")
     assert main(["import", "quiho-popper", str(popper_csv), "--store", db]) == 0
     with open_store(db) as st:
-        hosts = mstore.fingerprinted_hosts(st)[:6]
-        speed = {h: float(mstore.host_fingerprint(st, h).medians()["stream"]) for h in hosts}
+        hosts = fingerprinted_hosts(st)[:6]
+        speed = {h: float(host_fingerprint(st, h).medians()["stream"]) for h in hosts}
     rng = np.random.default_rng(7)
     drawn = [hosts[i] for i in rng.integers(0, len(hosts), size=30)]
     drawn.append(drawn[3])  # the newest on a machine the history has seen
@@ -161,14 +161,14 @@ def test_hosted_runners_fresh_vms_are_known_by_their_kind(tmp_path, popper_csv, 
 
     from quiho.cli.main import main
     from quiho.history.normalise import machine_type, revision_fingerprints
-    from quiho.store import machines as mstore
     from quiho.store import open_store
-    from quiho.store.history import series_id
+    from quiho.store.fingerprints import fingerprinted_hosts, host_fingerprint, write_local_fingerprint
+    from quiho.store.history import series_id, set_revision_machine
 
     db = str(tmp_path / "q.db")
     assert main(["import", "quiho-popper", str(popper_csv), "--store", db]) == 0
     with open_store(db) as st:
-        med = {t: mstore.host_fingerprint(st, t).medians() for t in mstore.fingerprinted_hosts(st)}
+        med = {t: host_fingerprint(st, t).medians() for t in fingerprinted_hosts(st)}
     # two CloudLab hardware types, the slowest and fastest at stream (a hosted pool rotates two or three)
     by_speed = sorted(med, key=lambda t: float(med[t]["stream"]))
     kinds = [by_speed[0], by_speed[-1]]
@@ -190,8 +190,8 @@ def test_hosted_runners_fresh_vms_are_known_by_their_kind(tmp_path, popper_csv, 
             for i, (t, rows) in enumerate(zip(drawn, jobs, strict=True)):
                 vm = f"fv-az{code}{i:03d}"  # hosted runners: a host name per job
                 f = {"host": vm, "cpu_model": f"CPU of {t}", "vcpus": 4, "memtotal_mb": 16000 + i, "arch": "x86_64"}
-                run = mstore.write_local_fingerprint(st, vm, f, f"key{code}{i}", {"battery": "quick"}, rows)
-                mstore.set_revision_machine(st, sid, f"r{i:02d}", vm, run, f if facts else {})
+                run = write_local_fingerprint(st, vm, f, f"key{code}{i}", {"battery": "quick"}, rows)
+                set_revision_machine(st, sid, f"r{i:02d}", vm, run, f if facts else {})
             ms = revision_fingerprints(st, name, [f"r{i:02d}" for i in range(31)])
         assert len({m.key for m in ms}) == 31  # a machine per job
         assert len({m.identity for m in ms}) == (2 if facts else 31)

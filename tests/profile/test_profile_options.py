@@ -63,8 +63,8 @@ def test_the_calibration_is_resolved_in_one_place(tmp_path):
     calibrated local fleet with the number of axes its calibration kept. No other module calibrates."""
     from quiho.fleet.local.calibrate import choose, inventory_text, load_responses, resolve_fleet
     from quiho.fleet.local.probes import facts_key, machine_facts
-    from quiho.store import fleet as fleet_store
     from quiho.store import open_store
+    from quiho.store.calibrations import save_calibration
 
     store = open_store(tmp_path / "q.db")
     given = resolve_fleet("inventories/local.yml", store)
@@ -72,7 +72,7 @@ def test_the_calibration_is_resolved_in_one_place(tmp_path):
     facts = machine_facts()
     choice = choose(load_responses(REPO / "tests" / "data" / "calibration" / "quiet-vm-amd-epyc-1710.json"))
     path = tmp_path / "local.yml"
-    fleet_store.save_calibration(store, facts_key=facts_key(facts), facts=facts,
+    save_calibration(store, facts_key=facts_key(facts), facts=facts,
                                  result={"choice": choice.to_dict(),
                                          "inventory_text": inventory_text(choice, facts, facts_key(facts))},
                                  inventory=str(path), elapsed_s=1.0, schema_version=1, quiho_version="test")

@@ -13,7 +13,7 @@ from quiho.datasets.fleet import fingerprint_history, store_fingerprint_history
 from quiho.datasets.history import step_history
 from quiho.history import import_history_csv, read_history_csv
 from quiho.store import Store
-from quiho.store import fleet as fleet_store
+from quiho.store.hosts import remember_hosts
 
 
 def write_history_csv(path: Path, names: Sequence[str], n: int = 60, reps: int = 3, seed: int = 0) -> Path:
@@ -49,7 +49,7 @@ def add_fleet(store: Store, hosts: int = 4, runs: int = 12, drift_host: str | No
     hist = fingerprint_history(n_hosts=hosts, n_runs=runs, drift_host=drift_host, drift_at=runs // 2,
                                stressors=("cpu", "matrix", "stream", "memcpy", "vm", "cache"))
     store_fingerprint_history(store, hist)
-    fleet_store.remember_hosts(store, "inventory.yml", [(f"h{i}", ["bench"], {}) for i in range(hosts)])
+    remember_hosts(store, "inventory.yml", [(f"h{i}", ["bench"], {}) for i in range(hosts)])
 
 
 def add_profiles(store: Store, result: object, batches: Sequence[str]) -> None:

@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from quiho.errors import SchemaVersionError, StoreError
-from quiho.store import _db, history, imports, open_store, register_component
+from quiho.store import _db, history, hosts, imports, open_store, register_component
 from quiho.store._location import parse_location
 from quiho.store.copy import copy_store, table_counts
 
@@ -59,7 +59,7 @@ def test_components_registered_every_way_migrate_an_existing_store(store_spec: s
         assert st.versions()["oldway"] == 3 and st.versions()["newway"] == 1
         with st.transaction() as c:
             c.execute("UPDATE old_way SET score = :s WHERE name = :n", {"s": 0.1 + 0.2, "n": "seed"})
-            hid = imports.ensure_hosts(c, {"h": {}})["h"]
+            hid = hosts.ensure_hosts(c, {"h": {}})["h"]
             nid = _db.insert_id(c, "INSERT INTO new_way(host_id, note) VALUES (?, ?) RETURNING id", (hid, "x"))
         assert st.conn.execute("SELECT score FROM old_way").scalar() == 0.1 + 0.2  # 64-bit on both
         assert dict(st.conn.execute("SELECT * FROM new_way").fetchone()) == {"id": nid, "host_id": hid, "note": "x"}
@@ -216,14 +216,14 @@ def test_credentials_from_pgpassfile_and_the_environment(pg_server, tmp_path: Pa
 
 def test_only_this_controllers_running_runs_are_declared_dead(store_spec: str) -> None:
     """With a shared store the measurement lock is per controller: another machine's running run is left alone."""
-    from quiho.store import fleet
+    from quiho.store import fingerprints
 
     with open_store(store_spec) as st:
-        mine = fleet.create_fingerprint_run(st, "mine", "quick", {}, "t")
-        theirs = fleet.create_fingerprint_run(st, "theirs", "quick", {}, "t")
+        mine = fingerprints.create_fingerprint_run(st, "mine", "quick", {}, "t")
+        theirs = fingerprints.create_fingerprint_run(st, "theirs", "quick", {}, "t")
         with st.transaction() as c:
             c.execute("UPDATE fingerprint_runs SET controller = 'other-controller' WHERE id = ?", (theirs,))
-        assert fleet.mark_interrupted_runs(st) == [mine]
+        assert fingerprints.mark_interrupted_runs(st) == [mine]
         status = dict(st.conn.execute("SELECT batch, status FROM fingerprint_runs").fetchall())
         assert status == {"mine": "partial", "theirs": "running"}
 

@@ -130,15 +130,15 @@ def test_store_copy_on_the_command_line(pg_server, tmp_path: Path, popper_csv: P
 def _plant_profile(store: str) -> None:
     """A fleet profile batch as a local-fleet run leaves it (fingerprint run + interleaved app runs), planted."""
     from quiho.datasets import planted_profile
-    from quiho.store import fleet, imports
+    from quiho.store import app_runs, imports
 
     runs, a, _ = planted_profile(n_groups=6)
     first = a.meta["host"].drop_duplicates().index
     fp = [(a.meta.loc[i, "host"], 1, s, float(a.X.loc[i, s])) for i in first for s in a.X.columns]
     with open_store(store) as st:
         (rid,) = imports.write_complete_runs(st, "fleet", "quick", [("fp-1", "2026-11-01T00:00:00+00:00", fp)])
-        head = fleet.AppRunBatch("fleet", "prof-1", rid, "planted", "run", "s", False, "2026-11-02T00:00:00+00:00")
-        fleet.insert_app_runs(st, head, [fleet.AppRunRow(r.host, r.version, int(r.repetition), r.status, r.value,
+        head = app_runs.AppRunBatch("fleet", "prof-1", rid, "planted", "run", "s", False, "2026-11-02T00:00:00+00:00")
+        app_runs.insert_app_runs(st, head, [app_runs.AppRunRow(r.host, r.version, int(r.repetition), r.status, r.value,
                                                          r.reason, None, {"order": int(r.order)})
                                          for r in runs.itertuples()])
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from quiho.store import fleet, history, open_store
+from quiho.store import fingerprints, history, open_store, profiles
 
 pytestmark = pytest.mark.postgres
 
@@ -116,12 +116,12 @@ def _worker(url: str, files: str, worker: int, start: multiprocessing.synchroniz
                                    [[float(i), float(i) + 0.5] for i in range(50)])
             sid = history.ensure_series(st, "shared", "test")
             history.append_revision(st, sid, f"w{worker}-r{r}")
-            rid = fleet.create_fingerprint_run(st, f"fp-w{worker}-r{r}", "quick", {}, "test")
+            rid = fingerprints.create_fingerprint_run(st, f"fp-w{worker}-r{r}", "quick", {}, "test")
             for h in HOSTS:
-                fleet.upsert_measurements(st, rid, h, [(1, s, 100.0 + worker, "ok", None, {}) for s in STRESSORS],
-                                          facts={"worker": worker}, status="ok", reason=None)
-            fleet.set_run_status(st, rid, "complete")
-            fleet.save_profile_row(st, fleet.ProfileRow(
+                rows = [(1, s, 100.0 + worker, "ok", None, {}) for s in STRESSORS]
+                fingerprints.upsert_measurements(st, rid, h, rows, facts={"worker": worker}, status="ok", reason=None)
+            fingerprints.set_run_status(st, rid, "complete")
+            profiles.save_profile_row(st, profiles.ProfileRow(
                 f"profile-r{r}", "app", "v1", "v2", "complete", "no-change", "", [], rid, {"w": worker}, 1, "t"))
 
 

@@ -56,7 +56,7 @@ from quiho.fleet.local.emulate import local_fleet_lock
 from quiho.fleet.local.probes import Cell, ProbeRunner, facts_key, machine_facts, require_root
 from quiho.fleet.session import measuring
 from quiho.store import Store
-from quiho.store import fleet as fleet_store
+from quiho.store.calibrations import latest_calibration, save_calibration
 
 __all__ = ["AxisEffect", "Calibration", "Choice", "PERIODS_US", "RESPONSES_SCHEMA", "calibrate", "choose",
            "calibrated_fleet", "inventory_text", "load_responses", "measure_responses", "resolve_inventory",
@@ -645,7 +645,7 @@ def calibrate(
     """
     facts = facts if facts is not None else machine_facts()
     key = facts_key(facts)
-    row = fleet_store.latest_calibration(store, key)
+    row = latest_calibration(store, key)
     if row is not None and not force:
         path, text = Path(row["inventory"]), str(row["result"].get("inventory_text") or "")
         if text and not path.exists():  # the file went away: write it again from the row, no probing
@@ -669,11 +669,11 @@ def calibrate(
     text = inventory_text(choice, facts, key)
     if choice.hosts:
         path.write_text(text)
-    rid = fleet_store.save_calibration(
+    rid = save_calibration(
         store, facts_key=key, facts=facts,
         result={"choice": choice.to_dict(), "responses": responses, "inventory_text": text if choice.hosts else ""},
         inventory=str(path), elapsed_s=elapsed, schema_version=RESULT_SCHEMA, quiho_version=__version__)
-    row = fleet_store.latest_calibration(store, key)
+    row = latest_calibration(store, key)
     assert row is not None and int(row["id"]) == rid
     return _from_row(row, reused=False, probe_runs=runner.runs)
 

@@ -17,7 +17,7 @@ from quiho.history.normalise._detect import MachineFingerprint, NormalisedDetect
 from quiho.history.sources import load_history
 from quiho.store import Store
 from quiho.store import history as hstore
-from quiho.store import machines as mstore
+from quiho.store.fingerprints import fingerprint_by_id, host_fingerprint
 
 __all__ = ["MachineSource", "local_machine", "stored_host", "attach_machine", "machine_type", "revision_fingerprints",
            "detect_series_normalised"]
@@ -44,7 +44,7 @@ def local_machine(store: Store, max_age_s: float = 7 * 86400.0) -> MachineSource
 
 def stored_host(store: Store, host: str) -> MachineSource:
     """A host of the store with its newest fingerprint (none: recorded without, and the note says so)."""
-    fp = mstore.host_fingerprint(store, host)
+    fp = host_fingerprint(store, host)
     if fp is None:
         return MachineSource(host, None, {}, f"host {host} has no stored fingerprint: its revisions will be "
                                              "detected raw by --normalise")
@@ -61,7 +61,7 @@ def attach_machine(store: Store, series: Sequence[str], revisions: Sequence[str]
             raise UnknownTargetError(f"no history series {name!r}")
         revs = revisions if revisions is not None else [r.revision for r in hstore.revisions(store, sid)]
         for rev in revs:
-            mstore.set_revision_machine(store, sid, rev, machine.host, machine.fingerprint_run_id, machine.facts)
+            hstore.set_revision_machine(store, sid, rev, machine.host, machine.fingerprint_run_id, machine.facts)
             n += 1
     return n
 
@@ -86,7 +86,7 @@ def revision_fingerprints(store: Store, name: str, revisions: Sequence[str]) -> 
     hosted CI runners are fresh VMs whose host names never repeat, so the newest-revision check knows them by kind.
     """
     sid = hstore.series_id(store, name)
-    recs = mstore.revision_machines(store, sid) if sid is not None else {}
+    recs = hstore.revision_machines(store, sid) if sid is not None else {}
     cache: dict[tuple[int, str | None], MachineFingerprint | None] = {}
     out: list[MachineFingerprint | None] = []
     for rev in revisions:
@@ -96,7 +96,7 @@ def revision_fingerprints(store: Store, name: str, revisions: Sequence[str]) -> 
             continue
         key = (rec.fingerprint_run_id, rec.host)
         if key not in cache:
-            fp = mstore.fingerprint_by_id(store, rec.fingerprint_run_id, rec.host)
+            fp = fingerprint_by_id(store, rec.fingerprint_run_id, rec.host)
             med = fp.medians() if fp is not None else None
             # one machine = one host's fingerprint run (a quick local fingerprint is reused while its state holds)
             cache[key] = None if fp is None or med is None or med.empty else MachineFingerprint(

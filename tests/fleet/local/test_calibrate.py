@@ -15,8 +15,8 @@ from quiho.fleet.inventory import load_inventory
 from quiho.fleet.local.calibrate import MIN_STEP, choose, inventory_text, load_responses, quota_levels
 from quiho.fleet.local.probes import PROBES, probe_seconds
 from quiho.fleet.show import calibration_info, calibration_lines
-from quiho.store import fleet as fleet_store
 from quiho.store import open_store
+from quiho.store.calibrations import calibration_for_hosts, save_calibration
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "calibration"
 AMD_ISSUE = DATA / "amd-epyc-issue15.json"
@@ -191,7 +191,7 @@ def test_fleet_show_prints_levels_period_effects_and_dropped_axes(tmp_path: Path
     c = choose(_synthetic(thp_mem=math.log(1.18), thp_cpu=0.0, co_mem=0.0, co_cpu=0.0,
                           bend={100000: 0.0, 20000: 0.3}))
     facts = {"cpu_model": "Evil\x1b[2J CPU"}
-    fleet_store.save_calibration(store, facts_key="k" * 64, facts=facts, result={"choice": c.to_dict()},
+    save_calibration(store, facts_key="k" * 64, facts=facts, result={"choice": c.to_dict()},
                                  inventory=str(tmp_path / "local-fleet-kkkkkkkk.yml"), elapsed_s=41.6,
                                  schema_version=1, quiho_version="test")
     lines = calibration_lines(calibration_info(store))
@@ -213,7 +213,7 @@ def test_fleet_show_command_text_and_json(tmp_path: Path, capsys: pytest.Capture
     db = tmp_path / "q.db"
     store = open_store(db)
     c = choose(load_responses(AMD_ISSUE))
-    fleet_store.save_calibration(store, facts_key="a" * 64, facts={"cpu_model": "AMD EPYC"},
+    save_calibration(store, facts_key="a" * 64, facts={"cpu_model": "AMD EPYC"},
                                  result={"choice": c.to_dict()}, inventory=str(tmp_path / "x.yml"), elapsed_s=3.0,
                                  schema_version=1, quiho_version="test")
     store.close()
@@ -238,7 +238,7 @@ def test_default_inventory_comes_from_the_stored_calibration_and_says_why_it_can
     assert resolve_inventory("inventories/local.yml", store) == "inventories/local.yml"  # -i: as is
     facts = machine_facts()
     amd = choose(load_responses(AMD_ISSUE))  # nothing kept: no hosts
-    fleet_store.save_calibration(store, facts_key=facts_key(facts), facts=facts, result={"choice": amd.to_dict()},
+    save_calibration(store, facts_key=facts_key(facts), facts=facts, result={"choice": amd.to_dict()},
                                  inventory=str(tmp_path / "none.yml"), elapsed_s=1.0, schema_version=1,
                                  quiho_version="test")
     with pytest.raises(InventoryError, match="cannot emulate distinct machines here .*quota: not usable"):
@@ -247,7 +247,7 @@ def test_default_inventory_comes_from_the_stored_calibration_and_says_why_it_can
     one = choose(_synthetic(thp_mem=0.0, thp_cpu=0.0, co_mem=0.0, co_cpu=0.0, bend={100000: 0.0, 20000: 0.0}))
     path = tmp_path / "one.yml"
     text = inventory_text(one, facts, facts_key(facts))
-    fleet_store.save_calibration(store, facts_key=facts_key(facts), facts=facts,
+    save_calibration(store, facts_key=facts_key(facts), facts=facts,
                                  result={"choice": one.to_dict(), "inventory_text": text}, inventory=str(path),
                                  elapsed_s=1.0, schema_version=1, quiho_version="test")
     said: list[str] = []
@@ -313,11 +313,11 @@ def test_a_stored_batch_finds_the_calibration_of_its_hosts(tmp_path: Path) -> No
     two = choose(_synthetic(thp_mem=math.log(1.18), thp_cpu=0.0, co_mem=0.0, co_cpu=0.0, bend={100000: 0.0}))
     one = choose(_synthetic(thp_mem=0.0, thp_cpu=0.0, co_mem=0.0, co_cpu=0.0, bend={100000: 0.0}))
     for c in (two, one):
-        fleet_store.save_calibration(store, facts_key="k" * 64, facts={}, result={"choice": c.to_dict()},
+        save_calibration(store, facts_key="k" * 64, facts={}, result={"choice": c.to_dict()},
                                      inventory=str(tmp_path / "x.yml"), elapsed_s=1.0, schema_version=1,
                                      quiho_version="test")
-    found = fleet_store.calibration_for_hosts(store, {n for n, _ in two.hosts})
+    found = calibration_for_hosts(store, {n for n, _ in two.hosts})
     assert found is not None and found["result"]["choice"]["kept"] == ["quota", "page-size"]
-    found = fleet_store.calibration_for_hosts(store, {n for n, _ in one.hosts})
+    found = calibration_for_hosts(store, {n for n, _ in one.hosts})
     assert found is not None and found["result"]["choice"]["kept"] == ["quota"]
-    assert fleet_store.calibration_for_hosts(store, {"web-1", "web-2"}) is None
+    assert calibration_for_hosts(store, {"web-1", "web-2"}) is None
