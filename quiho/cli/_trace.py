@@ -63,19 +63,19 @@ def trace_cmd(
 ) -> None:
     """Trace function entry/exit of a command with bpftrace (root) and store the calls (times in ns)."""
     from quiho.store import open_store
-    from quiho.trace import parse_app_version, trace_command
+    from quiho.trace import CallStats, parse_app_version, trace_command
 
     parse_app_version(target)  # a bad APP@VERSION is said before the store is opened
     fl = [f.strip() for f in functions.split(",") if f.strip()] if functions is not None else None
     with open_store(store) as st:
         run = trace_command(st, target, list(command), binary=binary, functions=fl,
                             matching=matching, sample=sample, timeout=timeout)
+    s = CallStats(*run.stats)
     doc = {"run": run.id, "application": run.application, "version": run.version,
-           "functions": list(run.functions), "calls_path": str(run.calls_path), **run.stats.to_dict()}
+           "functions": list(run.functions), "calls_path": str(run.calls_path), **s.to_dict()}
     if json_out:
         emit_json(doc)
         return
-    s = run.stats
     print(f"trace run {run.id}: {printable(target)}, {s.calls} calls of {len(run.functions)} function(s) from "
           f"{s.events} events -> {run.calls_path}")
     if s.unmatched_entries or s.unmatched_exits or s.mismatched or s.bad_lines:

@@ -1,9 +1,10 @@
-"""Store queries of the ``trace`` component: one ``trace_runs`` row per traced run.
+"""Store queries of traced runs: one ``trace_runs`` row per traced run, read as one :class:`TraceRun`.
 
-The calls themselves are Parquet files beside the store (written by :mod:`quiho.trace`); a row's
-``calls_path`` is relative to the store's directory. ``APP@VERSION`` lookups see only standalone runs
-(``quiho trace``); runs a profile traced on the fleet (``batch`` set) belong to that profile, one per host, and are
-read through :func:`batch_trace_runs` (pooling them across hosts would mix machines).
+The calls themselves are Parquet files beside the store (written by :mod:`quiho.trace`); a row's ``calls_path``
+is stored relative to the store's files directory (so a copied store keeps working) and read back as a full path.
+``APP@VERSION`` lookups see only standalone runs (``quiho trace``); runs a profile traced on the fleet (``batch``
+set) belong to that profile, one per host, and are read through :func:`batch_trace_runs` (pooling them across
+hosts would mix machines).
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ import json
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from quiho._version import __version__
 from quiho.store._db import Store, insert_id, utcnow
 
-__all__ = ["TraceRunRow", "TraceSource", "insert_trace_run", "trace_run", "latest_trace_run", "trace_run_ids",
+__all__ = ["TraceRun", "TraceSource", "insert_trace_run", "trace_run", "latest_trace_run", "trace_run_ids",
            "has_trace_run", "batch_trace_runs", "untraced_walls"]
 
 #: ``trace_runs`` columns holding the counters of :class:`quiho.trace.CallStats`, in its field order.
@@ -25,8 +28,8 @@ STATS_COLUMNS = ("n_events", "n_calls", "unmatched_entries", "unmatched_exits", 
 
 
 @dataclass(frozen=True)
-class TraceRunRow:
-    """One ``trace_runs`` row; ``stats`` in the order of :data:`STATS_COLUMNS`."""
+class TraceRun:
+    """One stored traced run: ``calls_path`` is where its calls are, ``stats`` in the order of :data:`STATS_COLUMNS`."""
 
     id: int
     application: str
@@ -36,7 +39,7 @@ class TraceRunRow:
     engine: str
     functions: tuple[str, ...]
     sample: int
-    calls_path: str
+    calls_path: Path
     stats: tuple[int, ...]
     created_at: str
     batch: str | None = None
@@ -80,24 +83,23 @@ def insert_trace_run(store: Store, application: str, version: str, source: Trace
     return run_id
 
 
-def _row(r: object) -> TraceRunRow:
-    return TraceRunRow(r["id"], r["application"], r["version"], r["host"], r["command"],  # type: ignore[index]
-                       r["engine"], tuple(json.loads(r["functions_json"])), r["sample"],  # type: ignore[index]
-                       r["calls_path"], tuple(int(r[c]) for c in STATS_COLUMNS), r["created_at"],  # type: ignore[index]
-                       r["batch"], r["wall_s"])  # type: ignore[index]
+def _row(store: Store, r: Any) -> TraceRun:
+    return TraceRun(r["id"], r["application"], r["version"], r["host"], r["command"], r["engine"],
+                    tuple(json.loads(r["functions_json"])), r["sample"], store.files_dir / r["calls_path"],
+                    tuple(int(r[c]) for c in STATS_COLUMNS), r["created_at"], r["batch"], r["wall_s"])
 
 
-def trace_run(store: Store, run_id: int) -> TraceRunRow | None:
+def trace_run(store: Store, run_id: int) -> TraceRun | None:
     """The run with id ``run_id``, or None."""
     row = store.conn.execute("SELECT * FROM trace_runs WHERE id = ?", (run_id,)).fetchone()
-    return None if row is None else _row(row)
+    return None if row is None else _row(store, row)
 
 
-def latest_trace_run(store: Store, application: str, version: str) -> TraceRunRow | None:
+def latest_trace_run(store: Store, application: str, version: str) -> TraceRun | None:
     """The latest run of ``application`` at ``version``, or None."""
     row = store.conn.execute("SELECT * FROM trace_runs WHERE application = ? AND version = ? AND batch IS NULL "
                              "ORDER BY id DESC LIMIT 1", (application, version)).fetchone()
-    return None if row is None else _row(row)
+    return None if row is None else _row(store, row)
 
 
 def trace_run_ids(store: Store, application: str, version: str) -> list[int]:
@@ -113,9 +115,9 @@ def has_trace_run(store: Store, application: str, version: str) -> bool:
                               "LIMIT 1", (application, version)).fetchone() is not None
 
 
-def batch_trace_runs(store: Store, application: str, batch: str) -> list[TraceRunRow]:
+def batch_trace_runs(store: Store, application: str, batch: str) -> list[TraceRun]:
     """Every traced run of ``application`` that profile ``batch`` made, oldest first."""
-    return [_row(r) for r in store.conn.execute(
+    return [_row(store, r) for r in store.conn.execute(
         "SELECT * FROM trace_runs WHERE application = ? AND batch = ? ORDER BY id", (application, batch))]
 
 

@@ -4,7 +4,7 @@ Times are nanoseconds throughout. See :mod:`quiho.trace._events` for how entries
 what is counted when they cannot be.
 """
 
-from quiho.store.traces import TraceSource
+from quiho.store.traces import TraceRun, TraceSource
 from quiho.trace._collect import (
     RawTrace,
     bpftrace_script,
@@ -17,7 +17,6 @@ from quiho.trace._events import CALL_COLUMNS, CallStats, Events, events_to_calls
 from quiho.trace._parse import parse_events, parse_stap_record
 from quiho.trace._profile import X_MODES, load_perun_profile, profile_from_calls, sliding_window_clusters
 from quiho.trace._store import (
-    TraceRun,
     find_trace_run,
     load_trace,
     load_trace_profile,

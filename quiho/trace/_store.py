@@ -1,12 +1,13 @@
 """Save traced runs: a ``trace_runs`` row in the store and the calls table as Parquet next to the store file.
 
+A stored run is :class:`quiho.store.traces.TraceRun`, the one record of a traced run; this module adds its calls.
+
 The Parquet file carries ``quiho.calls_schema`` (currently 1) and ``quiho.version`` in its metadata; the loader
 refuses unknown schema versions with a message saying what to do.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,32 +18,13 @@ import pyarrow.parquet as pq
 from quiho._version import __version__
 from quiho.errors import SchemaVersionError, StoreError, UnknownTargetError, UsageError
 from quiho.store import Store
-from quiho.store.traces import TraceSource, insert_trace_run, latest_trace_run, trace_run, trace_run_ids
+from quiho.store.traces import TraceRun, TraceSource, insert_trace_run, latest_trace_run, trace_run, trace_run_ids
 from quiho.trace._events import CALL_COLUMNS, CallStats
 
-__all__ = ["TraceRun", "save_trace", "load_trace", "find_trace_run", "parse_app_version", "CALLS_SCHEMA",
+__all__ = ["save_trace", "load_trace", "find_trace_run", "parse_app_version", "CALLS_SCHEMA",
            "load_version_calls", "load_trace_profile", "perun_file", "read_calls"]
 
 CALLS_SCHEMA = 1
-
-
-@dataclass(frozen=True)
-class TraceRun:
-    """One stored traced run (see ``trace_runs``)."""
-
-    id: int
-    application: str
-    version: str
-    host: str
-    command: str
-    engine: str
-    functions: tuple[str, ...]
-    sample: int
-    calls_path: Path
-    stats: CallStats
-    created_at: str
-    batch: str | None = None
-    wall_s: float | None = None
 
 
 def parse_app_version(ref: str) -> tuple[str, str]:
@@ -86,12 +68,10 @@ def save_trace(
 
 def find_trace_run(store: Store, ref: str) -> TraceRun:
     """A stored run by numeric id or ``APP@VERSION`` (the latest such run)."""
-    row = trace_run(store, int(ref)) if ref.isdigit() else latest_trace_run(store, *parse_app_version(ref))
-    if row is None:
+    run = trace_run(store, int(ref)) if ref.isdigit() else latest_trace_run(store, *parse_app_version(ref))
+    if run is None:
         raise UnknownTargetError(f"no stored trace run {ref!r} in {store}: run 'quiho trace' first")
-    return TraceRun(row.id, row.application, row.version, row.host, row.command, row.engine, row.functions,
-                    row.sample, store.files_dir / row.calls_path, CallStats(*row.stats), row.created_at, row.batch,
-                    row.wall_s)
+    return run
 
 
 def load_trace(store: Store, ref: str) -> tuple[TraceRun, pd.DataFrame]:

@@ -24,7 +24,7 @@ def test_trace_run_round_trip_and_a_failed_calls_write_leaves_no_row(st) -> None
     rid = traces.insert_trace_run(st, "app", "v1", src, stats, lambda i: f"traces/run-{i}.parquet")
     row = traces.trace_run(st, rid)
     assert row is not None and row.functions == ("f", "g") and row.stats == (9, 4, 1, 0, 0, 0, 3)
-    assert row.calls_path == f"traces/run-{rid}.parquet" and row.sample == 2
+    assert row.calls_path == st.files_dir / f"traces/run-{rid}.parquet" and row.sample == 2  # stored relative
 
     def fail(_: int) -> str:
         raise StoreError("disk full")
