@@ -19,6 +19,7 @@ import numpy as np
 
 from quiho.design import DesignAnalysis
 from quiho.fingerprint.catalog import Catalog, load_catalog
+from quiho.fleet.local.knobs import LOOK_AT
 from quiho.irup.advise import Advice
 from quiho.irup.compare import Comparison
 from quiho.irup.engine import Irup
@@ -37,6 +38,9 @@ _CLASS_WORDS = {
     "memory": "memory bandwidth and latency (memory)",
     "vm": "virtual memory and page faults (vm)",
     "os": "system calls and the kernel (os)",
+    "storage": "storage (synchronous writes and fsync)",
+    "kernel-entry": "kernel entry (system calls)",
+    "network": "the network (round trips and bytes)",
     "other": "uncatalogued stressors",
 }
 
@@ -324,8 +328,9 @@ def design_hints(design: DesignAnalysis, name_a: str, name_b: str, *, metric_ver
         msg = (f"{name_b} {'leans more' if gained else 'leans less'} on {words.get(c.factor, 'an unknown class')}: "
                f"{lab} moves {name_a} {a.text()} and {name_b} {b.text()} (change {c.text()}, permutation "
                f"p = {c.p_value:.3g}, Holm {c.p_adjusted:.3g}). "
-               + ("Look at what the new version does more of with that resource." if gained else
-                  "Look at what the new version no longer does with that resource (or now does instead)."))
+               + ("Look at what the new version does more of with that resource" if gained else
+                  "Look at what the new version no longer does with that resource (or now does instead)")
+               + (f": {LOOK_AT[resource[c.factor]]}." if resource.get(c.factor) in LOOK_AT else "."))
         out.append(Hint("class", msg, "gained" if gained else "lost", resource.get(c.factor, "none"), evidence={
             "factor": c.factor, "effect_a": a.to_dict(), "effect_b": b.to_dict(), "change": c.to_dict()}))
     if out:

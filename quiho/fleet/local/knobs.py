@@ -10,7 +10,7 @@ knob               mechanism (measured process only)               probe        
 core-sharing       a compute co-runner on the other CPU             integer arithmetic      cpu (core sharing)
 storage            cgroup v1 blkio write-IOPS limit on the disk     4 KiB write + fsync     storage
                    of the fleet's run directory
-kernel-entry       a seccomp filter of N rules every system call    writes to /dev/null     os (kernel entry)
+kernel-entry       a seccomp filter of N rules every system call    writes to /dev/null     kernel-entry
                    passes (playbooks/files/quiho-seccomp.py)
 network            a network namespace whose loopback carries a     TCP over loopback       network
                    netem delay (tbf rate limit without netem)
@@ -35,7 +35,7 @@ from typing import Any
 
 from quiho.fleet.local.probes import Cell, ProbeRunner
 
-__all__ = ["Knob", "KNOBS", "KnobEffect", "KNOB_REPS", "decide_knob", "knob_cells", "screen_knobs",
+__all__ = ["Knob", "KNOBS", "LOOK_AT", "KnobEffect", "KNOB_REPS", "decide_knob", "knob_cells", "screen_knobs",
            "write_disk", "network_mechanism", "paired_mean", "MIN_STEP"]
 
 #: Smallest effect that counts (log): IRUP hardware grouping merges hosts closer than 5 %.
@@ -75,10 +75,10 @@ KNOBS: tuple[Knob, ...] = (
     Knob("core-sharing", "core sharing", "cpu", "cpu", "quiho_corunner",
          "a busy sibling: a compute co-runner on the other CPU (on VMs two vCPUs may share one physical core)",
          "instruction throughput: hot loops, vector width, work a sibling thread competes for"),
-    Knob("storage", "storage", "io", "fsync", "quiho_write_iops",
+    Knob("storage", "storage", "storage", "fsync", "quiho_write_iops",
          "a slower disk: a write-IOPS limit on the disk the application writes to (cgroup blkio)",
          "fsync and synchronous writes: commit/flush frequency, write batching, journal mode, O_SYNC/O_DIRECT"),
-    Knob("kernel-entry", "kernel entry", "os", "syscall", "quiho_syscall_rules",
+    Knob("kernel-entry", "kernel entry", "kernel-entry", "syscall", "quiho_syscall_rules",
          "a dearer system call: a seccomp filter every system call of the application passes",
          "system calls per unit of work: small reads/writes, polling, stat/open loops, unbuffered I/O"),
     Knob("network", "network", "network", "network", "quiho_net",
@@ -86,6 +86,8 @@ KNOBS: tuple[Knob, ...] = (
          "round trips and bytes on the wire: requests per operation, connection reuse, batching, payload size"),
 )
 _BY_NAME = {k.name: k for k in KNOBS}
+#: Where to look when a version leans more or less on a knob's resource class (the classes beyond CPU and memory).
+LOOK_AT: dict[str, str] = {k.klass: k.look_at for k in KNOBS if k.klass != "cpu"}
 
 
 @dataclass(frozen=True)

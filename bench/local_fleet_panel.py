@@ -1,0 +1,207 @@
+"""A panel of real programs from Debian's packages on a local fleet designed over the knobs (issue 47).
+
+Usage (root; one profile per pair, ~5-12 min each on 2 vCPUs):
+    python bench/local_fleet_panel.py --out /tmp/panel [--pairs sqlite-commit,dd-blocks] [--runs 1]
+    python bench/local_fleet_panel.py --table /tmp/panel       # the table of earlier runs, nothing run
+
+Every pair's *expected* class story is written below, in PAIRS, before anything runs: the class each version
+must be given at class level (``storage``, ``kernel-entry``, ``network``, ``CPU``, ``memory``; ``None`` for "not
+moved by the knobs' resources", i.e. neither storage, kernel entry nor network). A pair is right when both
+versions' classes contain the expected class (or, for ``None``, none of the three). Nothing is tuned on the
+result: the programs, sizes and expectations are fixed here.
+
+The fleet: the knobs and axes ``quiho fleet calibrate --knobs`` keeps on this machine, two-level each (the quota at
+100 % vs its lowest level), laid out by :func:`quiho.design.screening.screening_design` over at most four factors
+(8 hosts, the design its own fold-over, so both rounds visit the same hosts; more factors need the fold-over's
+split rounds, which the profile does not run yet: the first four in catalogue order are used and the rest said).
+Each run gets its own store. The table gives per pair and run: the metric change, each version's class, right or
+wrong, and each factor's effect on each version (± 95 % CI) as ``quiho profile`` printed them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+QUIHO = str(REPO / ".venv" / "bin" / "quiho")
+
+#: name -> (versions {label: shell command}, expected class of each version, what the pair is). Written before
+#: any run. Commands are fixed text run by ``sh -c`` in the host's run directory (no user data in them).
+PAIRS: dict[str, tuple[dict[str, str], tuple[str | None, str | None], str]] = {
+    "sqlite-commit": ({
+        "batch": 'rm -f t.db t.db-journal; (echo "CREATE TABLE t(x, y); BEGIN;"; seq 1 150 | '
+                 'sed "s/.*/INSERT INTO t VALUES(&, randomblob(200));/"; echo "COMMIT;") | sqlite3 t.db',
+        "autocommit": 'rm -f t.db t.db-journal; (echo "CREATE TABLE t(x, y);"; seq 1 150 | '
+                      'sed "s/.*/INSERT INTO t VALUES(&, randomblob(200));/") | sqlite3 t.db',
+    }, (None, "storage"), "sqlite3 loads 150 rows in one transaction vs one fsync'd commit per row"),
+    "dd-blocks": ({
+        "1m": "dd if=/dev/zero of=/dev/null bs=1M count=2000 status=none",
+        "512": "dd if=/dev/zero of=/dev/null bs=512 count=400000 status=none",
+    }, (None, "kernel-entry"), "dd copies 2 GB in 1 MiB blocks vs 200 MB in 512-byte blocks (a system call each)"),
+    "dd-sync": ({
+        "buffered": "dd if=/dev/zero of=out.bin bs=4k count=200 status=none",
+        "dsync": "dd if=/dev/zero of=out.bin bs=4k count=200 oflag=dsync status=none",
+    }, (None, "storage"), "dd writes 800 KB buffered vs each 4 KiB block synchronously (O_DSYNC)"),
+    "curl-size": ({
+        "small": "head -c 1000000 /dev/zero > f; python3 -m http.server -b 127.0.0.1 18765 >/dev/null 2>&1 & "
+                 "s=$!; for i in 1 2 3 4 5 6 7 8 9 10; do curl -s -o /dev/null http://127.0.0.1:18765/f && break; "
+                 "sleep 0.1; done; kill $s",
+        "large": "head -c 200000000 /dev/zero > f; python3 -m http.server -b 127.0.0.1 18765 >/dev/null 2>&1 & "
+                 "s=$!; for i in 1 2 3 4 5 6 7 8 9 10; do curl -s -o /dev/null http://127.0.0.1:18765/f && break; "
+                 "sleep 0.1; done; kill $s",
+    }, (None, "network"), "curl fetches 1 MB vs 200 MB from Python's http.server over the loopback"),
+    "xz-level": ({
+        "0": "head -c 12000000 /usr/bin/* 2>/dev/null | xz -0 -T1 > /dev/null",
+        "9": "head -c 12000000 /usr/bin/* 2>/dev/null | xz -9 -T1 > /dev/null",
+    }, ("CPU", "CPU"), "xz compresses 12 MB of binaries at -0 vs -9 (single thread)"),
+    "gzip-self": ({
+        "a": "head -c 30000000 /usr/bin/* 2>/dev/null | gzip -6 > /dev/null",
+        "b": "head -c 30000000 /usr/bin/* 2>/dev/null | gzip -6 > /dev/null",
+    }, ("CPU", "CPU"), "gzip -6 on 30 MB of binaries, the same version twice (no class shift may be claimed)"),
+}
+
+
+def _spec(name: str, versions: dict[str, str]) -> str:
+    lines = ["schema_version: 1", f"name: {name}", "versions:"]
+    lines += [f"  {v}: {{command: [sh, -c, {json.dumps(cmd)}]}}" for v, cmd in versions.items()]
+    lines += ["metric: {kind: runtime, unit: s, higher_is_better: false}", "repetitions: 4", "timeout: 300"]
+    return "\n".join(lines) + "\n"
+
+
+def _calibration(store: Path) -> dict:
+    r = subprocess.run([QUIHO, "fleet", "calibrate", "--knobs", "--store", str(store), "--json"],
+                       capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        sys.exit(f"panel: calibration failed: {r.stderr.strip()[-300:]}")
+    return json.loads(r.stdout)
+
+
+def _inventory(cal: dict, path: Path) -> list[str]:
+    """The designed inventory over the kept factors (at most four); returns the factors used."""
+    from quiho.design.screening import screening_design
+
+    levels: dict[str, tuple[str, str, str]] = {}
+    if cal.get("quota_levels"):
+        levels["cpu-quota"] = ("quiho_cpu_quota_pct", "100", str(cal["quota_levels"][-1]))
+    if "page-size" in (cal.get("kept") or []):
+        levels["huge-pages"] = ("quiho_thp", "never", "always")
+    var = {"core-sharing": "quiho_corunner", "storage": "quiho_write_iops", "kernel-entry": "quiho_syscall_rules",
+           "network": "quiho_net"}
+    off = {"core-sharing": "none", "storage": '"0"', "kernel-entry": "0", "network": '"0"'}
+    for k in cal.get("knobs") or []:
+        if k["kept"]:
+            lev = k["level"] if k["name"] in ("core-sharing", "kernel-entry") else f'"{k["level"]}"'
+            levels[k["name"]] = (var[k["name"]], off[k["name"]], lev)
+    names = list(levels)[:4]
+    if len(levels) > 4:
+        print(f"panel: {len(levels)} factors kept; using {names} (split rounds not run yet)", file=sys.stderr)
+    design = screening_design(names)
+    lines = ["all:", "  vars:", "    ansible_connection: local",
+             '    ansible_python_interpreter: "{{ ansible_playbook_python }}"', "    quiho_prefault_mib: 512"]
+    if "huge-pages" not in names:
+        lines.append("    quiho_thp: never")
+    if cal.get("period_us"):
+        lines.append(f"    quiho_cfs_period_us: {cal['period_us']}")
+    lines += ["  children:", "    local:", "      hosts:"]
+    for h in design.hosts:
+        body = ", ".join(f"{levels[k][0]}: {levels[k][1 + lev]}" for k, lev in zip(design.knobs, h.levels,
+                                                                                   strict=True))
+        lines.append(f"        {h.name}: {{{body}}}")
+    path.write_text("\n".join(lines) + "\n")
+    return names
+
+
+def _classes(report: dict) -> tuple[str, str, dict]:
+    design = report.get("design") or {}
+    stories = design.get("stories") or design.get("classes") or {}
+    vals = list(stories.values()) if isinstance(stories, dict) else list(stories)
+    cls = [str((v or {}).get("label", v)) if isinstance(v, dict) else str(v) for v in vals[:2]]
+    while len(cls) < 2:
+        cls.append("?")
+    return cls[0], cls[1], design
+
+
+def _right(expected: str | None, got: str) -> bool:
+    if expected is None:
+        return not any(c in got for c in ("storage", "kernel-entry", "network"))
+    return expected.lower() in got.lower()
+
+
+def run(out: Path, pairs: list[str], runs: int) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for r in range(1, runs + 1):
+        rd = out / f"run-{r}"
+        rd.mkdir(exist_ok=True)
+        store = rd / "quiho.db"
+        cal = _calibration(store)
+        (rd / "calibration.json").write_text(json.dumps(cal, indent=1))
+        factors = _inventory(cal, rd / "inventory.yml")
+        for name in pairs:
+            versions, _expected, _what = PAIRS[name]
+            pd = rd / name
+            pd.mkdir(exist_ok=True)
+            (pd / "spec.yml").write_text(_spec(name, versions))
+            a, b = list(versions)
+            t0 = time.monotonic()
+            p = subprocess.run([QUIHO, "profile", f"{name}@{a}", f"{name}@{b}", "--spec", str(pd / "spec.yml"),
+                                "-i", str(rd / "inventory.yml"), "--store", str(store), "--report", str(pd)],
+                               capture_output=True, text=True, check=False)
+            (pd / "stdout.txt").write_text(p.stdout)
+            (pd / "stderr.txt").write_text(p.stderr)
+            (pd / "meta.json").write_text(json.dumps({"rc": p.returncode, "wall_s": time.monotonic() - t0,
+                                                      "factors": factors}))
+            print(f"panel: run {r} {name}: rc {p.returncode}, {time.monotonic() - t0:.0f} s", file=sys.stderr)
+    table(out)
+
+
+def table(out: Path) -> None:
+    print("| run | pair | expected | class A | class B | right | wall s | resource profile line |")
+    print("|---|---|---|---|---|---|---|---|")
+    right: dict[str, list[bool]] = {}
+    for rd in sorted(out.glob("run-*")):
+        for pd in sorted(p for p in rd.iterdir() if p.is_dir()):
+            if pd.name not in PAIRS:
+                continue
+            meta = json.loads((pd / "meta.json").read_text()) if (pd / "meta.json").exists() else {}
+            text = (pd / "stdout.txt").read_text() if (pd / "stdout.txt").exists() else ""
+            lines = text.splitlines()
+            prof = next((ln for ln in lines if ln.startswith("resource profile:")), "")
+            vers = list(PAIRS[pd.name][0])
+            cls = [next((ln.split(":", 1)[1].strip().split(" (")[0] for ln in lines
+                         if ln.strip().startswith(f"{v}:")), "?") for v in vers]
+            exp = PAIRS[pd.name][1]
+            ok = all(_right(e, c) for e, c in zip(exp, cls, strict=True))
+            right.setdefault(pd.name, []).append(ok)
+            story = prof.removeprefix("resource profile:").strip()[:90]
+            print(f"| {rd.name} | {pd.name} | {exp[0] or '-'} / {exp[1] or '-'} | {cls[0]} | {cls[1]} | "
+                  f"{'yes' if ok else 'NO'} | {meta.get('wall_s', 0):.0f} | {story} |")
+    print()
+    for name, oks in right.items():
+        print(f"{name}: right in {sum(oks)} of {len(oks)} runs")
+    print("\nEach version's lines with every factor's effect ± 95 % CI are in <out>/run-N/<pair>/stdout.txt.")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=Path("/tmp/quiho-panel"))
+    ap.add_argument("--pairs", default=",".join(PAIRS), help="comma-separated names of PAIRS")
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--table", type=Path, help="print the table of an earlier --out and run nothing")
+    args = ap.parse_args()
+    if args.table:
+        table(args.table)
+        return
+    names = [p for p in args.pairs.split(",") if p]
+    unknown = [p for p in names if p not in PAIRS]
+    if unknown:
+        sys.exit(f"panel: unknown pair(s) {', '.join(unknown)}; known: {', '.join(PAIRS)}")
+    run(args.out, names, args.runs)
+
+
+if __name__ == "__main__":
+    main()
