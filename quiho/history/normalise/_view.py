@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from quiho._plotting import literal_text, save_figure
+from quiho._plotting import check_plot_path, literal_text, save_figure
 from quiho._text import printable
-from quiho.errors import UsageError
 from quiho.history.normalise._detect import NormalisedDetection, NormalisedNewest
 
 __all__ = ["newest_text", "normalised_lines", "normalised_markdown", "plot_normalised"]
@@ -66,16 +65,14 @@ def plot_normalised(nd: NormalisedDetection, path: str | Path) -> Path:
     Raises
     ------
     UsageError
-        The suffix is not .png or .svg.
+        The suffix is not .png or .svg, or the file cannot be written (:func:`quiho._plotting.check_plot_path`).
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    out = Path(path)
-    if out.suffix.lower() not in (".png", ".svg"):
-        raise UsageError(f"plot file must end in .png or .svg, got {out.name!r}")
+    out = check_plot_path(path)  # refused before anything is drawn
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), dpi=110, sharex=True)
     unit = nd.raw.unit or "unit not given"
     for ax, h, title in ((axes[0], nd.raw, "raw"), (axes[1], nd.used, "normalised" if nd.normalised else
