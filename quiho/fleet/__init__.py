@@ -1,7 +1,7 @@
 """Fleet execution: Ansible playbooks run on an inventory (real hosts over SSH, or the local fleet).
 
 This is an execution layer: it imports only :mod:`quiho.store`, :mod:`quiho.errors` and shared helpers, never an
-analysis package (``tests/store/test_layering.py``). What runs on a fleet lives with its concept:
+analysis package (``tests/shared/test_layering.py``). What runs on a fleet lives with its concept:
 :func:`quiho.fingerprint.fingerprint`, :func:`quiho.app.run_app`, :func:`quiho.trace.fleet.run_fleet_traces`.
 """
 

@@ -1,6 +1,6 @@
 """The quiho store: a SQLite file or a PostgreSQL database holding hosts, fingerprints, runs and results.
 
-This package is the only place that talks SQL (``tests/store/test_layering.py`` checks it). Other packages open
+This package is the only place that talks SQL (``tests/shared/test_layering.py`` checks it). Other packages open
 a :class:`Store` here and call the typed query functions of one module per stored thing, named after it, so
 "where are X saved?" has one answer: :mod:`~quiho.store.hosts`, :mod:`~quiho.store.fingerprints`,
 :mod:`~quiho.store.app_runs`, :mod:`~quiho.store.profiles`, :mod:`~quiho.store.calibrations`,

@@ -1,6 +1,6 @@
 """The layout of ``quiho.history``: wings with a public face, private modules private to their wing.
 
-``tests/store/test_layering.py`` keeps other top-level packages out of ``quiho.history``'s private modules; this
+``tests/shared/test_layering.py`` keeps other top-level packages out of ``quiho.history``'s private modules; this
 keeps the wings apart inside it: ``quiho/history/<wing>/_x.py`` is imported only by modules of that wing, the
 others use ``quiho.history.<wing>`` (its ``__init__``). Each violation is listed as ``path:line: what``.
 """

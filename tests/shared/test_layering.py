@@ -4,13 +4,20 @@
    ``sqlalchemy``, ``psycopg`` or a
    private store module (``quiho.store._db``), calls ``.execute`` / ``.executemany`` / ``.executescript``,
    reads ``pd.read_sql*``, or touches ``Store.conn``. Other packages call the typed query functions of
-   ``quiho.store.<family>`` (``history``, ``traces``, ``irup``, ``imports``, ``fleet`` ...).
+   ``quiho.store.<family>`` (``history``, ``traces``, ``irup``, ``imports``, ``fingerprints`` ...).
 2. **Schemas live in the store.** ``CREATE TABLE`` appears only under ``quiho/store/``.
 3. **One naming rule for private modules.** A module whose name starts with ``_`` is private to its package:
    ``quiho/<pkg>/_x.py`` is imported only by modules of ``quiho/<pkg>/``; other packages import from
    ``quiho.<pkg>`` (its ``__init__``) or from its public (un-prefixed) modules. Top-level ``quiho/_x.py``
    modules (``_text``, ``_stats``, ``_version`` ...) are shared internals of the whole library.
    ``quiho.cli`` is exempt as an importer only in the sense that its own ``_x`` modules are the commands.
+4. **No import circles** between modules (lazy and type-checking imports count too).
+5. **The fleet imports no analysis package** (the execution layer stands alone).
+6. **Packages stand on floors.** :data:`FLOORS` says which packages each package may import; it is an order (no
+   circle), so two packages that import each other fail whatever the modules do. ``quiho.errors`` and the
+   top-level ``quiho/_x.py`` helpers are shared by all and import no package; ``quiho/__init__.py`` (the public
+   surface) and ``quiho/__main__.py`` sit on top. The floors are shown in ``quiho/__init__.py``'s docstring and
+   ``docs/architecture.md``, and a test keeps both in step with the data.
 
 Each test lists every violation as ``path:line: what``; an empty list is the pass.
 """
@@ -18,6 +25,7 @@ Each test lists every violation as ``path:line: what``; an empty list is the pas
 from __future__ import annotations
 
 import ast
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -251,3 +259,168 @@ def test_the_graph_rules_catch_planted_violations() -> None:
     sources["quiho.fleet.runner"] = mod("def run():\n    pass\n")
     graph = _graph(sources)
     assert _cycles(graph) == [] and _fleet_violations(graph) == []
+
+
+# --- 6. Packages stand on floors ----------------------------------------------------------------------------------
+
+#: Each package of quiho and the packages it may import (besides itself, ``quiho.errors`` and the shared
+#: ``quiho._x`` helpers), bottom up. Adding an import across packages means adding it here, where an upward one
+#: shows as a circle.
+FLOORS: dict[str, tuple[str, ...]] = {
+    # execution: the stored things, and playbooks run on an inventory
+    "store": (),
+    "fleet": ("store",),
+    "testing": ("fleet",),
+    # what runs on a fleet, each with its concept
+    "app": ("fleet", "store"),
+    "fingerprint": ("fleet", "store"),
+    # analysis that needs neither store nor fleet
+    "models": (),
+    "design": (),
+    "detect": ("models",),
+    # analysis of stored measurements
+    "irup": ("fingerprint", "store"),
+    "history": ("fingerprint", "store"),
+    "trace": ("app", "detect", "fleet", "store"),
+    "schedule": ("fingerprint", "fleet", "history", "irup", "store"),
+    "datasets": ("design", "detect", "history", "irup", "store"),
+    # the questions quiho answers, and what shows the answers
+    "profile": ("app", "design", "detect", "fingerprint", "fleet", "irup", "schedule", "store", "trace"),
+    "publish": ("fleet", "history", "irup", "profile", "schedule", "store"),
+    "report": ("design", "irup", "profile"),
+    "cli": ("app", "datasets", "design", "detect", "fingerprint", "fleet", "history", "irup", "models", "profile",
+            "publish", "report", "schedule", "store", "trace"),
+}
+#: Modules on top of every package: the public surface and ``python -m quiho``.
+TOP = {"quiho", "quiho.__main__"}
+
+
+def _pkg_of(module: str) -> str:
+    """``profile`` for ``quiho.profile.x``; ``""`` for a shared top-level module (``quiho.errors``, ``quiho._text``)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in FLOORS) else ""
+
+
+def _path(module: str, sources: dict[str, tuple[bool, ast.Module]]) -> str:
+    rel = module.replace(".", "/")
+    return f"{rel}/__init__.py" if sources[module][0] else f"{rel}.py"
+
+
+def _floor_violations(sources: dict[str, tuple[bool, ast.Module]],
+                      floors: dict[str, tuple[str, ...]]) -> list[str]:
+    """Every import that leaves a package for one its floors do not list (or a shared helper importing a package)."""
+    graph = _graph(sources)
+    bad = []
+    for mod, edges in sorted(graph.items()):
+        if mod in TOP:
+            continue
+        own = _pkg_of(mod)
+        if own and own not in floors:
+            bad.append(f"{_path(mod, sources)}:1: package {own} has no floor in FLOORS")
+            continue
+        for target, line in sorted(edges.items(), key=lambda e: e[1]):
+            to = _pkg_of(target)
+            if target in TOP:
+                bad.append(f"{_path(mod, sources)}:{line}: imports {target}, which sits on top of every package")
+            elif to and to != own and (not own or to not in floors[own]):
+                who = f"package {own}" if own else f"shared helper {mod}"
+                bad.append(f"{_path(mod, sources)}:{line}: {who} imports {target}, not on its floors")
+    return bad
+
+
+def _two_way_ties(sources: dict[str, tuple[bool, ast.Module]]) -> list[str]:
+    """Every import of a pair of packages that import each other, both ways (whatever FLOORS says)."""
+    graph = _graph(sources)
+    edges: dict[tuple[str, str], list[str]] = {}
+    for mod, targets in sorted(graph.items()):
+        for target, line in sorted(targets.items(), key=lambda e: e[1]):
+            a, b = _pkg_of(mod), _pkg_of(target)
+            if a and b and a != b:
+                edges.setdefault((a, b), []).append(f"{_path(mod, sources)}:{line}: {a} imports {target}")
+    return [s for (a, b), where in sorted(edges.items()) if (b, a) in edges for s in where]
+
+
+def _floor_circles(floors: dict[str, tuple[str, ...]]) -> list[list[str]]:
+    return _cycles({p: dict.fromkeys(below, 0) for p, below in floors.items()})
+
+
+def floor_lines(floors: dict[str, tuple[str, ...]] = FLOORS) -> list[str]:
+    """The floors as text lines, bottom up: ``package      a, b`` (what it may import), wrapped at 100 characters."""
+    return [line for p, below in floors.items()
+            for line in textwrap.wrap(f"{p:<12} {', '.join(below) or '-'}", 100, subsequent_indent=" " * 13)]
+
+
+def test_every_package_imports_only_its_floors() -> None:
+    """Each import across packages is one :data:`FLOORS` allows; a new package needs a floor."""
+    sources = _sources()
+    bad = _floor_violations(sources, FLOORS)
+    packages = {_pkg_of(m) for m in sources} - {""}
+    bad += [f"FLOORS: {p} is not a package of quiho" for p in sorted(set(FLOORS) - packages)]
+    assert not bad, "imports off their package's floors (see FLOORS in this file):\n" + "\n".join(bad)
+
+
+def test_no_two_packages_import_each_other() -> None:
+    """A two-way tie between packages fails here even when every module import is acyclic."""
+    bad = _two_way_ties(_sources())
+    assert not bad, "packages that import each other:\n" + "\n".join(bad)
+
+
+def test_the_floors_are_an_order() -> None:
+    """FLOORS has no circle and names only its own packages, so no two packages may both import each other."""
+    bad = [" -> ".join(c) for c in _floor_circles(FLOORS)]
+    bad += [f"{p} may import unknown {q}" for p, below in FLOORS.items() for q in below if q not in FLOORS]
+    assert not bad, "FLOORS is not an order:\n" + "\n".join(bad)
+
+
+def test_the_floors_are_shown_where_the_docs_say() -> None:
+    """``quiho/__init__.py``'s docstring and docs/architecture.md show the floors as FLOORS has them."""
+    shown = {"quiho/__init__.py": ast.get_docstring(ast.parse((QUIHO / "__init__.py").read_text())) or "",
+             "docs/architecture.md": (QUIHO.parent / "docs" / "architecture.md").read_text()}
+    want = [line.strip() for line in floor_lines()]
+
+    def shows(text: str) -> bool:  # the lines in order, one after the other, at any indent
+        have = [line.strip() for line in text.splitlines()]
+        return any(have[i:i + len(want)] == want for i in range(len(have)))
+
+    bad = [where for where, text in shown.items() if not shows(text)]
+    assert not bad, ("floors out of step with FLOORS in " + ", ".join(bad) + "; the lines should read:\n"
+                     + "\n".join(floor_lines()))
+
+
+def test_the_floor_rules_catch_planted_violations() -> None:
+    """A planted two-way tie, an import above a package's floors and an unplaced package are all reported."""
+    def mod(src: str, pkg: bool = False) -> tuple[bool, ast.Module]:
+        return pkg, ast.parse(src)
+
+    floors = {"store": (), "fingerprint": ("store",), "history": ("fingerprint", "store")}
+    sources = {
+        "quiho": mod("from quiho.store import Store\n", pkg=True),
+        "quiho.errors": mod(""),
+        "quiho._text": mod("from quiho.errors import E\n"),
+        "quiho.store": mod("from quiho import _text\n", pkg=True),
+        "quiho.fingerprint": mod("", pkg=True),
+        "quiho.fingerprint.drift": mod("import quiho.store\n\ndef f():\n    from quiho.history import detect\n"),
+        "quiho.history": mod("from quiho.history import detect\n", pkg=True),
+        "quiho.history.detect": mod("from quiho.fingerprint import catalog\nfrom quiho.errors import E\n"),
+    }
+    # no module circle (history.detect imports the fingerprint package, not drift), but the packages tie
+    assert _cycles(_graph(sources)) == []
+    assert _floor_violations(sources, floors) == [
+        "quiho/fingerprint/drift.py:4: package fingerprint imports quiho.history.detect, not on its floors"]
+    assert _two_way_ties(sources) == [
+        "quiho/fingerprint/drift.py:4: fingerprint imports quiho.history.detect",
+        "quiho/history/detect.py:1: history imports quiho.fingerprint"]
+    # a tie written into the floors is refused as a circle
+    assert _floor_circles({**floors, "fingerprint": ("store", "history")}) == [["fingerprint", "history"]]
+    # a package without a floor, and a shared helper that imports a package
+    sources["quiho.irup"] = mod("from quiho.store import x\n", pkg=True)
+    sources["quiho._text"] = mod("from quiho.store import Store\n")
+    assert _floor_violations(sources, floors)[:2] == [
+        "quiho/_text.py:1: shared helper quiho._text imports quiho.store, not on its floors",
+        "quiho/fingerprint/drift.py:4: package fingerprint imports quiho.history.detect, not on its floors"]
+    assert "quiho/irup/__init__.py:1: package irup has no floor in FLOORS" in _floor_violations(sources, floors)
+    # the planted package-level tie removed: nothing is reported
+    sources["quiho.fingerprint.drift"] = mod("import quiho.store\n")
+    sources["quiho._text"] = mod("")
+    del sources["quiho.irup"]
+    assert _floor_violations(sources, floors) == [] and _two_way_ties(sources) == []
