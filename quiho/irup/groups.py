@@ -11,6 +11,9 @@ repetitions; distance between two units = 10 %-trimmed mean of
 repetition spread is small against the spread between units); average-linkage
 clustering cut at ``max(min_threshold, 3 × median repetition distance)``, i.e.
 units closer than three times the measurement noise are the same hardware.
+
+This is quiho's one notion of "same hardware" (names and requested types are labels); the facts' hardware type
+(:func:`quiho.history.normalise.machine_type`) only names a hosted runner's VM kind for ``history --normalise``.
 """
 
 from __future__ import annotations

@@ -69,7 +69,9 @@ def attach_machine(store: Store, series: Sequence[str], revisions: Sequence[str]
 def machine_type(facts: Mapping[str, Any]) -> str | None:
     """A machine's hardware type: CPU model, vCPUs, memory and architecture from its facts (None: no CPU model).
 
-    Memory is rounded to whole GiB: two VMs of one type report a few MiB apart.
+    Memory is rounded to whole GiB: two VMs of one type report a few MiB apart. A label, not quiho's "same
+    hardware" (:func:`quiho.irup.groups.hardware_groups`, measured): it names the kind a hosted runner's fresh VM
+    got, which the newest-revision check's measured rule (docs/hardware-protocol.md, round 3) knows it by.
     """
     if not facts.get("cpu_model"):
         return None
