@@ -227,6 +227,10 @@ def fleet_show_cmd(store: StoreOpt = None, json_out: JsonOpt = False) -> None:
 def fleet_calibrate_cmd(
     force: Annotated[bool, typer.Option("--force", help="Probe again even if this machine's facts are unchanged.")]
     = False,
+    knobs: Annotated[bool, typer.Option(
+        "--knobs", help="Also measure the knob catalogue (core sharing, storage, kernel entry, network): each "
+                        "knob's effect on its probe and on the CPU probe, kept or dropped with the reason (~1 min).")]
+    = False,
     store: StoreOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -239,7 +243,7 @@ def fleet_calibrate_cmd(
     from quiho.store import open_store
 
     with open_store(store) as st:
-        c = calibrate(st, force=force, on_step=lambda msg: err(f"quiho: {printable(msg)}"))
+        c = calibrate(st, force=force, on_step=lambda msg: err(f"quiho: {printable(msg)}"), knobs=knobs)
         info = calibration_info(st)
     if json_out:
         emit_json({**(info or {}), "reused": c.reused, "probe_runs": c.probe_runs})

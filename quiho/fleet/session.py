@@ -100,8 +100,9 @@ def run_rc(result: dict[str, Any]) -> Any:
 
 
 def _host_vars(h: FleetHost) -> dict[str, Any]:
+    knobs = {"write_iops": h.write_iops, "syscall_rules": h.syscall_rules, "net": h.net} if h.knobs_set else {}
     return {"connection": h.connection, "address": h.address, "cpu_quota_pct": h.cpu_quota_pct,
-            "corunner": h.corunner, "thp": h.thp}
+            "corunner": h.corunner, "thp": h.thp, **knobs}
 
 
 def remember_inventory(store: Store, inv: Inventory) -> dict[str, int]:

@@ -77,7 +77,8 @@ def calibration_info(store: Store) -> dict[str, Any] | None:
             "elapsed_s": float(row["elapsed_s"]), "inventory": row["inventory"],
             "quota_levels": choice["quota_levels"], "period_us": choice["period_us"], "kept": choice["kept"],
             "axes": choice["axes"], "noise": choice["noise"], "warnings": choice["warnings"],
-            "hosts": [h["name"] for h in choice["hosts"]]}
+            "hosts": [h["name"] for h in choice["hosts"]],
+            **({"knobs": choice["knobs"], "knob_notes": choice["knob_notes"]} if "knobs" in choice else {})}
 
 
 def _pct(effect: float | None, se: float | None) -> str:
@@ -100,5 +101,12 @@ def calibration_lines(cal: dict[str, Any] | None) -> list[str]:
                    f"memory probe {_pct(a['effect_memory'], a['se_memory']):16} "
                    f"CPU probe {_pct(a['effect_cpu'], a['se_cpu']):16}")
         out.append(f"    {printable(a['reason'])}")
+    for k in cal.get("knobs") or []:
+        level = printable(k["level"]) or "-"
+        out.append(f"  knob {k['name']:13} {'kept' if k['kept'] else 'dropped':8} level {level:14} "
+                   f"own probe {_pct(k['effect_probe'], k['se_probe']):16} "
+                   f"CPU probe {_pct(k['effect_cpu'], k['se_cpu'])}")
+        out.append(f"    {printable(k['reason'])}")
+    out += [f"  knob {printable(n)}" for n in cal.get("knob_notes") or []]
     out += [f"  warning: {printable(w)}" for w in cal["warnings"]]
     return out

@@ -53,8 +53,9 @@ from typing import Any
 
 from quiho.errors import InventoryError
 from quiho.fleet.local.emulate import local_fleet_lock
+from quiho.fleet.local.knobs import KNOB_REPS, screen_knobs
 from quiho.fleet.local.probes import Cell, ProbeRunner, facts_key, machine_facts, require_root
-from quiho.fleet.session import measuring
+from quiho.fleet.session import REMOTE_BASE, measuring
 from quiho.store import Store
 from quiho.store.calibrations import latest_calibration, save_calibration
 
@@ -113,6 +114,10 @@ class Choice:
     periods: dict[str, dict[str, Any]]
     hosts: tuple[tuple[str, dict[str, Any]], ...]
     warnings: tuple[str, ...]
+    #: The knobs screened (:func:`quiho.fleet.local.knobs.screen_knobs`: KnobEffect dicts) and the ones this
+    #: machine cannot set, one line each.
+    knobs: tuple[dict[str, Any], ...] = ()
+    knob_notes: tuple[str, ...] = ()
 
     @property
     def kept(self) -> list[str]:
@@ -124,6 +129,8 @@ class Choice:
         d = asdict(self)
         d["hosts"] = [{"name": n, "vars": v} for n, v in self.hosts]
         d["kept"] = self.kept
+        if not self.knobs and not self.knob_notes:  # not screened: the row reads as before the catalogue
+            del d["knobs"], d["knob_notes"]
         return d
 
 
@@ -482,6 +489,13 @@ def choose(responses: dict[str, Any]) -> Choice:
         warnings.append(f"the machine was busy when probed (1-min load average {load[0][0]:.1f} on "
                         f"{ncpu} CPUs): the noise, hence the levels, may reflect that load; rerun 'quiho fleet "
                         "calibrate --force' when it is quiet")
+    screened = responses.get("knobs") or {}
+    knobs = tuple(screened.get("knobs") or ())
+    sharing = next((k for k in knobs if k["name"] == "core-sharing" and k["kept"]), None)
+    if sharing is not None and not co.kept and co.effect_cpu is not None and co.effect_cpu > 0:
+        warnings.append(f"the stream co-runner slows the CPU probe {math.expm1(co.effect_cpu):+.0%} because the two "
+                        f"CPUs share a core (a compute co-runner: {math.expm1(sharing['effect_probe']):+.0%}): on "
+                        "this machine a co-runner measures core sharing, not memory bandwidth")
     kept = [a for a in axes if a.kept]
     if len(kept) < 2:
         warnings.append(f"the local fleet has {len(kept)} independent axis(es) on this machine "
@@ -489,7 +503,8 @@ def choose(responses: dict[str, Any]) -> Choice:
     hosts = _hosts(levels, page.kept, co.kept)
     return Choice(axes=axes, quota_levels=tuple(levels), period_us=int(best["period_us"]) if best else None,
                   step=step, noise={p: first.base.assumed.get(p, first.base.sd[p]) for p in first.base.sd},
-                  periods=periods, hosts=hosts, warnings=tuple(warnings))
+                  periods=periods, hosts=hosts, warnings=tuple(warnings), knobs=knobs,
+                  knob_notes=tuple(screened.get("notes") or ()))
 
 
 def _hosts(levels: tuple[int, ...], thp: bool, co: bool) -> tuple[tuple[str, dict[str, Any]], ...]:
@@ -590,6 +605,9 @@ def inventory_text(choice: Choice, facts: dict[str, Any], key: str) -> str:
     ]
     for a in choice.axes:
         lines.append(f"# {a.name}: {'kept' if a.kept else 'DROPPED'}: {a.reason}")
+    for k in choice.knobs:
+        lines.append(f"# knob {k['name']}: {'kept' if k['kept'] else 'DROPPED'}: {k['reason']}")
+    lines += [f"# knob {n}" for n in choice.knob_notes]
     lines += [f"# warning: {w}" for w in choice.warnings]
     lines += ["all:", "  vars:", "    ansible_connection: local",
               '    ansible_python_interpreter: "{{ ansible_playbook_python }}"',
@@ -616,7 +634,7 @@ def _from_row(row: dict[str, Any], reused: bool, probe_runs: int = 0) -> Calibra
 
 def calibrate(
     store: Store, *, force: bool = False, facts: dict[str, Any] | None = None, reps: int = UNTHROTTLED_REPS,
-    on_step: Callable[[str], None] | None = None,
+    on_step: Callable[[str], None] | None = None, knobs: bool = False, knob_reps: int = KNOB_REPS,
 ) -> Calibration:
     """The local fleet's calibration for this machine: the stored one while the facts are the same, else probe.
 
@@ -632,6 +650,10 @@ def calibrate(
         Repetitions per probe in the unthrottled cells (see :func:`measure_responses`).
     on_step : callable, optional
         One line per probed cell (progress).
+    knobs : bool, default False
+        Also screen the knob catalogue (:func:`quiho.fleet.local.knobs.screen_knobs`, ``knob_reps`` rounds); a
+        stored calibration without it is probed again. The hosts do not use the knobs yet: this measures what
+        each would do on this machine.
 
     Returns
     -------
@@ -646,7 +668,7 @@ def calibrate(
     facts = facts if facts is not None else machine_facts()
     key = facts_key(facts)
     row = latest_calibration(store, key)
-    if row is not None and not force:
+    if row is not None and not force and not (knobs and "knobs" not in row["result"]["choice"]):
         path, text = Path(row["inventory"]), str(row["result"].get("inventory_text") or "")
         if text and not path.exists():  # the file went away: write it again from the row, no probing
             path.write_text(text)
@@ -660,6 +682,12 @@ def calibrate(
         t0 = time.monotonic()  # the calibration's own time, not the wait for the locks
         try:
             responses = measure_responses(runner, facts, reps)
+            if knobs:
+                Path(REMOTE_BASE).mkdir(mode=0o700, parents=True, exist_ok=True)
+                runner.workdir = REMOTE_BASE  # the storage probe writes where the fleet's applications run
+                responses["knobs"] = screen_knobs(runner, REMOTE_BASE, int(facts.get("vcpus") or 1), knob_reps,
+                                                  on_step)
+                responses["probe_runs"] = runner.runs
         finally:
             runner.cleanup()
     elapsed = time.monotonic() - t0

@@ -172,3 +172,26 @@ def test_a_bad_knob_level_in_an_inventory_is_one_line_naming_the_variable(tmp_pa
     (tmp_path / "inv.yml").write_text("all:\n  hosts:\n    h1: {ansible_connection: local, quiho_net: 'delay:1;x'}\n")
     with pytest.raises(InventoryError, match="quiho_net"):
         load_inventory(tmp_path / "inv.yml")
+
+
+def test_a_calibration_with_knobs_states_each_in_the_inventory_and_in_fleet_show() -> None:
+    from quiho.fleet.local.calibrate import choose, inventory_text, load_responses
+    from quiho.fleet.show import calibration_lines
+
+    resp = load_responses(sorted((repo_root() / "tests" / "data" / "calibration").glob("*.json"))[0])
+    plain = choose(resp)
+    assert "knobs" not in plain.to_dict()  # not screened: the stored row reads as before
+    off = {"fsync": _times(0.1, 1, 0.03, seed=21), "cpu": _times(0.3, 1, 0.03, seed=22)}
+    on = {"fsync": _times(0.1, 4, 0.03, seed=23), "cpu": _times(0.3, 1, 0.03, seed=24)}
+    resp["knobs"] = {"knobs": [decide_knob(BY["storage"], "254:0:200", on, off).to_dict()],
+                     "notes": ["network: no network namespace with a netem or tbf qdisc here"]}
+    choice = choose(resp)
+    assert choice.to_dict()["knobs"][0]["kept"] and choice.axes == plain.axes and choice.hosts == plain.hosts
+    text = inventory_text(choice, resp.get("facts") or {}, "k" * 64)
+    assert "# knob storage: kept: a slower disk" in text and "# knob network: no network namespace" in text
+    d = choice.to_dict()
+    info = {"id": 1, "created_at": "now", "elapsed_s": 1.0, "facts": {}, "inventory": "inv.yml", "hosts": [],
+            **{k: d[k] for k in ("quota_levels", "period_us", "axes", "warnings", "knobs", "knob_notes")}}
+    lines = calibration_lines(info)
+    row = next(ln for ln in lines if ln.strip().startswith("knob storage"))
+    assert "kept" in row and "254:0:200" in row and "own probe +" in row and "CPU probe" in row
