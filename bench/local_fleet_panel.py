@@ -56,12 +56,12 @@ PAIRS: dict[str, tuple[dict[str, str], tuple[str | None, str | None], str]] = {
                  "sleep 0.1; done; kill $s",
     }, (None, "network"), "curl fetches 1 MB vs 200 MB from Python's http.server over the loopback"),
     "xz-level": ({
-        "0": "head -c 12000000 /usr/bin/* 2>/dev/null | xz -0 -T1 > /dev/null",
-        "9": "head -c 12000000 /usr/bin/* 2>/dev/null | xz -9 -T1 > /dev/null",
-    }, ("CPU", "CPU"), "xz compresses 12 MB of binaries at -0 vs -9 (single thread)"),
+        "0": "cat /usr/bin/* 2>/dev/null | head -c 4000000 | xz -0 -T1 > /dev/null",
+        "9": "cat /usr/bin/* 2>/dev/null | head -c 4000000 | xz -9 -T1 > /dev/null",
+    }, ("CPU", "CPU"), "xz compresses 4 MB of binaries at -0 vs -9 (single thread)"),
     "gzip-self": ({
-        "a": "head -c 30000000 /usr/bin/* 2>/dev/null | gzip -6 > /dev/null",
-        "b": "head -c 30000000 /usr/bin/* 2>/dev/null | gzip -6 > /dev/null",
+        "a": "cat /usr/bin/* 2>/dev/null | head -c 30000000 | gzip -6 > /dev/null",
+        "b": "cat /usr/bin/* 2>/dev/null | head -c 30000000 | gzip -6 > /dev/null",
     }, ("CPU", "CPU"), "gzip -6 on 30 MB of binaries, the same version twice (no class shift may be claimed)"),
 }
 
