@@ -165,7 +165,9 @@ def _story(effects: VersionEffects, axes: Mapping[str, AxisClass], labels: Mappi
                           "class, so which resource is not known")
     if not by:
         return ClassStory("unknown", (), "no factor effect could be estimated")
-    return ClassStory("not moved by the fleet's axes", (), cite(list(by)))
+    tested = sorted({_CLASS_NAMES.get(r, r) for f in by if (r := resource.get(f, "none")) != "none"})
+    return ClassStory("not moved by the fleet's axes" + (f" ({', '.join(tested)})" if tested else ""), (),
+                      cite(list(by)))
 
 
 def _verdict(changes: tuple[Effect, ...], visits: int, settings: DesignSettings, story_a: ClassStory,
