@@ -53,7 +53,7 @@ from typing import Any
 
 from quiho.errors import InventoryError
 from quiho.fleet.local.emulate import local_fleet_lock
-from quiho.fleet.local.knobs import KNOB_REPS, screen_knobs
+from quiho.fleet.local.knobs import KNOB_REPS, paired_mean, screen_knobs
 from quiho.fleet.local.probes import Cell, ProbeRunner, facts_key, machine_facts, require_root
 from quiho.fleet.session import REMOTE_BASE, measuring
 from quiho.store import Store
@@ -213,24 +213,9 @@ def _paired_effect(cs: _Cells, a: list[dict[str, Any]], b: list[dict[str, Any]],
     if "memory" in cs.assumed or len(a) != 1 or len(b) != 1:
         return _effect(cs, a, b, probe)
     xa, xb = a[0].get(probe) or [], b[0].get(probe) or []
-    paired = _paired_mean([math.log(u / v) if u and v and u > 0 and v > 0 else None
+    paired = paired_mean([math.log(u / v) if u and v and u > 0 and v > 0 else None
                            for u, v in zip(xa, xb, strict=False)])
     return paired if paired is not None else _effect(cs, a, b, probe)
-
-
-def _paired_mean(d: list[float | None]) -> tuple[float, float] | None:
-    """Mean and SE of the paired rounds' log ratios (``None``: not measured), or None with fewer than 3 rounds.
-
-    The first round is left out when 3 or more remain: it is the first run of each condition after the emulation
-    changes (a huge-page policy's first allocations), a transient, not the condition's speed. One such round (the
-    huge-page cell 90 % slower than in the five after it) made the page-size axis' SE 10 % and dropped an axis
-    whose effect was +33 %.
-    """
-    rest = [x for x in d[1:] if x is not None]
-    kept = rest if len(rest) >= 3 else [x for x in d if x is not None]
-    if len(kept) < 3:
-        return None
-    return statistics.fmean(kept), statistics.stdev(kept) / math.sqrt(len(kept))
 
 
 def _moves(e: tuple[float, float]) -> bool:
@@ -257,7 +242,7 @@ def _differential(cs: _Cells, a: list[dict[str, Any]], b: list[dict[str, Any]], 
     if "memory" not in cs.assumed and len(a) == 1 and len(b) == 1:
         rows = zip(a[0].get("memory") or [], b[0].get("memory") or [], a[0].get("cpu") or [], b[0].get("cpu") or [],
                    strict=False)
-        paired = _paired_mean([math.log(am / bm) - math.log(ac / bc) if min(am, bm, ac, bc) > 0 else None
+        paired = paired_mean([math.log(am / bm) - math.log(ac / bc) if min(am, bm, ac, bc) > 0 else None
                                for am, bm, ac, bc in rows])
         if paired is not None:
             return paired
