@@ -8,8 +8,6 @@ is an analysis package: the fleet layer does not import it.
 from quiho.design.analysis import ClassStory, DesignAnalysis, analyse_design, effect_table
 from quiho.design.effects import AxisClass, DesignSettings, Effect, VersionEffects
 from quiho.design.factors import Factor, FactorTable, factor_table, local_fleet_vars
-from quiho.design.screening import DesignHost, ScreeningDesign, screening_design
 
 __all__ = ["analyse_design", "DesignAnalysis", "ClassStory", "effect_table", "AxisClass", "DesignSettings",
-           "Effect", "VersionEffects", "Factor", "FactorTable", "factor_table", "local_fleet_vars", "screening_design",
-           "ScreeningDesign", "DesignHost"]
+           "Effect", "VersionEffects", "Factor", "FactorTable", "factor_table", "local_fleet_vars"]

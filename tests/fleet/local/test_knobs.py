@@ -141,7 +141,7 @@ def test_a_kill_9_mid_run_leaves_nothing_once_cleaned(tmp_path: Path) -> None:
 def test_an_inventory_of_knob_hosts_becomes_a_design_whose_factors_name_their_resources(tmp_path: Path) -> None:
     from quiho.design import factor_table, local_fleet_vars
     from quiho.design.effects import FALLBACK_CLASSES
-    from quiho.design.screening import screening_design
+    from quiho.fleet.local.screening import screening_design
     from quiho.fleet.inventory import load_inventory
 
     design = screening_design(["core-sharing", "storage", "kernel-entry", "network"])

@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from quiho.design import factor_table, screening_design
+from quiho.design import factor_table
 from quiho.design.effects import version_effects
 from quiho.errors import InventoryError
+from quiho.fleet.local.screening import screening_design
 
 KNOBS = ("quota", "page-size", "co-runner", "core-sharing", "storage", "kernel-entry", "network")
 ALL_K = range(1, 8)

@@ -8,7 +8,7 @@ main effects are orthogonal to the round block too. A design whose defining word
 factorial; the 2^(4-1) with I = ABCD) is its own fold-over, so round 2 revisits round 1's hosts; a resolution III
 fraction's fold-over rows are 8 new conditions, hence 8 new hosts, each visited in round 2 only.
 
-The module is stdlib only (no analysis import): the fleet layer, which builds the hosts, may take it over as is.
+The calibration builds the local fleet's hosts from it (:func:`quiho.fleet.local.calibrate.choose`).
 
 References
 ----------
