@@ -10,10 +10,9 @@ moved by the knobs' resources", i.e. neither storage, kernel entry nor network).
 versions' classes contain the expected class (or, for ``None``, none of the three). Nothing is tuned on the
 result: the programs, sizes and expectations are fixed here.
 
-The fleet: the knobs and axes ``quiho fleet calibrate --knobs`` keeps on this machine, two-level each (the quota at
-100 % vs its lowest level), laid out by :func:`quiho.design.screening.screening_design` over at most four factors
-(8 hosts, the design its own fold-over, so both rounds visit the same hosts; more factors need the fold-over's
-split rounds, which the profile does not run yet: the first four in catalogue order are used and the rest said).
+The fleet: the default local fleet, calibrated to this machine in each run's own store (``quiho fleet calibrate``):
+the axes and knobs its probes keep, laid out as a screening design of at most four two-level factors
+(:func:`quiho.fleet.local.calibrate.design_factors`; 8 hosts, both rounds visiting them).
 Each run gets its own store. The table gives per pair and run: the metric change, each version's class, right or
 wrong, and each factor's effect on each version (± 95 % CI) as ``quiho profile`` printed them.
 """
@@ -74,46 +73,11 @@ def _spec(name: str, versions: dict[str, str]) -> str:
 
 
 def _calibration(store: Path) -> dict:
-    r = subprocess.run([QUIHO, "fleet", "calibrate", "--knobs", "--store", str(store), "--json"],
+    r = subprocess.run([QUIHO, "fleet", "calibrate", "--store", str(store), "--json"],
                        capture_output=True, text=True, check=False)
     if r.returncode != 0:
         sys.exit(f"panel: calibration failed: {r.stderr.strip()[-300:]}")
     return json.loads(r.stdout)
-
-
-def _inventory(cal: dict, path: Path) -> list[str]:
-    """The designed inventory over the kept factors (at most four); returns the factors used."""
-    from quiho.design.screening import screening_design
-
-    levels: dict[str, tuple[str, str, str]] = {}
-    if cal.get("quota_levels"):
-        levels["cpu-quota"] = ("quiho_cpu_quota_pct", "100", str(cal["quota_levels"][-1]))
-    if "page-size" in (cal.get("kept") or []):
-        levels["huge-pages"] = ("quiho_thp", "never", "always")
-    var = {"core-sharing": "quiho_corunner", "storage": "quiho_write_iops", "kernel-entry": "quiho_syscall_rules",
-           "network": "quiho_net"}
-    off = {"core-sharing": "none", "storage": '"0"', "kernel-entry": "0", "network": '"0"'}
-    for k in cal.get("knobs") or []:
-        if k["kept"]:
-            lev = k["level"] if k["name"] in ("core-sharing", "kernel-entry") else f'"{k["level"]}"'
-            levels[k["name"]] = (var[k["name"]], off[k["name"]], lev)
-    names = list(levels)[:4]
-    if len(levels) > 4:
-        print(f"panel: {len(levels)} factors kept; using {names} (split rounds not run yet)", file=sys.stderr)
-    design = screening_design(names)
-    lines = ["all:", "  vars:", "    ansible_connection: local",
-             '    ansible_python_interpreter: "{{ ansible_playbook_python }}"', "    quiho_prefault_mib: 512"]
-    if "huge-pages" not in names:
-        lines.append("    quiho_thp: never")
-    if cal.get("period_us"):
-        lines.append(f"    quiho_cfs_period_us: {cal['period_us']}")
-    lines += ["  children:", "    local:", "      hosts:"]
-    for h in design.hosts:
-        body = ", ".join(f"{levels[k][0]}: {levels[k][1 + lev]}" for k, lev in zip(design.knobs, h.levels,
-                                                                                   strict=True))
-        lines.append(f"        {h.name}: {{{body}}}")
-    path.write_text("\n".join(lines) + "\n")
-    return names
 
 
 def _classes(report: dict) -> tuple[str, str, dict]:
@@ -140,7 +104,7 @@ def run(out: Path, pairs: list[str], runs: int) -> None:
         store = rd / "quiho.db"
         cal = _calibration(store)
         (rd / "calibration.json").write_text(json.dumps(cal, indent=1))
-        factors = _inventory(cal, rd / "inventory.yml")
+        factors = (cal.get("design") or {}).get("factors") or cal.get("kept") or []
         for name in pairs:
             versions, _expected, _what = PAIRS[name]
             pd = rd / name
@@ -149,7 +113,7 @@ def run(out: Path, pairs: list[str], runs: int) -> None:
             a, b = list(versions)
             t0 = time.monotonic()
             p = subprocess.run([QUIHO, "profile", f"{name}@{a}", f"{name}@{b}", "--spec", str(pd / "spec.yml"),
-                                "-i", str(rd / "inventory.yml"), "--store", str(store), "--report", str(pd)],
+                                "--store", str(store), "--report", str(pd)],
                                capture_output=True, text=True, check=False)
             (pd / "stdout.txt").write_text(p.stdout)
             (pd / "stderr.txt").write_text(p.stderr)

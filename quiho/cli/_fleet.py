@@ -228,13 +228,15 @@ def fleet_calibrate_cmd(
     force: Annotated[bool, typer.Option("--force", help="Probe again even if this machine's facts are unchanged.")]
     = False,
     knobs: Annotated[bool, typer.Option(
-        "--knobs", help="Also measure the knob catalogue (core sharing, storage, kernel entry, network): each "
-                        "knob's effect on its probe and on the CPU probe, kept or dropped with the reason (~1 min).")]
-    = False,
+        "--knobs/--no-knobs", help="Also measure the knob catalogue (core sharing, storage, kernel entry, network): "
+                                   "each knob's effect on its probe and on the CPU probe, kept or dropped with the "
+                                   "reason (~1 min); kept knobs make the hosts a screening design. --no-knobs: the "
+                                   "quota x page size x co-runner grid only.")]
+    = True,
     store: StoreOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Calibrate the local fleet to this machine (probes each emulation axis; ~30-60 s; needs root).
+    """Calibrate the local fleet to this machine (probes each emulation axis and knob; ~1-2 min; needs root).
 
     Done by itself before the first local run; reused while the machine's facts stay the same.
     """

@@ -8,7 +8,7 @@ import re
 import subprocess
 import sysconfig
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -52,6 +52,9 @@ class FleetHost(BaseModel):
     cfs_period_us: int = Field(20000, ge=1000, le=1000000)
     #: Known conditions the host was measured under (quiho_factors: {name: level}); a designed fleet's factors.
     factors: dict[str, str | float] = Field(default_factory=dict)
+    #: The profile rounds (0-based) that visit this host (quiho_design_rounds); empty: every round. A screening
+    #: design's fold-over hosts belong to its second round only.
+    design_rounds: tuple[Annotated[int, Field(ge=0, le=15)], ...] = ()
 
     @property
     def emulated(self) -> bool:
@@ -170,7 +173,8 @@ def load_inventory(path: str | os.PathLike[str] | Inventory | None = None) -> In
 
 _VARS = {"cpu_quota_pct": "quiho_cpu_quota_pct", "corunner": "quiho_corunner", "thp": "quiho_thp",
          "prefault_mib": "quiho_prefault_mib", "cfs_period_us": "quiho_cfs_period_us", "factors": "quiho_factors",
-         "write_iops": "quiho_write_iops", "syscall_rules": "quiho_syscall_rules", "net": "quiho_net"}
+         "write_iops": "quiho_write_iops", "syscall_rules": "quiho_syscall_rules", "net": "quiho_net",
+         "design_rounds": "quiho_design_rounds"}
 
 
 def _host(name: str, groups: tuple[str, ...], hv: dict[str, Any]) -> tuple[FleetHost | None, list[str]]:
@@ -183,7 +187,7 @@ def _host(name: str, groups: tuple[str, ...], hv: dict[str, Any]) -> tuple[Fleet
             thp=hv.get("quiho_thp", "keep"), prefault_mib=hv.get("quiho_prefault_mib", 0),
             cfs_period_us=hv.get("quiho_cfs_period_us", 20000), factors=hv.get("quiho_factors") or {},
             write_iops=str(hv.get("quiho_write_iops", "0")), syscall_rules=hv.get("quiho_syscall_rules", 0),
-            net=str(hv.get("quiho_net", "0")),
+            net=str(hv.get("quiho_net", "0")), design_rounds=hv.get("quiho_design_rounds") or (),
         ), []
     except ValidationError as exc:
         return None, [f"host {name}: {_VARS.get(str(e['loc'][0]), str(e['loc'][0]))}: {e['msg']} "

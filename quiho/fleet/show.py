@@ -78,7 +78,8 @@ def calibration_info(store: Store) -> dict[str, Any] | None:
             "quota_levels": choice["quota_levels"], "period_us": choice["period_us"], "kept": choice["kept"],
             "axes": choice["axes"], "noise": choice["noise"], "warnings": choice["warnings"],
             "hosts": [h["name"] for h in choice["hosts"]],
-            **({"knobs": choice["knobs"], "knob_notes": choice["knob_notes"]} if "knobs" in choice else {})}
+            **({"knobs": choice["knobs"], "knob_notes": choice["knob_notes"]} if "knobs" in choice else {}),
+            **({"design": choice["design"]} if choice.get("design") else {})}
 
 
 def _pct(effect: float | None, se: float | None) -> str:
@@ -108,5 +109,9 @@ def calibration_lines(cal: dict[str, Any] | None) -> list[str]:
                    f"CPU probe {_pct(k['effect_cpu'], k['se_cpu'])}")
         out.append(f"    {printable(k['reason'])}")
     out += [f"  knob {printable(n)}" for n in cal.get("knob_notes") or []]
+    if cal.get("design"):
+        d = cal["design"]
+        out.append(f"  hosts: {printable(d['kind'])} of {', '.join(map(printable, d['factors']))}"
+                   + (f"; left out: {', '.join(map(printable, d['left_out']))}" if d.get("left_out") else ""))
     out += [f"  warning: {printable(w)}" for w in cal["warnings"]]
     return out

@@ -17,7 +17,7 @@ Steps 1-2 run under the store's measurement lock. The settings of every step tra
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,20 +102,29 @@ def _host_note(h: HostReport) -> str | None:
             + (f", {h.missing} missing" if h.missing else ""))
 
 
-def round_plan(hosts: Sequence[str], rounds: int, repetitions: int, seed: str) -> list[tuple[int, list[str], int]]:
+def round_plan(hosts: Sequence[str], rounds: int, repetitions: int, seed: str,
+               visited_in: Mapping[str, Sequence[int]] | None = None) -> list[tuple[int, list[str], int]]:
     """(round, host order, runs per version) of a blocked design: every host once per round, in a new order.
 
     The order is shuffled per round (seeded by the batch, so a resume replays it). Every visit runs the same
-    number of runs, ``ceil(repetitions / rounds)``, so visits weigh alike in the analysis.
+    number of runs, ``ceil(repetitions / rounds)``, so visits weigh alike in the analysis. ``visited_in`` gives
+    the rounds of hosts that belong to some rounds only (a screening design's fold-over: its second round visits
+    8 other hosts); a host none of whose rounds is run is visited in the last one.
     """
     import random
 
     rng = random.Random(seed)
     rounds = max(1, min(rounds, repetitions))
     per_visit = -(-repetitions // rounds)
+    only = {h: set(r) for h, r in (visited_in or {}).items() if r}
+
+    def visits(h: str, r: int) -> bool:
+        own = only.get(h)
+        return own is None or r in own or (r == rounds - 1 and min(own) >= rounds)
+
     out = []
     for r in range(rounds):
-        order = list(hosts)
+        order = [h for h in hosts if visits(h, r)]
         if r:  # the first round keeps the inventory's order (first-run alternation is planned along it)
             rng.shuffle(order)
         out.append((r, order, per_visit))
@@ -145,7 +154,8 @@ def _fingerprint_and_run(
     built = False
     done = visits_with_runs(job.store, job.batch, job.spec.name) if job.measure.resume else set()
     fp_done = {h for h, _r in done} | (set(hosts) if fingerprint_run_id is not None else set())
-    for rnd, order, n in round_plan(hosts, job.measure.rounds, reps, job.batch):
+    visited_in = {h.name: h.design_rounds for h in job.inv.hosts if h.design_rounds}
+    for rnd, order, n in round_plan(hosts, job.measure.rounds, reps, job.batch, visited_in):
         for host in order:
             if (host, rnd) in done:
                 continue

@@ -164,3 +164,46 @@ def test_an_exact_fit_of_no_change_is_not_a_change():
     with np.errstate(all="raise"):
         res = analyse_design(runs, "v1", "v2", t, settings=DesignSettings(permutations=199))
     assert all(c.p_value == 1.0 for c in res.changes) and res.verdict != "different", res.changes
+
+
+def test_round_plan_visits_a_fold_over_host_in_its_own_round_only():
+    from quiho.profile.measurement import round_plan
+
+    hosts = [f"h{i}" for i in range(16)]
+    own = {h: [0] if i < 8 else [1] for i, h in enumerate(hosts)}
+    plan = round_plan(hosts, 2, 5, "batch-1", own)
+    assert [sorted(order) for _r, order, _n in plan] == [sorted(hosts[:8]), sorted(hosts[8:])]
+    assert {n for _r, _o, n in plan} == {3}
+    # one round asked: the second round's hosts are visited in it, nobody is left out
+    assert sorted(round_plan(hosts, 1, 5, "b", own)[0][1]) == sorted(hosts)
+    # without the mapping every host is in every round, as before
+    assert all(len(order) == 16 for _r, order, _n in round_plan(hosts, 2, 5, "batch-1"))
+
+
+def test_a_fold_over_design_visiting_each_host_once_names_the_storage_bound_version():
+    """16 hosts, each in one round (a 6-factor fraction and its fold-over): effects come out by factor."""
+    import pandas as pd
+
+    from quiho.fleet.local.calibrate import _design_hosts, design_factors
+
+    knobs = [{"name": n, "kept": True, "level": lev} for n, lev in
+             (("storage", "8:0:50"), ("kernel-entry", "4000"), ("network", "rate:1000"), ("core-sharing", "cpu"))]
+    factors, _ = design_factors(67, page=True, co=False, knobs=knobs)
+    hosts, _kind = _design_hosts(factors)
+    table = factor_table(local_fleet_vars(dict(hosts)))
+    truth = {"v1": {"cpu-quota": 0.40, "huge-pages": -0.02},
+             "v2": {"cpu-quota": 0.05, "storage": 1.20}}
+    rng = np.random.default_rng(7)
+    rows = []
+    for name, v in hosts:
+        x = {f.name: f.values[name] for f in table.factors}
+        for version, eff in truth.items():
+            for i in range(3):
+                y = math.log(0.3) + sum(e * x[f] for f, e in eff.items()) + rng.normal(0, 0.04)
+                rows.append({"host": name, "version": version, "round": v["quiho_design_rounds"][0],
+                             "repetition": i, "status": "ok", "value": math.exp(y)})
+    res = analyse_design(pd.DataFrame(rows), "v1", "v2", table)
+    b = res.b.by_factor()
+    assert b["storage"].ci_low < 1.20 < b["storage"].ci_high and res.visits == 16
+    assert res.story_b.label == "storage-bound" and res.story_a.label.startswith("CPU")
+    assert res.verdict == "different" and "storage" in {c.factor for c in res.moved}

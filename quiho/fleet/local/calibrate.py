@@ -35,6 +35,11 @@ so they are the same before and after the quota cells are probed.
   slowdown on nominal) exceeds :data:`MAX_GAIN`. Over-proportional throttling within that bound
   is accepted: the levels stay ordered, only further apart. The period with the smallest mean error among those
   passing is kept; none passing drops the quota axis.
+- **knobs** (:mod:`quiho.fleet.local.knobs`, screened between the two phases): where one is kept the hosts are a
+  two-level screening design (:func:`design_factors`, :mod:`quiho.fleet.local.screening`) with the quota at 100 %
+  and one level at least 1.5x slower; otherwise the quota x page size x co-runner grid above.
+- **re-probing**: a memory axis or knob dropped with an effect beyond 5 % but within 3 SE gets one more batch of
+  rounds, and is decided on all of them (a busy minute widens the noise; it does not remove the effect).
 
 How these rules were arrived at, and on which machines, is in the docs' design page (local-fleet calibration).
 """
@@ -44,6 +49,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import statistics
 import time
 from collections.abc import Callable, Iterable
@@ -55,6 +61,7 @@ from quiho.errors import InventoryError
 from quiho.fleet.local.emulate import local_fleet_lock
 from quiho.fleet.local.knobs import KNOB_REPS, paired_mean, screen_knobs
 from quiho.fleet.local.probes import Cell, ProbeRunner, facts_key, machine_facts, require_root
+from quiho.fleet.local.screening import MAX_KNOBS, screening_design
 from quiho.fleet.session import REMOTE_BASE, measuring
 from quiho.store import Store
 from quiho.store.calibrations import latest_calibration, save_calibration
@@ -62,7 +69,7 @@ from quiho.store.calibrations import latest_calibration, save_calibration
 __all__ = ["AxisEffect", "Calibration", "Choice", "PERIODS_US", "RESPONSES_SCHEMA", "calibrate", "choose",
            "calibrated_fleet", "inventory_text", "load_responses", "measure_responses", "resolve_inventory",
            "resolve_fleet", "ResolvedFleet",
-           "UNTHROTTLED_REPS", "axes_kept"]
+           "UNTHROTTLED_REPS", "axes_kept", "design_factors", "DESIGN_MAX_FACTORS"]
 
 #: Version of the recorded-responses JSON (bench/local_fleet_calibration.py --record, tests/data/calibration/).
 RESPONSES_SCHEMA = 1
@@ -118,6 +125,9 @@ class Choice:
     #: machine cannot set, one line each.
     knobs: tuple[dict[str, Any], ...] = ()
     knob_notes: tuple[str, ...] = ()
+    #: The screening design the hosts follow when a knob was kept (:func:`design_factors`): its kind, the factors
+    #: it sets and those left out; None: today's quota x page size x co-runner grid.
+    design: dict[str, Any] | None = None
 
     @property
     def kept(self) -> list[str]:
@@ -131,6 +141,8 @@ class Choice:
         d["kept"] = self.kept
         if not self.knobs and not self.knob_notes:  # not screened: the row reads as before the catalogue
             del d["knobs"], d["knob_notes"]
+        if self.design is None:
+            del d["design"]
         return d
 
 
@@ -154,8 +166,12 @@ class Calibration:
 
 
 def axes_kept(choice: dict[str, Any]) -> int:
-    """How many independent axes a stored choice kept (``Choice.to_dict()``): what the profile's guard needs."""
-    return len(choice.get("kept") or [])
+    """How many independent axes a stored choice's hosts vary (``Choice.to_dict()``): what the profile's guard needs.
+
+    The factors of its screening design where it has one, else the kept axes of the grid.
+    """
+    design = choice.get("design")
+    return len(design["factors"]) if design else len(choice.get("kept") or [])
 
 
 def _logs(xs: Iterable[float]) -> list[float]:
@@ -242,8 +258,9 @@ def _differential(cs: _Cells, a: list[dict[str, Any]], b: list[dict[str, Any]], 
     if "memory" not in cs.assumed and len(a) == 1 and len(b) == 1:
         rows = zip(a[0].get("memory") or [], b[0].get("memory") or [], a[0].get("cpu") or [], b[0].get("cpu") or [],
                    strict=False)
-        paired = paired_mean([math.log(am / bm) - math.log(ac / bc) if min(am, bm, ac, bc) > 0 else None
-                               for am, bm, ac, bc in rows])
+        paired = paired_mean([math.log(am / bm) - math.log(ac / bc)
+                              if None not in (am, bm, ac, bc) and min(am, bm, ac, bc) > 0 else None
+                              for am, bm, ac, bc in rows])
         if paired is not None:
             return paired
     return em[0] - ec[0], math.hypot(em[1], ec[1])
@@ -349,11 +366,22 @@ def _first_phase(resp: dict[str, Any]) -> _FirstPhase:
     base = _Cells(resp, [c for c in resp["cells"] if int(c["quota_pct"]) == 100])
     page, co = _page_axis(base), _corunner_axis(base)
     others = [a for a in (page, co) if a.kept]
-    n = {0: 8, 1: 4}.get(len(others), 2)
     effect = max((abs(a.effect_memory or 0.0) for a in others), default=0.0)
+    if any(k["kept"] for k in (resp.get("knobs") or {}).get("knobs") or ()):  # a screening design: two levels
+        n, effect = 2, max(effect, DESIGN_QUOTA_STEP)
+    else:
+        n = {0: 8, 1: 4}.get(len(others), 2)
     levels, step = quota_levels(effect, n, _noise_step(base))
     return _FirstPhase(base, page, co, levels, step, n)
 
+
+#: Factors a designed local fleet sets: up to 4 are a resolution IV fraction on 8 hosts (2^(4-1), D = ABC) whose
+#: main effects are clear of two-factor interactions; 5 to 7 a resolution III fraction on 8 hosts and its fold-over
+#: on 8 more, the second round's (each fingerprinted: twice the fingerprint time).
+DESIGN_MAX_FACTORS = MAX_KNOBS
+#: The designed fleet's low quota level slows CPU-bound work at least this much (log), so a CPU-bound version's
+#: quota effect stands out of a fleet host's noise as clearly as the knobs' do.
+DESIGN_QUOTA_STEP = math.log(1.5)
 
 #: A quota level may cost at most this many times its nominal slowdown (log), beyond noise: over-proportional
 #: throttling keeps the levels ordered (only further apart than planned) and is common on VMs; a step costing ~5x
@@ -485,11 +513,77 @@ def choose(responses: dict[str, Any]) -> Choice:
     if len(kept) < 2:
         warnings.append(f"the local fleet has {len(kept)} independent axis(es) on this machine "
                         f"({', '.join(a.name for a in kept) or 'none'}): its IRUPs will be weak (fewer than two)")
-    hosts = _hosts(levels, page.kept, co.kept)
+    hosts, design = _fleet_hosts(levels, page.kept, co.kept, knobs, warnings)
     return Choice(axes=axes, quota_levels=tuple(levels), period_us=int(best["period_us"]) if best else None,
                   step=step, noise={p: first.base.assumed.get(p, first.base.sd[p]) for p in first.base.sd},
                   periods=periods, hosts=hosts, warnings=tuple(warnings), knobs=knobs,
-                  knob_notes=tuple(screened.get("notes") or ()))
+                  knob_notes=tuple(screened.get("notes") or ()), design=design)
+
+
+def _fleet_hosts(levels: tuple[int, ...], page: bool, co: bool, knobs: tuple[dict[str, Any], ...],
+                 warnings: list[str]) -> tuple[tuple[tuple[str, dict[str, Any]], ...], dict[str, Any] | None]:
+    """The hosts and, where a knob was kept, their screening design; a factor left out is added to ``warnings``."""
+    if not any(k["kept"] for k in knobs):
+        return _hosts(levels, page, co), None
+    factors, left_out = design_factors(levels[-1] if levels else None, page, co, knobs)
+    hosts, kind = _design_hosts(factors)
+    if left_out:
+        warnings.append(f"a screening design takes {DESIGN_MAX_FACTORS} factors: {', '.join(left_out)} kept by its "
+                        "probe but left out of the hosts")
+    return hosts, {"kind": kind, "factors": [f[0] for f in factors], "left_out": left_out}
+
+
+#: Each factor a designed fleet may set: host variable, its off level and, for the emulation axes, the on level
+#: (a knob's on level is the one its calibration measured).
+_DESIGN_VARS: dict[str, tuple[str, Any, Any]] = {
+    "cpu-quota": ("quiho_cpu_quota_pct", 100, None), "huge-pages": ("quiho_thp", "never", "always"),
+    "co-runner": ("quiho_corunner", "none", "stream"), "core-sharing": ("quiho_corunner", "none", "cpu"),
+    "storage": ("quiho_write_iops", "0", None), "kernel-entry": ("quiho_syscall_rules", 0, None),
+    "network": ("quiho_net", "0", None),
+}
+
+
+def design_factors(quota: int | None, page: bool, co: bool, knobs: Iterable[dict[str, Any]],
+                   ) -> tuple[list[tuple[str, str, Any]], list[str]]:
+    """The factors of a designed fleet, (name, host variable, on level), and the kept ones left out (pure).
+
+    One factor per resource class first, in the order CPU (the quota), memory (huge pages, else the stream
+    co-runner), storage, kernel entry, network; then a second memory axis and core sharing (a compute co-runner,
+    only where the stream co-runner is not kept: both take the other CPU). At most :data:`DESIGN_MAX_FACTORS`.
+    """
+    kept = {k["name"]: k["level"] for k in knobs if k["kept"]}
+    memory = [n for n, on in (("huge-pages", page), ("co-runner", co)) if on]
+    order = ([("cpu-quota", quota)] if quota is not None and quota < 100 else []) + [(n, None) for n in memory[:1]]
+    order += [(n, kept[n]) for n in ("storage", "kernel-entry", "network") if n in kept]
+    order += [(n, None) for n in memory[1:]]
+    if "core-sharing" in kept and not co:
+        order.append(("core-sharing", None))
+    out = [(n, _DESIGN_VARS[n][0], level if level is not None else _DESIGN_VARS[n][2]) for n, level in order]
+    return out[:DESIGN_MAX_FACTORS], [n for n, _v, _l in out[DESIGN_MAX_FACTORS:]]
+
+
+def _design_hosts(factors: list[tuple[str, str, Any]]) -> tuple[tuple[tuple[str, dict[str, Any]], ...], str]:
+    """The hosts of the screening design of ``factors`` (both rounds visit them all) and the design's kind."""
+    design = screening_design([n for n, _v, _l in factors])
+    out = []
+    for host in design.hosts:  # round 1's hosts, then the fold-over's (a split design's round 2 only)
+        v: dict[str, Any] = {"quiho_cpu_quota_pct": 100, "quiho_thp": "never", "quiho_corunner": "none"}
+        for (fname, var, on), level in zip(factors, host.levels, strict=True):
+            v[var] = on if level else _DESIGN_VARS[fname][1]
+        if design.split_rounds:
+            v["quiho_design_rounds"] = list(host.rounds)
+        rep = host.name.rsplit("-r", 1)[1] if re.search(r"-r\d+$", host.name) else None
+        out.append((_design_host_name(v, rep), v))
+    return tuple(out), design.kind
+
+
+def _design_host_name(v: dict[str, Any], rep: str | None) -> str:
+    """``local-q67-thp-io-sys``: the quota, the page size, each knob on (``co`` stream, ``sib`` compute co-runner)."""
+    parts = ["local", f"q{v['quiho_cpu_quota_pct']}", "thp" if v["quiho_thp"] == "always" else "4k"]
+    parts += [{"stream": "co", "cpu": "sib"}[v["quiho_corunner"]]] if v["quiho_corunner"] != "none" else []
+    parts += [tag for var, tag in (("quiho_write_iops", "io"), ("quiho_syscall_rules", "sys"), ("quiho_net", "net"))
+              if str(v.get(var, "0")) != "0"]
+    return "-".join(parts) + (f"-r{rep}" if rep else "")
 
 
 def _hosts(levels: tuple[int, ...], thp: bool, co: bool) -> tuple[tuple[str, dict[str, Any]], ...]:
@@ -538,8 +632,12 @@ def load_responses(path: str | os.PathLike[str]) -> dict[str, Any]:
 # --- measuring -------------------------------------------------------------------------------
 
 
-def measure_responses(runner: ProbeRunner, facts: dict[str, Any], reps: int = UNTHROTTLED_REPS) -> dict[str, Any]:
+def measure_responses(runner: ProbeRunner, facts: dict[str, Any], reps: int = UNTHROTTLED_REPS,
+                      screen: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any]:
     """Run the probes (two phases: unthrottled page size and co-runner, then quota at the planned levels).
+
+    ``screen`` (the knob catalogue's screening) runs between the two: a kept knob makes the fleet a screening
+    design, whose quota has two levels, so the quota cells to probe depend on it.
 
     Cells are measured round-robin within each phase (:meth:`ProbeRunner.rounds`). The unthrottled cells get
     ``reps`` repetitions (they decide the noise, hence the quota step, and the page-size effect); the co-runner
@@ -563,6 +661,9 @@ def measure_responses(runner: ProbeRunner, facts: dict[str, Any], reps: int = UN
     if int(facts.get("vcpus") or 1) >= 2:
         unthrottled.append((Cell(100, "never", corunner="stream"), min(reps, 4)))
     run(unthrottled)
+    _reprobe_undecided(runner, resp, unthrottled, probes, reps)
+    if screen is not None:
+        resp["knobs"] = screen()
     first = _first_phase(resp)
     levels = first.levels
     low, mid = levels[-1], levels[len(levels) // 2]
@@ -573,6 +674,37 @@ def measure_responses(runner: ProbeRunner, facts: dict[str, Any], reps: int = UN
     resp["load_before_after"] = [load0, [round(x, 2) for x in os.getloadavg()]]
     resp["probe_runs"] = runner.runs
     return resp
+
+
+def undecided(effect: float | None, kept: bool) -> bool:
+    """A dropped axis or knob whose effect is beyond 5 % but not beyond its noise: more rounds may decide it."""
+    return not kept and effect is not None and abs(effect) > MIN_STEP
+
+
+def _reprobe_undecided(runner: ProbeRunner, resp: dict[str, Any], unthrottled: list[tuple[Cell, int]],
+                       probes: list[str], reps: int) -> None:
+    """Probe once more, ``reps`` rounds, the memory axes whose first rounds left them undecided (:func:`undecided`).
+
+    A busy minute (the main job's own set-up) widens the noise, and "> 3 SE" then drops an axis the machine has.
+    The new rounds measure the reference cell with the undecided ones, appended to their times so the rounds
+    still pair (a shorter cell is padded with ``None``, a round it was not measured in); the rules then decide
+    on all rounds. ``resp["reprobed"]`` names the axes probed again.
+    """
+    first = _first_phase(resp)
+    by_axis = {"page-size": Cell(100, "always"), "co-runner": Cell(100, "never", corunner="stream")}
+    todo = [a.name for a in (first.page, first.co) if undecided(a.effect_memory, a.kept)
+            and any(c == by_axis[a.name] for c, _ in unthrottled)]
+    if not todo:
+        return
+    runner.on_step(f"calibration: {', '.join(todo)} undecided within the noise: {reps} more rounds")
+    cells = [(Cell(100, "never"), reps)] + [(by_axis[n], reps) for n in todo]
+    stored = {json.dumps({k: c[k] for k in asdict(Cell())}, sort_keys=True): c for c in resp["cells"]}
+    width = max(len(c.get("memory") or []) for c in resp["cells"])
+    for (cell, _), res in zip(cells, runner.rounds(cells, probes), strict=True):
+        row = stored[json.dumps(asdict(cell), sort_keys=True)]
+        for p in probes:
+            row[p] = list(row.get(p) or []) + [None] * (width - len(row.get(p) or [])) + res[p]
+    resp["reprobed"] = todo
 
 
 # --- the generated inventory and the store ------------------------------------------------------
@@ -601,7 +733,9 @@ def inventory_text(choice: Choice, facts: dict[str, Any], key: str) -> str:
         lines.append(f"    quiho_cfs_period_us: {choice.period_us}")
     lines += ["  children:", "    local:", "      hosts:"]
     for name, v in choice.hosts:
-        body = ", ".join(f"{k}: {val}" for k, val in v.items() if not (k == "quiho_corunner" and val == "none"))
+        # strings quoted: YAML 1.1 (Ansible's) reads an unquoted 254:0:50 as a base-60 integer
+        body = ", ".join(f"{k}: {json.dumps(val) if isinstance(val, str) and ':' in val else val}"
+                         for k, val in v.items() if not (k == "quiho_corunner" and val == "none"))
         lines.append(f"        {name}: {{{body}}}")
     return "\n".join(lines) + "\n"
 
@@ -619,7 +753,7 @@ def _from_row(row: dict[str, Any], reused: bool, probe_runs: int = 0) -> Calibra
 
 def calibrate(
     store: Store, *, force: bool = False, facts: dict[str, Any] | None = None, reps: int = UNTHROTTLED_REPS,
-    on_step: Callable[[str], None] | None = None, knobs: bool = False, knob_reps: int = KNOB_REPS,
+    on_step: Callable[[str], None] | None = None, knobs: bool = True, knob_reps: int = KNOB_REPS,
 ) -> Calibration:
     """The local fleet's calibration for this machine: the stored one while the facts are the same, else probe.
 
@@ -635,10 +769,10 @@ def calibrate(
         Repetitions per probe in the unthrottled cells (see :func:`measure_responses`).
     on_step : callable, optional
         One line per probed cell (progress).
-    knobs : bool, default False
+    knobs : bool, default True
         Also screen the knob catalogue (:func:`quiho.fleet.local.knobs.screen_knobs`, ``knob_reps`` rounds); a
-        stored calibration without it is probed again. The hosts do not use the knobs yet: this measures what
-        each would do on this machine.
+        stored calibration without it is probed again. A kept knob makes the hosts a screening design
+        (:func:`design_factors`); False keeps the quota x page size x co-runner grid.
 
     Returns
     -------
@@ -666,13 +800,13 @@ def calibrate(
     with measuring(store, "quiho fleet calibrate"), local_fleet_lock():
         t0 = time.monotonic()  # the calibration's own time, not the wait for the locks
         try:
-            responses = measure_responses(runner, facts, reps)
+            screen = None
             if knobs:
-                Path(REMOTE_BASE).mkdir(mode=0o700, parents=True, exist_ok=True)
-                runner.workdir = REMOTE_BASE  # the storage probe writes where the fleet's applications run
-                responses["knobs"] = screen_knobs(runner, REMOTE_BASE, int(facts.get("vcpus") or 1), knob_reps,
-                                                  on_step)
-                responses["probe_runs"] = runner.runs
+                def screen() -> dict[str, Any]:
+                    Path(REMOTE_BASE).mkdir(mode=0o700, parents=True, exist_ok=True)
+                    runner.workdir = REMOTE_BASE  # the storage probe writes where the fleet's applications run
+                    return screen_knobs(runner, REMOTE_BASE, int(facts.get("vcpus") or 1), knob_reps, on_step)
+            responses = measure_responses(runner, facts, reps, screen)
         finally:
             runner.cleanup()
     elapsed = time.monotonic() - t0

@@ -256,7 +256,19 @@ def screen_knobs(runner: ProbeRunner, workdir: str, vcpus: int = 2, reps: int = 
     plan = [(Cell(), reps, probes_all)] + [(c, reps, sorted({k.probe, "cpu"})) for k, c in cells]
     times = runner.rounds([(c, n) for c, n, _ in plan], probes_all, probes_of=[p for _, _, p in plan])
     effects = [decide_knob(k, level_of(c, k), t, times[0]) for (k, c), t in zip(cells, times[1:], strict=True)]
+    # a knob dropped with an effect beyond 5 % but within a busy minute's noise: more rounds, then decide on all
+    again = [i for i, e in enumerate(effects) if not e.kept and e.effect_probe is not None
+             and abs(e.effect_probe) > MIN_STEP]
+    if again:
+        step(f"calibration: knob(s) {', '.join(effects[i].name for i in again)} undecided within the noise: "
+             f"{reps} more rounds")
+        sub = [plan[0]] + [plan[i + 1] for i in again]
+        more = runner.rounds([(c, n) for c, n, _ in sub], probes_all, probes_of=[p for _, _, p in sub])
+        for j, res in zip([0, *(i + 1 for i in again)], more, strict=True):
+            for p_, v in res.items():
+                times[j][p_] = times[j][p_] + v
+        effects = [decide_knob(k, level_of(c, k), t, times[0]) for (k, c), t in zip(cells, times[1:], strict=True)]
     for e in effects:
         step(f"calibration: knob {e.name}: {'kept' if e.kept else 'dropped'}: {e.reason}")
-    return {"knobs": [e.to_dict() for e in effects], "notes": notes,
+    return {"knobs": [e.to_dict() for e in effects], "notes": notes, "reprobed": [effects[i].name for i in again],
             "cells": [{**asdict(c), **t} for (c, _, _), t in zip(plan, times, strict=True)]}

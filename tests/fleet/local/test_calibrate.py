@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from quiho.errors import InventoryError
@@ -238,7 +239,8 @@ def test_default_inventory_comes_from_the_stored_calibration_and_says_why_it_can
     assert resolve_inventory("inventories/local.yml", store) == "inventories/local.yml"  # -i: as is
     facts = machine_facts()
     amd = choose(load_responses(AMD_ISSUE))  # nothing kept: no hosts
-    save_calibration(store, facts_key=facts_key(facts), facts=facts, result={"choice": amd.to_dict()},
+    # "knobs": screened (none could be set), so the row serves the default fleet without probing again
+    save_calibration(store, facts_key=facts_key(facts), facts=facts, result={"choice": {**amd.to_dict(), "knobs": []}},
                                  inventory=str(tmp_path / "none.yml"), elapsed_s=1.0, schema_version=1,
                                  quiho_version="test")
     with pytest.raises(InventoryError, match="cannot emulate distinct machines here .*quota: not usable"):
@@ -248,7 +250,8 @@ def test_default_inventory_comes_from_the_stored_calibration_and_says_why_it_can
     path = tmp_path / "one.yml"
     text = inventory_text(one, facts, facts_key(facts))
     save_calibration(store, facts_key=facts_key(facts), facts=facts,
-                                 result={"choice": one.to_dict(), "inventory_text": text}, inventory=str(path),
+                                 result={"choice": {**one.to_dict(), "knobs": []}, "inventory_text": text},
+                                 inventory=str(path),
                                  elapsed_s=1.0, schema_version=1, quiho_version="test")
     said: list[str] = []
     assert resolve_inventory(None, store, said.append) == str(path)
@@ -321,3 +324,120 @@ def test_a_stored_batch_finds_the_calibration_of_its_hosts(tmp_path: Path) -> No
     found = calibration_for_hosts(store, {n for n, _ in one.hosts})
     assert found is not None and found["result"]["choice"]["kept"] == ["quota"]
     assert calibration_for_hosts(store, {"web-1", "web-2"}) is None
+
+
+def _knob(name: str, level: str, kept: bool = True) -> dict[str, Any]:
+    return {"name": name, "kept": kept, "level": level, "effect_probe": 1.0, "se_probe": 0.05, "effect_cpu": 0.0,
+            "se_cpu": 0.05, "reason": "synthetic"}
+
+
+def test_kept_knobs_make_the_hosts_a_resolution_iv_design_of_one_factor_per_class() -> None:
+    from quiho.design import factor_table, local_fleet_vars
+
+    resp = _synthetic(thp_mem=math.log(1.18), thp_cpu=0.0, co_mem=0.0, co_cpu=0.0, bend={100000: 0.0, 20000: 0.3})
+    resp["knobs"] = {"knobs": [_knob("storage", "254:0:50"), _knob("kernel-entry", "4000"),
+                               _knob("network", "rate:1000", kept=False)], "notes": []}
+    c = choose(resp)
+    assert c.design is not None and c.design["kind"].startswith("2^(4-1) resolution IV")
+    assert c.design["factors"] == ["cpu-quota", "huge-pages", "storage", "kernel-entry"] and not c.design["left_out"]
+    assert c.quota_levels == (100, 67)  # two levels, the low one 1.5x slower (more than the 18 % page-size effect)
+    assert len(c.hosts) == 8 and len({n for n, _ in c.hosts}) == 8
+    assert not any("quiho_design_rounds" in v for _, v in c.hosts)  # its own fold-over: both rounds visit all
+    table = factor_table(local_fleet_vars(dict(c.hosts)))
+    assert table.names == c.design["factors"] and not table.notes
+    m = table.matrix(list(table.hosts))
+    centred = m - m.mean(axis=0)
+    gram = centred.T @ centred  # balanced and orthogonal: every main effect estimated apart from the others
+    assert abs(gram - 2 * np.eye(4)).max() < 1e-9
+    assert c.to_dict()["design"] == c.design
+
+
+def test_five_or_more_factors_take_a_fold_over_round_on_eight_more_hosts(tmp_path: Path) -> None:
+    from quiho.design import factor_table, local_fleet_vars
+
+    resp = _synthetic(thp_mem=math.log(1.18), thp_cpu=0.0, co_mem=0.0, co_cpu=0.0, bend={100000: 0.0, 20000: 0.3})
+    resp["knobs"] = {"knobs": [_knob("core-sharing", "cpu"), _knob("storage", "254:0:50"),
+                               _knob("kernel-entry", "4000"), _knob("network", "rate:1000")], "notes": []}
+    c = choose(resp)
+    assert c.design is not None and c.design["kind"] == "2^(6-3) resolution III fraction + fold-over"
+    assert c.design["factors"] == ["cpu-quota", "huge-pages", "storage", "kernel-entry", "network", "core-sharing"]
+    rounds = [v["quiho_design_rounds"] for _, v in c.hosts]
+    assert len(c.hosts) == 16 and rounds == [[0]] * 8 + [[1]] * 8
+    # over both rounds every main effect is orthogonal to the others (and, by the fold-over, to every 2FI)
+    table = factor_table(local_fleet_vars(dict(c.hosts)))
+    assert table.names == c.design["factors"] and not table.notes
+    m = table.matrix(list(table.hosts))
+    centred = m - m.mean(axis=0)
+    assert abs(centred.T @ centred - 4 * np.eye(6)).max() < 1e-9
+    p = tmp_path / "local-fleet-abcd1234.yml"
+    p.write_text(inventory_text(c, {"cpu_model": "Test CPU", "vcpus": 2, "kernel": "6.1"}, "abcd" * 16))
+    inv = load_inventory(p)
+    assert [h.design_rounds for h in inv.hosts] == [(0,)] * 8 + [(1,)] * 8
+
+
+def test_without_a_kept_knob_the_fleet_stays_the_quota_by_page_size_grid() -> None:
+    resp = _synthetic(thp_mem=math.log(1.18), thp_cpu=0.0, co_mem=0.0, co_cpu=0.0, bend={100000: 0.0, 20000: 0.3})
+    grid = choose(resp)
+    resp["knobs"] = {"knobs": [_knob("storage", "254:0:50", kept=False)], "notes": []}
+    c = choose(resp)
+    assert c.design is None and "design" not in c.to_dict() and c.hosts == grid.hosts
+
+
+def test_design_factors_take_the_stream_co_runner_before_core_sharing() -> None:
+    from quiho.fleet.local.calibrate import design_factors
+
+    knobs = [_knob("core-sharing", "cpu"), _knob("storage", "8:0:100")]
+    with_stream, _ = design_factors(67, page=False, co=True, knobs=knobs)
+    assert [n for n, _v, _l in with_stream] == ["cpu-quota", "co-runner", "storage"]
+    without, _ = design_factors(67, page=False, co=False, knobs=knobs)
+    assert [(n, v, lev) for n, v, lev in without] == [("cpu-quota", "quiho_cpu_quota_pct", 67),
+                                                      ("storage", "quiho_write_iops", "8:0:100"),
+                                                      ("core-sharing", "quiho_corunner", "cpu")]
+
+
+class _Rounds:
+    """Plays the probe runner's ``rounds`` from given per-cell times (the real probing is in test_calibrate_real)."""
+
+    def __init__(self, times: dict[tuple[int, str, str], dict[str, list[float]]]) -> None:
+        self.times, self.asked = times, []
+        self.on_step = lambda _m: None
+
+    def rounds(self, cells, probes, probes_of=None):  # noqa: ANN001, ANN201 - the runner's signature
+        self.asked.append([(c.quota_pct, c.thp, c.corunner, n) for c, n in cells])
+        return [{p: self.times[(c.quota_pct, c.thp, c.corunner)][p][:n] for p in probes} for c, n in cells]
+
+
+def test_an_axis_left_undecided_by_a_noisy_minute_is_probed_again_and_its_rounds_still_pair() -> None:
+    from quiho.fleet.local.calibrate import _first_phase, _reprobe_undecided
+    from quiho.fleet.local.probes import Cell
+
+    # the co-runner's 4 rounds: memory +20 % in two, -5 % and +45 % in the others (a busy minute): not > 3 SE
+    ref = {"memory": [0.30, 0.30, 0.30, 0.30, 0.30, 0.30], "cpu": [0.2] * 6}
+    resp = {"schema_version": 1, "cells": [
+        {"quota_pct": 100, "thp": "never", "period_us": 20000, "corunner": "none", "iops": "0", "mem_mib": 0,
+         "net": "0", "syscall_rules": 0, **ref},
+        {"quota_pct": 100, "thp": "never", "period_us": 20000, "corunner": "stream", "iops": "0", "mem_mib": 0,
+         "net": "0", "syscall_rules": 0, "memory": [0.36, 0.36, 0.285, 0.435], "cpu": [0.2] * 4}]}
+    assert not _first_phase(resp).co.kept
+    quiet = {(100, "never", "none"): {"memory": [0.3] * 6, "cpu": [0.2] * 6},
+             (100, "never", "stream"): {"memory": [0.36, 0.357, 0.363, 0.36, 0.359, 0.361], "cpu": [0.2] * 6}}
+    runner = _Rounds(quiet)
+    unthrottled = [(Cell(100, "never"), 6), (Cell(100, "never", corunner="stream"), 4)]
+    _reprobe_undecided(runner, resp, unthrottled, ["memory", "cpu"], 6)  # type: ignore[arg-type]
+    assert resp["reprobed"] == ["co-runner"] and runner.asked == [[(100, "never", "none", 6),
+                                                                   (100, "never", "stream", 6)]]
+    co = resp["cells"][1]["memory"]
+    assert len(co) == 12 and co[4:6] == [None, None]  # rounds 5-6 had no co-runner cell: the new ones pair with 7-12
+    assert _first_phase(resp).co.kept
+    json.dumps(resp)  # still JSON
+
+
+def test_a_decided_axis_is_not_probed_again() -> None:
+    from quiho.fleet.local.calibrate import _reprobe_undecided
+    from quiho.fleet.local.probes import Cell
+
+    resp = _synthetic(thp_mem=math.log(1.18), thp_cpu=0.0, co_mem=0.0, co_cpu=0.0, bend={20000: 0.0})
+    runner = _Rounds({})
+    _reprobe_undecided(runner, resp, [(Cell(100, "never"), 5), (Cell(100, "always"), 5)],  # type: ignore[arg-type]
+                       ["memory", "cpu"], 5)
+    assert runner.asked == [] and "reprobed" not in resp

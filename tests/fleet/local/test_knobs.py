@@ -141,8 +141,8 @@ def test_a_kill_9_mid_run_leaves_nothing_once_cleaned(tmp_path: Path) -> None:
 def test_an_inventory_of_knob_hosts_becomes_a_design_whose_factors_name_their_resources(tmp_path: Path) -> None:
     from quiho.design import factor_table, local_fleet_vars
     from quiho.design.effects import FALLBACK_CLASSES
-    from quiho.fleet.local.screening import screening_design
     from quiho.fleet.inventory import load_inventory
+    from quiho.fleet.local.screening import screening_design
 
     design = screening_design(["core-sharing", "storage", "kernel-entry", "network"])
     on = {"core-sharing": ("quiho_corunner", "none", "cpu"), "storage": ("quiho_write_iops", '"0"', '"254:0:200"'),
@@ -174,7 +174,7 @@ def test_a_bad_knob_level_in_an_inventory_is_one_line_naming_the_variable(tmp_pa
         load_inventory(tmp_path / "inv.yml")
 
 
-def test_a_calibration_with_knobs_states_each_in_the_inventory_and_in_fleet_show() -> None:
+def test_a_calibration_with_knobs_states_each_in_the_inventory_and_in_fleet_show(tmp_path: Path) -> None:
     from quiho.fleet.local.calibrate import choose, inventory_text, load_responses
     from quiho.fleet.show import calibration_lines
 
@@ -186,9 +186,19 @@ def test_a_calibration_with_knobs_states_each_in_the_inventory_and_in_fleet_show
     resp["knobs"] = {"knobs": [decide_knob(BY["storage"], "254:0:200", on, off).to_dict()],
                      "notes": ["network: no network namespace with a netem or tbf qdisc here"]}
     choice = choose(resp)
-    assert choice.to_dict()["knobs"][0]["kept"] and choice.axes == plain.axes and choice.hosts == plain.hosts
+    assert choice.to_dict()["knobs"][0]["kept"] and [a.name for a in choice.axes] == [a.name for a in plain.axes]
+    # a kept knob makes the hosts a screening design with the storage knob as a factor, 8 hosts
+    assert choice.design is not None and "storage" in choice.design["factors"] and len(choice.hosts) == 8
     text = inventory_text(choice, resp.get("facts") or {}, "k" * 64)
     assert "# knob storage: kept: a slower disk" in text and "# knob network: no network namespace" in text
+    inv_path = tmp_path / "inv.yml"
+    inv_path.write_text(text)
+    from quiho.design import factor_table, local_fleet_vars
+    from quiho.fleet.inventory import load_inventory
+
+    inv = load_inventory(inv_path)
+    assert {h.write_iops for h in inv.hosts} == {"0", "254:0:200"}  # quoted: YAML 1.1 reads 254:0:50 as base 60
+    assert factor_table(local_fleet_vars(inv.design_vars())).names == choice.design["factors"]
     d = choice.to_dict()
     info = {"id": 1, "created_at": "now", "elapsed_s": 1.0, "facts": {}, "inventory": "inv.yml", "hosts": [],
             **{k: d[k] for k in ("quota_levels", "period_us", "axes", "warnings", "knobs", "knob_notes")}}
