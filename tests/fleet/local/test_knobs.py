@@ -205,3 +205,30 @@ def test_a_calibration_with_knobs_states_each_in_the_inventory_and_in_fleet_show
     lines = calibration_lines(info)
     row = next(ln for ln in lines if ln.strip().startswith("knob storage"))
     assert "kept" in row and "254:0:200" in row and "own probe +" in row and "CPU probe" in row
+
+
+@pytest.mark.root
+def test_a_network_host_runs_the_command_in_its_namespace_with_the_marker_printed_inside_it() -> None:
+    """The namespace is entered before the time marker: `ip netns exec` (a mount namespace, sysfs remounted) costs
+    milliseconds that a short command would otherwise count as a network effect."""
+    import yaml
+
+    join = yaml.safe_load((repo_root() / "playbooks" / "vars" / "emulation.yml").read_text())["qh_join"]
+    cg = CGROUP_CPU / f"quiho-nsmark-{os.getpid()}"
+    ns = NETNS_DIR / f"qh-{cg.name}"
+    cg.mkdir()
+    subprocess.run(["ip", "netns", "add", ns.name], check=True)
+    try:
+        # the marker comes from a shell already in the namespace: its parent's namespace is the host's
+        r = subprocess.run(["sh", "-c", join, "sh", str(cg), "1", "sh", "-c",
+                            "readlink /proc/self/ns/net; exit 3"], capture_output=True, text=True, check=False)
+        inside = subprocess.run(["ip", "netns", "exec", ns.name, "readlink", "/proc/self/ns/net"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+        lines = r.stdout.splitlines()
+        assert r.returncode == 3 and lines[0].startswith("quiho-exec-at: ") and lines[1] == inside
+        assert inside != os.readlink("/proc/self/ns/net")
+        # the marker's printer ran in the namespace: the ip netns exec comes before the echo in the script
+        assert join.index('exec ip netns exec "qh-$n" sh -c') < join.index("quiho-exec-at")
+    finally:
+        subprocess.run(["ip", "netns", "del", ns.name], check=False)
+        cg.rmdir()
