@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # One command from a fresh clone: install, then run quiho's main job on the embedded default.
 # Main job: `quiho profile stream@nadds1 stream@nadds30` on the local fleet calibrated to this machine (no -i:
-# on first use quiho probes how the CPU quota, the transparent-huge-page policy and a co-runner act here,
-# ~30-60 s, and writes the fleet to .quiho/local-fleet-<key>.yml; 8 hosts when the quota and a memory axis
-# (page size, co-runner) work;
-# `quiho fleet show` prints the levels and measured effects), i.e. fingerprint the fleet (quick battery),
-# run both versions of the STREAM-like example interleaved on every host in two blocked rounds, and print the
-# verdict (regression/improvement/no-change/inconclusive) with its size, CI and p-value, the designed fleet's
-# answer (each factor's effect per version: memory-bound -> CPU-bound), both IRUPs and the hints. Quick mode
-# (default; fingerprint 8 hosts x 7 stressors x 1 s x 2 repetitions, then 2 rounds x 3 runs per version per
-# host): 7.1 min from a fresh clone on an idle 2-core VM, set-up included (40 s of it; 7.3 min in a second run
-# with a set-up since reverted) (bench/demo_runs.py; docs/design.md says where the time goes);
+# on first use quiho probes how the CPU quota, the transparent-huge-page policy, a co-runner and the knobs for
+# core sharing, storage, kernel entry and the network act here, ~1-2 min, and writes the fleet to
+# .quiho/local-fleet-<key>.yml: a two-level screening design of the kept factors, 8 hosts for up to 4, 16 (a
+# fold-over) for 5-7; `quiho fleet show` prints the levels, measured effects and the design), i.e. fingerprint
+# the fleet (quick battery), run both versions of the STREAM-like example interleaved on every host in two
+# blocked rounds, and print the verdict (regression/improvement/no-change/inconclusive) with its size, CI and
+# p-value, the designed fleet's answer (each factor's effect per version: memory-bound -> CPU-bound), both IRUPs
+# and the hints. Quick mode (default; fingerprint 7 stressors x 1 s x 2 repetitions, then 2 rounds x 3 runs per
+# version per host): 16 min 9 s from a fresh clone on a 2-vCPU AMD EPYC microVM with six factors kept (16 hosts;
+# set-up 1.5 min, calibration 1.8 min), 9 min 38 s with the former 8-host grid (docs/design.md);
 # QUIHO_DEMO_MODE=default uses the 43-stressor battery (much longer).
 # Needs root (cgroups); the report lands in .quiho/profile-report/report.html.
 set -euo pipefail
