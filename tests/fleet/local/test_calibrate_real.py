@@ -23,8 +23,12 @@ pytestmark = [pytest.mark.root, pytest.mark.stressng, pytest.mark.slow]
 def test_calibration_probes_once_stores_writes_the_inventory_and_reprobes_on_new_facts(tmp_path: Path) -> None:
     thp_before = THP_PATH.read_text()
     store = open_store(tmp_path / "q.db")
-    first = calibrate(store, reps=2)
+    first = calibrate(store, reps=2, knob_reps=3)
     assert not first.reused and first.probe_runs >= 2 * 2 * 3  # both probes, >= 2 reps, >= 3 cells
+    # the knobs were screened: each measured or said; a kept one makes the hosts a screening design
+    said = {k["name"] for k in first.choice["knobs"]} | {n.split(":")[0] for n in first.choice["knob_notes"]}
+    assert {"core-sharing", "storage", "kernel-entry", "network"} <= said
+    assert bool(first.choice.get("design")) == any(k["kept"] for k in first.choice["knobs"])
     assert first.facts == machine_facts()
     # the machine is left as found: THP policy, no saved policy, no calibration cgroups
     assert THP_PATH.read_text() == thp_before and not THP_SAVE.exists()
@@ -50,11 +54,11 @@ def test_calibration_probes_once_stores_writes_the_inventory_and_reprobes_on_new
     assert third.reused and third.row_id == first.row_id and inv_path.exists() == bool(first.choice["hosts"])
 
     changed = {**machine_facts(), "kernel": "another-kernel"}
-    other = calibrate(store, facts=changed, reps=2)
+    other = calibrate(store, facts=changed, reps=2, knobs=False)  # the grid only: the knobs were measured above
     assert not other.reused and other.probe_runs > 0 and other.row_id > first.row_id
     assert other.facts_key != first.facts_key and Path(other.inventory) != inv_path
 
-    forced = calibrate(store, facts=changed, force=True, reps=2)
+    forced = calibrate(store, facts=changed, force=True, reps=2, knobs=False)
     assert not forced.reused and forced.row_id > other.row_id
 
 
