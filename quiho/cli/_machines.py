@@ -74,7 +74,8 @@ def normalised_detect(store: str | None, name: str, opts: object, fmt: str, json
     if json_out:
         emit_json({**nd.to_dict(), "newest": None if nn is None else nn.to_dict()})
     elif fmt == "markdown":
-        print(normalised_markdown(nd, [None if m is None else m.key for m in fps], nn), end="")
+        # a revision's kind (hardware type) when its facts give one: what the newest-revision check knows it by
+        print(normalised_markdown(nd, [None if m is None else m.identity for m in fps], nn), end="")
     else:
         print("\n".join(normalised_lines(nd, nn)))
     return bool(nd.detection.change_points) or (nn is not None and nn.check.verdict == "regression")

@@ -188,3 +188,25 @@ def test_list_and_detect_escape_control_characters(tmp_path, capsys):
     assert main(["history", "detect", "x\nFAKE\x1b[31m", "--store", db]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and out.splitlines()[0].startswith("x\\x0aFAKE")
+
+
+def test_the_markdown_machine_column_shows_the_kind_not_the_key(tmp_path: Path, popper_csv: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A revision recorded with facts is shown by its hardware type, the name the newest-revision check uses."""
+    from quiho.history.normalise import MachineSource, attach_machine, machine_type, stored_host
+    from quiho.store import open_store
+
+    db = tmp_path / "q.db"
+    assert main(["import", "quiho-popper", str(popper_csv), "--store", str(db)]) == 0
+    series_csv(tmp_path / "h.csv", np.linspace(10, 11, 12))
+    assert main(["history", "import", str(tmp_path / "h.csv"), "--series", "s", "--store", str(db)]) == 0
+    facts = {"cpu_model": "Intel(R) Xeon(R) CPU E5-2630 v3", "vcpus": 32, "memtotal_mb": 131072, "arch": "x86_64"}
+    with open_store(db) as st:
+        src = stored_host(st, "c220g1.quiho.schedock-PG0.wisc.cloudlab.us")
+        attach_machine(st, ["s"], None, MachineSource(src.host, src.fingerprint_run_id, facts))
+    capsys.readouterr()
+    assert main(["history", "detect", "s", "--normalise", "--format", "markdown", "--store", str(db)]) == 0
+    md = capsys.readouterr().out
+    kind = machine_type(facts)
+    assert kind is not None and f"| {md_escape(kind)} |" in md, md
+    assert "fingerprint run" not in md  # the key (host and run) is not what the column names
