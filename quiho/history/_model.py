@@ -9,10 +9,65 @@ import numpy as np
 
 from quiho.errors import HistoryError
 
-__all__ = ["History", "ChangePoint", "Detection", "MAX_VALUE"]
+__all__ = ["History", "ChangePoint", "Detection", "Summary", "SUMMARY_STATS", "MAX_VALUE"]
 
 #: largest magnitude of a history value: squares and sums of up to 10**9 values stay finite
 MAX_VALUE = 1e150
+
+#: the statistics of a revision's rounds a harness reports when it does not save the rounds themselves
+SUMMARY_STATS = ("min", "q1", "median", "q3", "max", "mean")
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a harness reported of one revision's rounds without saving them (NaN: not reported).
+
+    pytest-benchmark without ``--benchmark-save-data`` writes min, quartiles, median, max, mean and the number of
+    rounds; asv without ``--record-samples`` the median and quartiles. The minimum and low quantiles are what
+    survive interference (it only adds time), so they are kept, not folded into one centre.
+    """
+
+    min: float = float("nan")
+    q1: float = float("nan")
+    median: float = float("nan")
+    q3: float = float("nan")
+    max: float = float("nan")
+    mean: float = float("nan")
+    rounds: int = 0
+
+    def __post_init__(self) -> None:
+        for k in SUMMARY_STATS:
+            v = getattr(self, k)
+            if not (np.isnan(v) or (np.isfinite(v) and abs(v) <= MAX_VALUE)):
+                raise HistoryError(f"summary {k} = {v!r} is not a finite value within ±{MAX_VALUE:.0e}")
+        got = [getattr(self, k) for k in SUMMARY_STATS[:5] if not np.isnan(getattr(self, k))]
+        if any(b < a for a, b in zip(got, got[1:], strict=False)):
+            raise HistoryError(f"summary min <= q1 <= median <= q3 <= max does not hold: {self.to_dict()}")
+        if self.rounds < 0:
+            raise HistoryError(f"summary rounds = {self.rounds} is negative")
+
+    def get(self, stat: str) -> float:
+        """The statistic ``stat`` (one of :data:`SUMMARY_STATS`), NaN when not reported."""
+        return float(getattr(self, stat))
+
+    @property
+    def centre(self) -> float:
+        """The one value a summary-only revision keeps as its repetition: the mean, else the median, else NaN."""
+        return self.mean if not np.isnan(self.mean) else self.median
+
+    def to_dict(self) -> dict[str, float | int]:
+        """The reported statistics (NaN ones left out) and ``rounds`` (when known)."""
+        d: dict[str, float | int] = {k: v for k in SUMMARY_STATS if not np.isnan(v := float(getattr(self, k)))}
+        return {**d, "rounds": self.rounds} if self.rounds else d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> Summary:
+        """The inverse of :meth:`to_dict` (unknown keys are refused)."""
+        bad = set(d) - {*SUMMARY_STATS, "rounds"}
+        if bad:
+            raise HistoryError(f"summary has unknown statistics {sorted(bad)}; known: {', '.join(SUMMARY_STATS)}")
+        return cls(**{k: float(v) for k, v in d.items() if k != "rounds"},  # type: ignore[arg-type]
+                   rounds=int(d.get("rounds", 0)))  # type: ignore[call-overload]
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,6 +91,10 @@ class History:
         Configuration columns this series was split by.
     missing : int
         Values the source left empty (empty, NaN, null) that were skipped.
+    summaries : tuple of Summary or None, shape (n,) or ()
+        What the harness reported of a revision's rounds when it did not save them (its one repetition in
+        ``samples`` is then :attr:`Summary.centre`); None for revisions whose rounds are all in ``samples``.
+        Empty: none has a summary.
 
     Raises
     ------
@@ -53,9 +112,12 @@ class History:
     unit: str = ""
     config: Mapping[str, str] = field(default_factory=dict)
     missing: int = 0
+    summaries: tuple[Summary | None, ...] = ()
 
     def __post_init__(self) -> None:
         n = len(self.revisions)
+        if self.summaries and len(self.summaries) != n:
+            raise HistoryError(f"series {self.name!r}: {n} revisions but {len(self.summaries)} summaries")
         if len(self.orders) != n or len(self.samples) != n:
             raise HistoryError(f"series {self.name!r}: {n} revisions but {len(self.orders)} orders "
                                f"and {len(self.samples)} sample sets")
@@ -89,6 +151,8 @@ class History:
         means.setflags(write=False)
         object.__setattr__(self, "orders", orders)
         object.__setattr__(self, "samples", samples)
+        if all(x is None for x in self.summaries):  # one spelling of "no summaries"
+            object.__setattr__(self, "summaries", ())
         object.__setattr__(self, "_means", means)
 
     @classmethod

@@ -582,3 +582,37 @@ def test_with_the_regressed_levels_variance_a_further_step_is_still_stacked(tmp_
 def test_stack_variance_is_checked() -> None:
     with pytest.raises(UsageError, match="stack_variance must be one of"):
         GateOptions(stack_variance="own")
+
+
+def test_each_location_reads_a_revision_by_its_statistic_and_a_summary_by_the_same_one() -> None:
+    from quiho.history._model import Summary
+    from quiho.history.gate._levels import located
+
+    rounds = np.array([3.0, 1.0, 2.0, 9.0, 5.0])
+    summ = Summary(min=1.0, q1=2.0, median=3.0, q3=5.0, max=9.0, mean=4.0, rounds=5)
+    h = History("s", ("raw", "summary", "asv"), np.arange(3), (rounds, np.array([summ.centre]), np.array([7.0])),
+                "s", summaries=(None, summ, Summary(q1=6.0, median=7.0, q3=8.0)))
+    want = {"min": [1.0, 1.0, 6.0], "q25": [2.0, 2.0, 6.0], "median": [3.0, 3.0, 7.0], "mean": [4.0, 4.0, 7.0]}
+    for loc, values in want.items():
+        got = located(h, loc)
+        assert got.values.tolist() == values, loc  # asv reports no minimum: its first quartile is the low one
+        assert all(s.size == 1 for s in got.samples) and got.summaries == ()
+    assert located(h, "rounds") is h
+    with pytest.raises(UsageError, match="location must be one of"):
+        GateOptions(location="p99")
+
+
+def test_the_minimum_sees_a_step_that_bursts_of_interference_hide_from_the_mean(tmp_path: Path) -> None:
+    """Half the runs get a co-runner on some rounds; +30 % at the newest revision: the min reads it, the mean not."""
+    rng = np.random.default_rng(3)
+    samples = []
+    for i in range(16):
+        x = (1.3 if i == 15 else 1.0) * np.exp(rng.normal(0, 0.01, 5))
+        if i % 2 or i == 15:  # a burst over three rounds of every other run, and of the newest
+            x[:3] *= 1 + rng.uniform(0.5, 1.5, 3)
+        samples.append(x)
+    h = History("s", tuple(f"r{i:02d}" for i in range(16)), np.arange(16), tuple(samples), "s")
+    low = check_newest(h, alpha=0.001, baseline=range(15), location="min")
+    mean = check_newest(h, alpha=0.001, baseline=range(15), location="rounds", test_within="pooled")
+    assert low.verdict == "regression" and low.ci[0] < 0.3 < low.ci[1], low
+    assert mean.verdict == "no change", mean

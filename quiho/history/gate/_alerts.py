@@ -22,10 +22,13 @@ from quiho.history._model import ChangePoint, Detection, History
 from quiho.history.detectors import detect
 from quiho.history.gate._ci import NewestCheck, SeriesVerdict, check_newest, level_verdict
 from quiho.history.gate._levels import (
+    DEFAULT_LOCATION,
+    LOCATIONS,
     WITHIN_RULES,
     LevelComparison,
     VarianceComponents,
     compare_levels,
+    located,
     variance_components,
 )
 from quiho.history.sources import direction_of_unit, list_series, load_history
@@ -90,6 +93,11 @@ class GateOptions:
         regressed level with the good level's variance components; ``"regressed"``: the regressed level without
         odd builds and with its own components, so the tests that raise and close a stacked alert agree, which
         caught fewer further steps.
+    location : {"rounds", "min", "q25", "median", "mean"}, default :data:`~quiho.history.gate._levels.DEFAULT_LOCATION`
+        Each revision's value in the change points and every comparison (:func:`~quiho.history.gate._levels.located`):
+        a low order statistic of its rounds survives the interference of a busy shared runner, which only adds
+        time; ``"rounds"`` keeps every round under the random-effects model (the gate before issue 48). Chosen by the
+        protocol in docs/history-gate.md.
     """
 
     method: str = "auto"
@@ -102,9 +110,11 @@ class GateOptions:
     test_within: str = "pooled"
     spike_filter: str = "drop"
     stack_variance: str = "good"
+    location: str = DEFAULT_LOCATION
 
     def __post_init__(self) -> None:
         for name, allowed in (("spike_filter", SPIKE_FILTERS), ("test_within", WITHIN_RULES),
+                              ("location", tuple(LOCATIONS)),
                               ("stack_on_new", STACK_RULES), ("stack_variance", STACK_VARIANCES)):
             if (value := getattr(self, name)) not in allowed:
                 raise UsageError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
@@ -139,7 +149,7 @@ def run_gate(store: Store, options: GateOptions = GateOptions()) -> GateResult:
     UsageError
         ``options.base`` is no revision (or unique prefix) of any stored series; nothing is written.
     """
-    hs = [load_history(store, str(r["name"])) for r in list_series(store)]
+    hs = [located(load_history(store, str(r["name"])), options.location) for r in list_series(store)]
     base = _resolve_base(hs, options.base) if options.base is not None else None
     opts = replace(options, base=base)
     verdicts = tuple(_review(store, h, opts) for h in hs)

@@ -9,7 +9,7 @@ import numpy as np
 
 from quiho.history._model import Detection, History
 from quiho.history.detectors import detect
-from quiho.history.gate._levels import LevelComparison, compare_levels, variance_components
+from quiho.history.gate._levels import DEFAULT_LOCATION, LevelComparison, compare_levels, located, variance_components
 from quiho.history.sources import direction_of_unit
 from quiho.store.alerts import AlertRow
 
@@ -51,7 +51,7 @@ class NewestCheck:
 def check_newest(history: History, *, alpha: float = 0.01, min_size: int = 5, direction: str | None = None,
                  detection: Detection | None = None, baseline: Sequence[int] | None = None,
                  magnitude_floor: float = 0.0, test_within: str = "own",
-                 extra: tuple[float, float] | None = None) -> NewestCheck:
+                 extra: tuple[float, float] | None = None, location: str = "rounds") -> NewestCheck:
     """Test whether the newest revision departs from the revisions since the last change point.
 
     The baseline is the revisions of the newest segment (after the last change point of ``detection``, newest
@@ -86,12 +86,18 @@ def check_newest(history: History, *, alpha: float = 0.01, min_size: int = 5, di
         The newest revision's round variance (:func:`~quiho.history.gate._levels.compare_levels`).
     extra : (variance, degrees of freedom), optional
         One more variance term of the difference (:func:`~quiho.history.gate._levels.compare_levels`).
+    location : str, default "rounds"
+        Each revision's value (:func:`~quiho.history.gate._levels.located`): ``"rounds"`` keeps every round, as
+        above; ``"min"``, ``"q25"``, ``"median"``, ``"mean"`` reduce a revision to one value first (the gate's
+        default is :data:`~quiho.history.gate._levels.DEFAULT_LOCATION`; this function keeps the rounds for the
+        normalised check, whose machine factors are fitted on them).
 
     References
     ----------
     .. [1] G. J. Hahn, W. Q. Meeker, "Statistical Intervals", Wiley 1991, ch. 4 (prediction intervals).
     .. [2] S. R. Searle, G. Casella, C. E. McCulloch, "Variance Components", Wiley 1992, ch. 3.
     """
+    history = located(history, location)
     n = len(history)
     rev = history.revisions[-1] if n else ""
     nan = float("nan")
@@ -147,12 +153,16 @@ class SeriesVerdict:
 
 
 def verdict_of(history: History, method: str = "auto", *, alpha: float = 0.01, min_size: int = 5,
-               magnitude_floor: float = 0.0) -> SeriesVerdict:
-    """Change points of ``history`` and the check of its newest revision against the last segment."""
-    d = detect(history, method, min_size=min_size, alpha=alpha, magnitude_floor=magnitude_floor)
-    return SeriesVerdict(history.name, history.unit, d,
-                         check_newest(history, alpha=alpha, min_size=min_size, detection=d,
-                                      magnitude_floor=magnitude_floor), history.missing)
+               magnitude_floor: float = 0.0, location: str = DEFAULT_LOCATION) -> SeriesVerdict:
+    """Change points of ``history`` and the check of its newest revision against the last segment.
+
+    Both read each revision by ``location`` (:func:`~quiho.history.gate._levels.located`), the gate's default.
+    """
+    h = located(history, location)
+    d = detect(h, method, min_size=min_size, alpha=alpha, magnitude_floor=magnitude_floor)
+    return SeriesVerdict(h.name, h.unit, d,
+                         check_newest(h, alpha=alpha, min_size=min_size, detection=d,
+                                      magnitude_floor=magnitude_floor), h.missing)
 
 
 def _pct(x: float) -> str:

@@ -16,11 +16,84 @@ import numpy as np
 from scipy import stats
 
 from quiho.errors import UsageError
+from quiho.history._model import History, Summary
 
-__all__ = ["WITHIN_RULES", "VarianceComponents", "LevelComparison", "variance_components", "compare_levels"]
+__all__ = ["WITHIN_RULES", "LOCATIONS", "DEFAULT_LOCATION", "VarianceComponents", "LevelComparison",
+           "variance_components", "compare_levels", "located", "revision_location"]
 
 #: values of ``compare_levels(..., test_within=)``: the round variance a tested revision gets
 WITHIN_RULES = ("own", "pooled", "larger")
+
+#: the gate's per-revision location (:class:`~quiho.history.gate.GateOptions`), chosen by docs/history-gate.md's
+#: protocol
+DEFAULT_LOCATION = "rounds"
+
+#: per-revision location estimators (:func:`located`) -> the summary statistics each reads, first reported first.
+#: ``"rounds"`` keeps every round (the random-effects model on the rounds' means).
+LOCATIONS: dict[str, tuple[str, ...]] = {
+    "rounds": (),
+    "min": ("min", "q1", "median", "mean"),
+    "q25": ("q1", "median", "mean"),
+    "median": ("median", "mean"),
+    "mean": ("mean", "median"),
+}
+
+
+def revision_location(samples: np.ndarray, summary: Summary | None, location: str) -> float:
+    """One revision's value by the estimator ``location`` (a key of :data:`LOCATIONS` other than ``"rounds"``).
+
+    From the rounds when they are kept; from a harness's summary when only it is (its first reported statistic in
+    :data:`LOCATIONS` order: asv reports quartiles but no minimum, so ``"min"`` reads its first quartile); a
+    revision with one value and no summary is that value whatever the estimator.
+    """
+    if summary is not None:
+        for stat in LOCATIONS[location]:
+            if not np.isnan(v := summary.get(stat)):
+                return v
+    if location == "min":
+        return float(samples.min())
+    if location == "q25":
+        return float(np.quantile(samples, 0.25))
+    if location == "median":
+        return float(np.median(samples))
+    return float(samples.mean())
+
+
+def located(history: History, location: str) -> History:
+    """``history`` with one value per revision, its location by ``location`` (``"rounds"``: unchanged).
+
+    Interference on a shared machine only ever adds time, so a low order statistic of a revision's rounds
+    survives it where their mean does not; each revision then counts as one value, and the gate's comparisons
+    become prediction intervals over revisions (builds, runs and their interference all scatter between them).
+
+    Raises
+    ------
+    UsageError
+        ``location`` is not one of :data:`LOCATIONS`.
+
+    References
+    ----------
+    .. [1] J. Chen, J. Revels, "Robust benchmarking in noisy environments", HPEC 2016 (the minimum of timing
+       samples as the estimator under one-sided interference; BenchmarkTools.jl).
+    .. [2] C. Laaber, J. Scheuner, P. Leitner, "Software microbenchmarking in the cloud. How bad is it really?",
+       Empirical Software Engineering 24, 2019.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from quiho.history import History
+    >>> h = History("s", ("a", "b"), np.arange(2), (np.array([1.0, 1.5, 3.0]), np.array([1.1, 1.2])))
+    >>> located(h, "min").values.tolist()
+    [1.0, 1.1]
+    """
+    if location not in LOCATIONS:
+        raise UsageError(f"location must be one of {', '.join(LOCATIONS)}, not {location!r}")
+    if location == "rounds":
+        return history
+    sums = history.summaries or (None,) * len(history)
+    vals = [revision_location(s, m, location) for s, m in zip(history.samples, sums, strict=True)]
+    return History(history.name, history.revisions, history.orders, tuple(np.array([v]) for v in vals),
+                   history.unit, history.config, history.missing)
 
 
 @dataclass(frozen=True)
