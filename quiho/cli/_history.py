@@ -81,15 +81,20 @@ def _fmt_cp(cp: ChangePoint) -> str:
             f"({cp.magnitude:+.1%}), p = {cp.p_value:.2g}{printable(cp.location_text())}")
 
 
+#: bytes of a file looked at to tell a result file from a CSV (the reader then reads the file once, whole)
+_HEAD = 65536
+
+
 def _is_result_file(path: Path, fmt: str) -> bool:
-    """Whether ``path`` is read as a benchmark result file (not as a CSV)."""
+    """Whether ``path`` is read as a benchmark result file (not as a CSV), by its first bytes."""
     from quiho.errors import ImportDataError
     from quiho.history.sources import FORMATS, GZIP_MAGIC, detect_format
 
     if fmt != "auto":
         return fmt != "csv"
     try:
-        raw = path.read_bytes()[:4096]
+        with path.open("rb") as f:
+            raw = f.read(_HEAD)
     except OSError:
         return False  # the CSV reader names the problem
     if raw.startswith(GZIP_MAGIC):  # a compressed result file (pyperf -o FILE.json.gz)
@@ -98,8 +103,7 @@ def _is_result_file(path: Path, fmt: str) -> bool:
     if head.startswith(("{", "[")):
         return True
     try:
-        text = path.read_text(errors="replace")
-        detect_format(text, str(path))
+        detect_format(head, str(path))  # go's text names its benchmarks in its first lines
         return True
     except ImportDataError:
         first = head.splitlines()[0] if head else ""
@@ -152,9 +156,9 @@ def import_(
             s = import_history_from_runs(st, app_name, test, series)
         doc = asdict(s)
     elif file is not None and _is_result_file(file, fmt):
-        read_results(file, fmt)  # validate before the store is opened
+        rf = read_results(file, fmt)  # validate before the store is opened; read once
         with open_store(store) as st:
-            r = import_results(st, file, fmt, revision)
+            r = import_results(st, file, fmt, revision, rf)
         doc = r.to_dict()
         s = None
     else:

@@ -98,7 +98,13 @@ HISTORY_V2 = """
 ALTER TABLE history_revisions ADD COLUMN machine_json TEXT NOT NULL DEFAULT '{}'
 """
 
-register_component("history", [Tables(HISTORY_SERIES, HISTORY_REVISIONS, HISTORY_POINTS), HISTORY_V2])
+# v3: what a harness reported of a revision's rounds when it did not save them (min, quartiles, median, max, mean,
+# rounds as JSON; NULL when the rounds are the points): the gate reads the minimum and low quantiles of it
+HISTORY_V3 = """
+ALTER TABLE history_revisions ADD COLUMN summary_json TEXT
+"""
+
+register_component("history", [Tables(HISTORY_SERIES, HISTORY_REVISIONS, HISTORY_POINTS), HISTORY_V2, HISTORY_V3])
 
 # --- trace --------------------------------------------------------------------------------
 

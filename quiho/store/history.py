@@ -2,7 +2,9 @@
 
 The history package turns these rows into :class:`~quiho.history.History` objects; nothing outside
 ``quiho.store`` writes SQL on these tables. A revision's machine is one ``history_revision_machines`` row (host,
-fingerprint run, facts) beside the revision, so a history without machines reads as it always did.
+fingerprint run, facts) beside the revision, so a history without machines reads as it always did. A revision
+known only by a harness's summary of its rounds keeps that summary (``summary_json``, a mapping of statistic
+names to values) beside its one point.
 """
 
 from __future__ import annotations
@@ -28,13 +30,14 @@ POINTS_CHUNK = 2000
 
 @dataclass(frozen=True)
 class StoredRevision:
-    """One row of ``history_revisions`` with its points in repetition order."""
+    """One row of ``history_revisions`` with its points in repetition order and its summary (None: none)."""
 
     revision: str
     order: int
     status: str
     reason: str | None
     values: tuple[float, ...]
+    summary: dict[str, float] | None = None
 
 
 def _config_json(config: Mapping[str, object] | None) -> str:
@@ -92,9 +95,14 @@ def add_revisions(store: Store, series_id: int, revisions: Sequence[str]) -> Non
                       (series_id, rev, o))
 
 
+def _summary_json(summary: Mapping[str, float] | None) -> str | None:
+    return None if summary is None else json.dumps({k: float(v) for k, v in summary.items()}, sort_keys=True)
+
+
 def record_measurement(store: Store, series_id: int, revision: str, values: Sequence[float],
-                       machine: Mapping[str, object] | None = None) -> None:
-    """Store the repetitions of one revision (with the machine facts) and mark it ``ok``."""
+                       machine: Mapping[str, object] | None = None,
+                       summary: Mapping[str, float] | None = None) -> None:
+    """Store the repetitions of one revision (with the machine facts and its summary, if any) and mark it ``ok``."""
     with store.transaction() as c:
         rid = c.execute("SELECT id FROM history_revisions WHERE series_id = ? AND revision = ?",
                         (series_id, revision)).fetchone()[0]
@@ -102,7 +110,8 @@ def record_measurement(store: Store, series_id: int, revision: str, values: Sequ
         c.executemany("INSERT INTO history_points(revision_id, repetition, value) VALUES (?, ?, ?)",
                       [(rid, i, float(v)) for i, v in enumerate(values)])
         c.execute("UPDATE history_revisions SET status='ok', reason=NULL, stderr_tail=NULL, measured_at=?, "
-                  "machine_json=? WHERE id = ?", (utcnow(), _config_json(machine), rid))
+                  "machine_json=?, summary_json=? WHERE id = ?",
+                  (utcnow(), _config_json(machine), _summary_json(summary), rid))
 
 
 def record_failure(store: Store, series_id: int, revision: str, reason: str, stderr_tail: str = "",
@@ -116,7 +125,7 @@ def record_failure(store: Store, series_id: int, revision: str, reason: str, std
 
 def revisions(store: Store, sid: int) -> list[StoredRevision]:
     """Every revision of series ``sid`` in order, with its points (empty unless measured)."""
-    rows = store.conn.execute("SELECT id, revision, ord, status, reason FROM history_revisions "
+    rows = store.conn.execute("SELECT id, revision, ord, status, reason, summary_json FROM history_revisions "
                               "WHERE series_id = ? ORDER BY ord", (sid,)).fetchall()
     vals: dict[int, list[float]] = {}
     ids = [int(r["id"]) for r in rows]
@@ -127,13 +136,18 @@ def revisions(store: Store, sid: int) -> list[StoredRevision]:
         for rid, v in store.conn.execute("SELECT revision_id, value FROM history_points WHERE revision_id IN "
                                          f"({','.join('?' * len(chunk))}) ORDER BY revision_id, repetition", chunk):
             vals.setdefault(int(rid), []).append(float(v))
-    return [StoredRevision(r["revision"], int(r["ord"]), r["status"], r["reason"], tuple(vals.get(r["id"], ())))
+    return [StoredRevision(r["revision"], int(r["ord"]), r["status"], r["reason"], tuple(vals.get(r["id"], ())),
+                           None if r["summary_json"] is None else json.loads(r["summary_json"]))
             for r in rows]
 
 
 def replace_series(store: Store, name: str, unit: str, source: str, config: Mapping[str, str],
-                   revisions: Sequence[str], orders: Sequence[int], samples: Sequence[Iterable[float]]) -> int:
-    """Write series ``name`` with every revision ``ok``, replacing a stored series of that name; returns its id."""
+                   revisions: Sequence[str], orders: Sequence[int], samples: Sequence[Iterable[float]],
+                   summaries: Sequence[Mapping[str, float] | None] = ()) -> int:
+    """Write series ``name`` with every revision ``ok``, replacing a stored series of that name; returns its id.
+
+    ``summaries``, when given, holds each revision's summary (None where its points are its rounds).
+    """
     with store.transaction() as c:
         c.execute("DELETE FROM history_series WHERE name = ?", (name,))
         sid = insert_id(c, "INSERT INTO history_series(name, unit, source, config_json, created_at, quiho_version) "
@@ -141,8 +155,10 @@ def replace_series(store: Store, name: str, unit: str, source: str, config: Mapp
                         (name, unit, source, _config_json(config), utcnow(), __version__))
         now = utcnow()
         # two bulk inserts, not one INSERT per revision: 200 k revisions in about a second
-        c.insert_rows("history_revisions", ("series_id", "revision", "ord", "status", "measured_at"),
-                      [(sid, rev, int(o), "ok", now) for rev, o in zip(revisions, orders, strict=True)])
+        summ = [_summary_json(x) for x in summaries] if summaries else [None] * len(revisions)
+        c.insert_rows("history_revisions", ("series_id", "revision", "ord", "status", "measured_at", "summary_json"),
+                      [(sid, rev, int(o), "ok", now, js)
+                       for rev, o, js in zip(revisions, orders, summ, strict=True)])
         rid: dict[int, int] = dict(
             c.execute("SELECT ord, id FROM history_revisions WHERE series_id = ?", (sid,)).fetchall())
         c.insert_rows("history_points", ("revision_id", "repetition", "value"),

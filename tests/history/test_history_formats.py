@@ -247,3 +247,136 @@ def test_garbage_and_near_miss_files_raise_only_import_errors(tmp_path_factory):
             assert r.measurements and all(all(np.isfinite(v) for v in m.values) for m in r.measurements)
 
     check()
+
+
+def _without(path: Path, tmp: Path, edit) -> Path:
+    doc = json.loads(path.read_text())
+    edit(doc)
+    out = tmp / path.name
+    out.write_text(json.dumps(doc))
+    return out
+
+
+def test_pytest_benchmark_without_saved_data_keeps_its_summary_and_the_store_keeps_it(tmp_path):
+    def drop(doc):
+        for b in doc["benchmarks"]:
+            del b["stats"]["data"]
+
+    p = _without(DATA / "pytest_benchmark.json", tmp_path, drop)
+    stats = json.loads((DATA / "pytest_benchmark.json").read_text())["benchmarks"][0]["stats"]
+    r, m = by_name(p)
+    t = m["tests/history/data/formats/src/test_pybench.py::test_sum"]
+    s = t.summary
+    assert s is not None and t.values == (stats["mean"],) and r.missing == 0
+    assert (s.min, s.q1, s.median, s.q3, s.max, s.mean, s.rounds) == tuple(
+        stats[k] for k in ("min", "q1", "median", "q3", "max", "mean", "rounds"))
+    assert by_name(DATA / "pytest_benchmark.json")[1][t.benchmark].summary is None  # rounds saved: no summary
+    with open_store(tmp_path / "q.db") as st:
+        imp = import_results(st, p)
+        h = load_history(st, imp.series[0])
+    assert h.summaries == (s,) and h.samples[0].tolist() == [stats["mean"]]
+    from quiho.history.gate._levels import located
+
+    assert located(h, "min").values.tolist() == [stats["min"]]  # the gate reads the minimum it was given
+
+
+def test_asv_without_samples_keeps_median_and_quartiles():
+    def drop(doc):
+        i = doc["result_columns"].index("samples")
+        for row in doc["results"].values():
+            if len(row) > i:
+                row[i] = None
+
+    import tempfile
+
+    p = _without(ASV, Path(tempfile.mkdtemp()), drop)
+    _, m = by_name(p)
+    s = m["bench.time_sum"].summary
+    assert s is not None and (s.q1, s.median, s.q3, s.rounds) == (3.5336e-05, 3.557180357149033e-05, 3.5629e-05, 3)
+    assert np.isnan(s.min) and m["bench.time_sum"].values == (3.557180357149033e-05,)
+    assert m["bench.track_answer"].summary is None and m["bench.track_answer"].values == (42.0,)  # one value
+
+
+def test_google_benchmark_aggregates_only_and_hyperfine_without_times(tmp_path):
+    def aggregates_only(doc):
+        doc["benchmarks"] = [b for b in doc["benchmarks"] if b.get("run_type") == "aggregate"]
+
+    p = _without(DATA / "gbench.json", tmp_path, aggregates_only)
+    rows = {b["aggregate_name"]: b["real_time"] for b in json.loads(p.read_text())["benchmarks"]
+            if b["run_name"] == "BM_Sum/64"}
+    _, m = by_name(p)
+    s = m["BM_Sum/64"].summary
+    assert s is not None and (s.mean, s.median) == (rows["mean"], rows["median"]) and np.isnan(s.min)
+    assert m["BM_Sum/64"].values == (rows["mean"],)
+
+    def no_times(doc):
+        for r in doc["results"]:
+            del r["times"]
+
+    (tmp_path / "h").mkdir()
+    q = _without(DATA / "hyperfine.json", tmp_path / "h", no_times)
+    res = json.loads(q.read_text())["results"][0]
+    s = by_name(q)[1]["sleep 0.01"].summary
+    assert s is not None and (s.min, s.median, s.max, s.mean) == (res["min"], res["median"], res["max"],
+                                                                   res["mean"])
+
+
+def test_a_summary_out_of_order_or_a_stat_that_is_no_number_is_one_line(tmp_path):
+    def swap(doc):
+        st = doc["benchmarks"][0]["stats"]
+        del st["data"]
+        st["min"], st["max"] = st["max"], st["min"]
+
+    with pytest.raises(ImportDataError, match=r"benchmarks\[0\]\.stats: summary min <= q1"):
+        read_results(_without(DATA / "pytest_benchmark.json", tmp_path, swap))
+
+    def text(doc):
+        st = doc["benchmarks"][0]["stats"]
+        del st["data"]
+        st["median"] = "fast"
+
+    with pytest.raises(ImportDataError, match=r"'fast' is not a number"):
+        read_results(_without(DATA / "pytest_benchmark.json", tmp_path, text))
+
+
+def test_a_harness_file_without_a_distribution_is_one_line_and_stores_nothing(tmp_path, capsys):
+    from quiho.cli.main import main
+
+    def bare(doc):  # the second benchmark's stats hold neither rounds nor any centre
+        doc["benchmarks"].append(json.loads(json.dumps(doc["benchmarks"][0])))
+        doc["benchmarks"][1]["fullname"] += "_2"
+        doc["benchmarks"][1]["stats"] = {"stddev": 1e-6, "ops": 4.5e4, "iterations": 1}
+
+    p = _without(DATA / "pytest_benchmark.json", tmp_path, bare)
+    db = tmp_path / "q.db"
+    good = tmp_path / "good.json"
+    shutil.copy(DATA / "pytest_benchmark.json", good)
+    assert main(["history", "import", str(good), "--store", str(db)]) == 0
+    before = db.read_bytes()
+    capsys.readouterr()
+    assert main(["history", "import", str(p), "--revision", "r2", "--store", str(db)]) == 1
+    got = capsys.readouterr()
+    assert got.out == "" and len(got.err.strip().splitlines()) == 1 and "Traceback" not in got.err
+    assert "benchmarks[1]" in got.err and "no distribution" in got.err and "--benchmark-save-data" in got.err
+    assert db.read_bytes() == before  # the first benchmark was not stored alone
+    assert main(["history", "import", str(p), "--revision", "r2", "--store", str(tmp_path / "new.db")]) == 1
+    assert not (tmp_path / "new.db").exists()
+
+
+def test_history_import_reads_a_result_file_once(tmp_path, monkeypatch):
+    import quiho.history
+    import quiho.history.sources._formats as fm
+    from quiho.cli.main import main
+
+    calls = []
+    real = fm.read_results
+
+    def counting(*a, **k):
+        calls.append(a[0])
+        return real(*a, **k)
+
+    monkeypatch.setattr(fm, "read_results", counting)
+    monkeypatch.setattr(quiho.history, "read_results", counting)
+    assert main(["history", "import", str(DATA / "gbench.json"), "--revision", "r1",
+                 "--store", str(tmp_path / "q.db")]) == 0
+    assert len(calls) == 1, calls

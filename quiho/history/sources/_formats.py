@@ -20,6 +20,13 @@ custom            github-action-benchmark / Bencher "custom" JSON:
 
 Empty, null and NaN values are skipped and counted (``missing``), never an error. A gzip-compressed file
 (pyperf's ``-o FILE.json.gz``) is read as its content.
+
+Each revision keeps the distribution the file carries: the rounds (pytest-benchmark's ``stats.data`` with
+``--benchmark-save-data``, asv's samples, Google Benchmark's repetitions, hyperfine's runs, JMH's and pyperf's
+values), else the summary the harness wrote (:class:`~quiho.history.Summary`: pytest-benchmark's min, quartiles,
+median, max, mean and rounds; asv's median and quartiles; Google Benchmark's mean and median aggregates;
+hyperfine's min, median, max, mean), whose centre is then the one repetition. A benchmark whose entry holds
+neither is refused: there is nothing to compare.
 """
 
 from __future__ import annotations
@@ -34,7 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from quiho.errors import ImportDataError
+import numpy as np
+
+from quiho.errors import HistoryError, ImportDataError
+from quiho.history._model import SUMMARY_STATS, Summary
 
 __all__ = ["FORMATS", "Measurement", "ResultFile", "ResultImport", "detect_format", "read_results",
            "import_results", "direction_of_unit", "git_revision"]
@@ -45,7 +55,8 @@ class Measurement:
     """The repetitions of one benchmark (in one configuration) in one result file.
 
     ``direction`` is ``"lower"`` (times: smaller is better) or ``"higher"``
-    (throughputs); ``values`` holds the finite repetitions, in file order.
+    (throughputs); ``values`` holds the finite repetitions, in file order. ``summary`` is what the harness
+    reported of rounds it did not save (``values`` is then its centre alone), None when the rounds are here.
     """
 
     benchmark: str
@@ -53,6 +64,7 @@ class Measurement:
     unit: str
     direction: str
     config: Mapping[str, str] = field(default_factory=dict)
+    summary: Summary | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +134,32 @@ def _need(doc: Any, key: str, kind: type, path: str, where: str) -> Any:
     return v
 
 
+def _summary(doc: Mapping[str, Any], keys: Mapping[str, str], rounds: Any, path: str, where: str) -> Summary | None:
+    """The :class:`Summary` of the statistics ``keys`` (ours -> the file's) that ``doc`` reports, None if none.
+
+    A null or NaN statistic is not reported; one that is not a number is an error, as for any value.
+    """
+    scratch = _Values(path)  # a statistic left null is not a skipped repetition: not counted as missing
+    got = {k: v[0] for k, f in keys.items() if f in doc and (v := scratch.take(doc[f], f"{where}.{f}"))}
+    if not got:
+        return None
+    n = rounds if isinstance(rounds, int) and not isinstance(rounds, bool) and rounds > 0 else 0
+    try:
+        return Summary(**got, rounds=n)
+    except HistoryError as exc:
+        raise ImportDataError(f"{path}: {where}: {exc}") from None
+
+
+def _summarised(name: str, summ: Summary | None, unit: str, direction: str, config: Mapping[str, str],
+                vals: _Values) -> Measurement:
+    """A measurement known by its summary: its centre is the one value (none, counted missing, without one)."""
+    centre = summ.centre if summ is not None else math.nan
+    if math.isnan(centre):
+        vals.missing += 1
+        return Measurement(name, (), unit, direction, config)
+    return Measurement(name, (centre,), unit, direction, config, summ)
+
+
 def _pytest_benchmark(doc: Any, path: str, vals: _Values) -> ResultFile:
     machine = str((doc.get("machine_info") or {}).get("node", ""))
     commit = doc.get("commit_info") or {}
@@ -130,11 +168,15 @@ def _pytest_benchmark(doc: Any, path: str, vals: _Values) -> ResultFile:
         where = f"benchmarks[{i}]"
         name = str(_need(b, "fullname", str, path, where) if "fullname" in b else _need(b, "name", str, path, where))
         st = _need(b, "stats", dict, path, where)
-        # stats.data: one time per round (seconds per iteration); older files or --benchmark-json without data:
-        # only the summary, then the mean is the one value
-        raw = st["data"] if isinstance(st.get("data"), list) else st.get("mean")
-        out.append(Measurement(name, tuple(vals.take(raw, where)), "s", "lower",
-                               {"machine": machine} if machine else {}))
+        cfg = {"machine": machine} if machine else {}
+        if isinstance(st.get("data"), list):  # --benchmark-save-data: one time per round (seconds per iteration)
+            out.append(Measurement(name, tuple(vals.take(st["data"], where)), "s", "lower", cfg))
+            continue
+        if not any(k in st for k in ("min", "median", "mean")):
+            raise ImportDataError(f"{path}: {where} ({name}): stats hold no distribution: neither 'data' "
+                                  "(--benchmark-save-data) nor min/median/mean")
+        summ = _summary(st, {k: k for k in SUMMARY_STATS}, st.get("rounds"), path, f"{where}.stats")
+        out.append(_summarised(name, summ, "s", "lower", cfg, vals))
     rev = commit.get("id") if isinstance(commit, dict) else None
     return ResultFile(path, "pytest-benchmark", str(rev) if rev else None, tuple(out))
 
@@ -142,17 +184,24 @@ def _pytest_benchmark(doc: Any, path: str, vals: _Values) -> ResultFile:
 def _google_benchmark(doc: Any, path: str, vals: _Values) -> ResultFile:
     host = str((doc.get("context") or {}).get("host_name", ""))
     groups: dict[str, tuple[list[float], str]] = {}
+    aggregates: dict[str, tuple[dict[str, Any], str, str]] = {}
     for i, b in enumerate(_need(doc, "benchmarks", list, path, "top level")):
         where = f"benchmarks[{i}]"
-        if b.get("run_type", "iteration") != "iteration":  # mean/median/stddev rows repeat the repetitions
-            continue
         name = str(b.get("run_name") or _need(b, "name", str, path, where))
         unit = str(b.get("time_unit", "ns"))
+        if b.get("run_type", "iteration") != "iteration":  # mean/median/stddev rows summarise the repetitions
+            if b.get("aggregate_name") in ("mean", "median"):
+                aggregates.setdefault(name, ({}, unit, where))[0][str(b["aggregate_name"])] = b.get("real_time")
+            continue
         got, u = groups.setdefault(name, ([], unit))
         if u != unit:
             raise ImportDataError(f"{path}: {where}: time_unit {unit!r} differs from {u!r} of earlier {name!r}")
         got.extend(vals.take(b.get("real_time"), where))
-    out = [Measurement(n, tuple(v), u, "lower", {"machine": host} if host else {}) for n, (v, u) in groups.items()]
+    cfg = {"machine": host} if host else {}
+    out = [Measurement(n, tuple(v), u, "lower", cfg) for n, (v, u) in groups.items()]
+    # --benchmark_report_aggregates_only: the repetitions are gone, their mean and median remain
+    out += [_summarised(n, _summary(a, {"mean": "mean", "median": "median"}, None, path, where), u, "lower", cfg,
+                        vals) for n, (a, u, where) in aggregates.items() if n not in groups]
     return ResultFile(path, "google-benchmark", None, tuple(out))
 
 
@@ -162,9 +211,12 @@ def _hyperfine(doc: Any, path: str, vals: _Values) -> ResultFile:
         where = f"results[{i}]"
         name = str(_need(r, "command", str, path, where))
         params = r.get("parameters") or {}
-        times = r["times"] if isinstance(r.get("times"), list) else r.get("mean")
-        out.append(Measurement(name, tuple(vals.take(times, where)), "s", "lower",
-                               {str(k): str(v) for k, v in params.items()} if isinstance(params, dict) else {}))
+        cfg = {str(k): str(v) for k, v in params.items()} if isinstance(params, dict) else {}
+        if isinstance(r.get("times"), list):
+            out.append(Measurement(name, tuple(vals.take(r["times"], where)), "s", "lower", cfg))
+        else:  # an export without its runs: the summary it has
+            keys = {"min": "min", "median": "median", "max": "max", "mean": "mean"}
+            out.append(_summarised(name, _summary(r, keys, None, path, where), "s", "lower", cfg, vals))
     return ResultFile(path, "hyperfine", None, tuple(out))
 
 
@@ -195,15 +247,26 @@ def _asv(doc: Any, path: str, vals: _Values) -> ResultFile:
         combos = [", ".join(map(str, c)) for c in itertools.product(*(rec.get("params") or []))] or [""]
         result = result if isinstance(result, list) else [result] * len(combos)
         samples = rec.get("samples")
+        stats = {k: rec.get(f"stats_{k}") for k in ("q_25", "q_75", "repeat")}
         unit = units.get(name) or next((u for p, u in _ASV_UNITS.items()
                                         if name.rsplit(".", 1)[-1].startswith(p)), "")
         unit = "s" if unit == "seconds" else unit
         for j, combo in enumerate(combos):
             where = f"results[{name!r}][{j}]"
-            raw = samples[j] if isinstance(samples, list) and j < len(samples) and samples[j] else \
-                (result[j] if j < len(result) else None)
-            out.append(Measurement(f"{name}({combo})" if combo else name, tuple(vals.take(raw, where)), unit,
-                                   direction_of_unit(unit), config))
+            label = f"{name}({combo})" if combo else name
+            if isinstance(samples, list) and j < len(samples) and samples[j]:
+                out.append(Measurement(label, tuple(vals.take(samples[j], where)), unit, direction_of_unit(unit),
+                                       config))
+                continue
+            # without --record-samples: the result is the samples' median, with their quartiles beside it
+            row = {"median": result[j] if j < len(result) else None,
+                   **{k: v[j] for k, v in stats.items() if isinstance(v, list) and j < len(v)}}
+            summ = _summary(row, {"median": "median", "q1": "q_25", "q3": "q_75"}, row.get("repeat"), path, where)
+            if summ is not None and (np.isnan(summ.q1) and np.isnan(summ.q3)):
+                summ = None  # a bare result (a track_ or mem_ value) is one value, not a summary
+            m = _summarised(label, summ, unit, direction_of_unit(unit), config, vals) if summ is not None else \
+                Measurement(label, tuple(vals.take(row["median"], where)), unit, direction_of_unit(unit), config)
+            out.append(m)
     rev = doc.get("commit_hash")
     return ResultFile(path, "asv", str(rev) if rev else None, tuple(out))
 
@@ -477,7 +540,8 @@ class ResultImport:
                 "skipped": {"missing": self.missing}}
 
 
-def import_results(store: Any, path: str | Path, fmt: str = "auto", revision: str | None = None) -> ResultImport:
+def import_results(store: Any, path: str | Path, fmt: str = "auto", revision: str | None = None,
+                   result: ResultFile | None = None) -> ResultImport:
     """Read a result file and add its revision to one stored series per benchmark and configuration.
 
     A series is named ``benchmark[key=value,...]`` by the file's machine and
@@ -485,7 +549,8 @@ def import_results(store: Any, path: str | Path, fmt: str = "auto", revision: st
     file names (pytest-benchmark, asv), else ``git rev-parse HEAD`` where the
     file lies; it is appended after the series' last revision (a revision
     already stored keeps its place and gets the new values). Everything is
-    validated before the store is written.
+    validated before the store is written. ``result``, if given, is what
+    :func:`read_results` already returned for ``path`` (the file is not read twice).
 
     Raises
     ------
@@ -500,7 +565,7 @@ def import_results(store: Any, path: str | Path, fmt: str = "auto", revision: st
     from quiho.history.sources._io import _series_name, local_facts_dict
     from quiho.store import history as sq
 
-    rf = read_results(path, fmt)
+    rf = result if result is not None else read_results(path, fmt)
     rev = revision or rf.revision or git_revision(path)
     if not rev:
         raise UsageError(f"{path}: the {rf.format} file names no revision and does not lie in a git checkout; "
@@ -514,6 +579,6 @@ def import_results(store: Any, path: str | Path, fmt: str = "auto", revision: st
     for name, m in kept:
         sid = sq.ensure_series(store, name, f"{rf.format}:{Path(path).name}", m.unit, m.config)
         sq.append_revision(store, sid, rev)
-        sq.record_measurement(store, sid, rev, m.values, facts)
+        sq.record_measurement(store, sid, rev, m.values, facts, None if m.summary is None else m.summary.to_dict())
     return ResultImport(str(path), rf.format, rev, tuple(n for n, _ in kept), tuple(m.unit for _, m in kept),
                         tuple(len(m.values) for _, m in kept), rf.missing)

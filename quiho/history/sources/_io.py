@@ -11,7 +11,7 @@ import numpy as np
 
 from quiho._facts import local_facts
 from quiho.errors import HistoryError, ImportDataError, UnknownTargetError
-from quiho.history._model import History
+from quiho.history._model import History, Summary
 from quiho.store import Store
 from quiho.store import history as _sq
 from quiho.store.history import add_revisions, ensure_series, list_series, record_failure, record_measurement
@@ -208,13 +208,17 @@ class HistoryImport:
 
 @dataclass(frozen=True)
 class RevisionState:
-    """One revision of a stored series: position, build status and repetitions (empty unless ``ok``)."""
+    """One revision of a stored series: position, build status, repetitions (empty unless ``ok``) and summary.
+
+    ``summary`` is what the harness reported of rounds it did not save (``values`` is then its centre), else None.
+    """
 
     revision: str
     order: int
     status: str
     reason: str | None
     values: np.ndarray
+    summary: Summary | None = None
 
 
 def _series_id(store: Store, name: str) -> int:
@@ -233,14 +237,16 @@ def local_facts_dict() -> dict[str, object]:
 
 def load_state(store: Store, name: str) -> list[RevisionState]:
     """Every revision of series ``name`` in order, measured or not."""
-    return [RevisionState(r.revision, r.order, r.status, r.reason, np.array(r.values))
+    return [RevisionState(r.revision, r.order, r.status, r.reason, np.array(r.values),
+                          None if r.summary is None else Summary.from_dict(r.summary))
             for r in _sq.revisions(store, _series_id(store, name))]
 
 
 def save_history(store: Store, history: History, source: str) -> int:
     """Write ``history`` as series ``history.name``, replacing a stored series of that name."""
     return _sq.replace_series(store, history.name, history.unit, source, history.config, history.revisions,
-                              [int(o) for o in history.orders], history.samples)
+                              [int(o) for o in history.orders], history.samples,
+                              [None if x is None else x.to_dict() for x in history.summaries])
 
 
 def load_history(store: Store, name: str) -> History:
@@ -260,7 +266,7 @@ def _load_with_state(store: Store, name: str) -> tuple[History, list[RevisionSta
     state = load_state(store, name)
     ok = [s for s in state if s.status == "ok" and s.values.size]
     return History(name, tuple(s.revision for s in ok), np.array([s.order for s in ok], dtype=np.int64),
-                   tuple(s.values for s in ok), unit, config), state
+                   tuple(s.values for s in ok), unit, config, summaries=tuple(s.summary for s in ok)), state
 
 
 def import_history_csv(store: Store, path: str | Path, histories: Sequence[History] | None = None,
