@@ -7,7 +7,8 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,32 +116,19 @@ class WorktreeBench:
 
     def __call__(self, commit: str) -> np.ndarray:
         """Build and benchmark ``commit``; returns the ``repetitions`` values."""
+        with self.checkout(commit) as wt:
+            return np.array([self.measure_in(wt, commit) for _ in range(self.repetitions)])
+
+    @contextmanager
+    def checkout(self, commit: str) -> Iterator[Path]:
+        """A detached worktree of ``commit``, built once; removed on exit whatever happens."""
         tmp = Path(tempfile.mkdtemp(prefix="quiho-wt-"))
         wt = tmp / "wt"
         try:
             _git(self.repo, "worktree", "add", "--detach", "--force", str(wt), commit)
             if self.build:
                 self._run(self.build, wt, "build", commit)
-            values = []
-            for _ in range(self.repetitions):
-                r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-                t0 = time.perf_counter()
-                out = self._run(self.bench, wt, "benchmark", commit)
-                elapsed = time.perf_counter() - t0
-                r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-                if self.metric == "wall":
-                    values.append(elapsed)
-                    continue
-                if self.metric == "cpu":
-                    values.append((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime))
-                    continue
-                last = (out.stdout.strip().splitlines() or [""])[-1].strip()
-                try:
-                    values.append(float(last.split()[0]))
-                except (ValueError, IndexError):
-                    raise BuildFailed(f"benchmark at {commit[:12]}: last stdout line {last!r} is not a number") \
-                        from None
-            return np.array(values)
+            yield wt
         finally:
             try:
                 _git(self.repo, "worktree", "remove", "--force", str(wt))
@@ -148,6 +136,23 @@ class WorktreeBench:
                 pass
             shutil.rmtree(tmp, ignore_errors=True)
             subprocess.run(["git", "-C", str(self.repo), "worktree", "prune"], capture_output=True, check=False)
+
+    def measure_in(self, wt: Path, commit: str) -> float:
+        """One benchmark run in ``wt`` (the worktree of ``commit``): its value by ``metric``."""
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        out = self._run(self.bench, wt, "benchmark", commit)
+        elapsed = time.perf_counter() - t0
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if self.metric == "wall":
+            return elapsed
+        if self.metric == "cpu":
+            return (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+        last = (out.stdout.strip().splitlines() or [""])[-1].strip()
+        try:
+            return float(last.split()[0])
+        except (ValueError, IndexError):
+            raise BuildFailed(f"benchmark at {commit[:12]}: last stdout line {last!r} is not a number") from None
 
 
 @dataclass(frozen=True)
