@@ -418,11 +418,84 @@ def bisect_(
           f"{r.plain_bisection_builds}")
 
 
+def _progress(msg: str) -> None:
+    """Progress on a terminal only; warnings and what an interrupt kept always (stderr)."""
+    if sys.stderr.isatty() or msg.startswith(("warning", "interrupted")):
+        err(msg)
+
+
+def confirm_(
+    alert_id: Annotated[int | None, typer.Argument(metavar="[ALERT]", callback=number(1, 2**63 - 1),
+                                                   help="Alert to confirm (default: the one open alert); its first "
+                                                        "bad revision is the suspect.")] = None,
+    repo: RepoOpt = Path("."),
+    bench: BenchOpt = "",
+    build: BuildOpt = "",
+    suspect: Annotated[str | None, typer.Option("--suspect", help="Revision suspected of a regression, instead of "
+                                                                  "an alert (with --baseline).")] = None,
+    baseline: Annotated[str | None, typer.Option("--baseline", help="Revision to compare with (default with an "
+                                                                    "alert: the one before its first bad "
+                                                                    "revision).")] = None,
+    pairs: Annotated[int, typer.Option("--pairs", min=1, max=10_000, help="Pairs of runs (suspect and baseline "
+                                                                          "once each, order alternating); 6 or "
+                                                                          "more for a 95 % interval.")] = 20,
+    warmup: Annotated[int, typer.Option("--warmup", min=0, max=1000, help="Discarded runs of each revision "
+                                                                         "first.")] = 1,
+    metric: MetricOpt = "wall",
+    level: Annotated[float, typer.Option("--level", callback=number(0.5, 1, hi_open=True),
+                                         help="Confidence of the paired interval.")] = 0.95,
+    magnitude_floor: Floor = 0.0,
+    higher_is_better: Annotated[bool | None, typer.Option("--higher-is-better/--lower-is-better",
+                                                          help="Direction of the metric (default: the alert "
+                                                               "series' unit, else lower).")] = None,
+    timeout: TimeoutOpt = 600.0,
+    fail_on_change: Annotated[bool, typer.Option("--fail-on-change", help="Exit 3 if the regression is "
+                                                                          "confirmed.")] = False,
+    store: StoreOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Rerun a suspect revision and its baseline in pairs on this machine and confirm (or not) the regression."""
+    from quiho.cli.main import ChangeFound
+    from quiho.errors import UsageError
+    from quiho.history import GitBench
+    from quiho.history.gate import ConfirmOptions, confirm_alert, confirm_revisions, confirmation_lines, list_alerts
+    from quiho.store import open_store
+
+    if not bench.strip():
+        raise UsageError("--bench needs the benchmark command, e.g. --bench 'python bench.py'")
+    if suspect is not None and alert_id is not None:
+        raise UsageError("give either an ALERT or --suspect, not both")
+    if suspect is not None and baseline is None:
+        raise UsageError("--suspect needs --baseline")
+    opts = ConfirmOptions(pairs, warmup, level, magnitude_floor, higher_is_better)
+    target = GitBench(repo, tuple(shlex.split(build)), tuple(shlex.split(bench)), metric=metric, timeout=timeout)
+    target.runner()  # checks the metric before anything is built
+    with open_store(store, create=suspect is not None) as st:
+        if suspect is not None:
+            assert baseline is not None
+            c = confirm_revisions(st, target, suspect, baseline, opts, log=_progress)
+        else:
+            if alert_id is None:
+                open_ = list_alerts(st)
+                if len(open_) != 1:
+                    names = ", ".join(f"#{a.id}" for a in open_[:5]) or "none"
+                    raise UsageError(f"{len(open_)} open alerts ({names}): name one, or give --suspect and "
+                                     "--baseline")
+                alert_id = open_[0].id
+            c = confirm_alert(st, alert_id, target, opts, baseline=baseline, log=_progress)
+    if json_out:
+        emit_json(c.to_dict())
+    else:
+        print("\n".join(printable(ln) for ln in confirmation_lines(c)))
+    if fail_on_change and c.change.verdict == "confirmed":
+        raise ChangeFound()
+
+
 def register(app: typer.Typer) -> None:
     """Add ``quiho history`` and its commands to ``app``."""
     hist = typer.Typer(help="Performance histories: change points and GP revision sampling.", no_args_is_help=True)
     app.add_typer(hist, name="history")
     for name, fn in (("import", import_), ("list", list_), ("detect", detect_), ("plot", plot_),
-                     ("sample", sample_), ("bisect", bisect_)):
+                     ("sample", sample_), ("bisect", bisect_), ("confirm", confirm_)):
         hist.command(name)(fn)
     register_alerts(hist)

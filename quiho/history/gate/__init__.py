@@ -48,3 +48,18 @@ __all__ = [
     "STACK_VARIANCES",
     "WITHIN_RULES",
 ]
+
+# confirming a regression by rerunning its revisions in pairs (``_confirm``; the paired evidence: ``_paired``)
+from quiho.history.gate._confirm import (  # noqa: E402
+    CONFIRM_VERDICTS,
+    Confirmation,
+    ConfirmOptions,
+    RerunPair,
+    confirm_alert,
+    confirm_revisions,
+    confirmation_lines,
+)
+from quiho.history.gate._paired import PairedChange, min_pairs, paired_change  # noqa: E402
+
+__all__ += ["CONFIRM_VERDICTS", "ConfirmOptions", "Confirmation", "PairedChange", "RerunPair", "confirm_alert",
+            "confirm_revisions", "confirmation_lines", "min_pairs", "paired_change"]
