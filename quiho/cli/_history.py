@@ -227,6 +227,11 @@ def detect_(
                                                                           "regressing).")] = False,
     base: BaseOpt = None,
     newest_alpha: NewestAlphaOpt = None,
+    location: Annotated[str | None, typer.Option("--location", help="Each revision's value in the gate: min "
+                                                                    "(default: survives a busy runner), q25, "
+                                                                    "median, mean, or rounds (every round under "
+                                                                    "the random-effects model, the earlier "
+                                                                    "default).")] = None,
     normalise: NormaliseOpt = False,
     store: StoreOpt = None,
     json_out: JsonOpt = False,
@@ -246,10 +251,13 @@ def detect_(
         raise UsageError("--newest-alpha goes with --all or --normalise")
     if all_series and normalise:
         raise UsageError("--normalise works on one stored series: name it instead of --all")
+    if location is not None and not (all_series or fmt == "markdown"):
+        raise UsageError("--location goes with --all or --format markdown (the gate's verdicts)")
     if all_series:
         from quiho.history import GateOptions
 
         gate = GateOptions(method, alpha, min_size, magnitude_floor, base)
+        gate = replace(gate, location=location) if location is not None else gate
         detect_all(store, gate if newest_alpha is None else replace(gate, newest_alpha=newest_alpha), fmt,
                    fail_on_change, json_out)
         return
@@ -270,8 +278,9 @@ def detect_(
     elif fmt == "markdown":
         from quiho.history.gate import verdict_markdown, verdict_of
 
+        kw = {} if location is None else {"location": location}
         sys.stdout.write(verdict_markdown([verdict_of(h, method, alpha=alpha, min_size=min_size,
-                                                      magnitude_floor=magnitude_floor)]))
+                                                      magnitude_floor=magnitude_floor, **kw)]))
     else:
         print("\n".join(detection_lines(d, h.missing, alpha, magnitude_floor)))
     if fail_on_change and d.change_points:

@@ -198,10 +198,11 @@ def test_history_v1_store_is_migrated(tmp_path):
     open_store(path).close()
     conn = sqlite3.connect(path)  # make it look like a v1 store
     conn.execute("ALTER TABLE history_revisions DROP COLUMN machine_json")
+    conn.execute("ALTER TABLE history_revisions DROP COLUMN summary_json")
     conn.execute("UPDATE schema_versions SET version = 1 WHERE component = 'history'")
     conn.commit()
     conn.close()
     with open_store(path) as s:
-        assert s.versions()["history"] == 2
+        assert s.versions()["history"] == 3
         cols = [r[1] for r in s.conn.execute("PRAGMA table_info(history_revisions)")]
-        assert "machine_json" in cols
+        assert "machine_json" in cols and "summary_json" in cols

@@ -26,7 +26,7 @@ WITHIN_RULES = ("own", "pooled", "larger")
 
 #: the gate's per-revision location (:class:`~quiho.history.gate.GateOptions`), chosen by docs/history-gate.md's
 #: protocol
-DEFAULT_LOCATION = "rounds"
+DEFAULT_LOCATION = "min"
 
 #: per-revision location estimators (:func:`located`) -> the summary statistics each reads, first reported first.
 #: ``"rounds"`` keeps every round (the random-effects model on the rounds' means).

@@ -69,7 +69,9 @@ def _read_csv_frame(p: Path, needed: Sequence[str]) -> Any:
         raise ImportDataError(f"{p}: column {dup!r} appears twice in the header; which one is meant is ambiguous")
     missing = [c for c in needed if c not in names]
     if missing:
-        raise ImportDataError(f"{p}: no column {missing[0]!r}; columns are: {', '.join(names)}")
+        from quiho._text import printable  # a header cell may hold a newline: the error stays one line
+
+        raise ImportDataError(f"{p}: no column {missing[0]!r}; columns are: {printable(', '.join(names))}")
     try:
         df = pd.read_csv(p, dtype=str, keep_default_na=False, skipinitialspace=True, encoding="utf-8-sig")
     except PermissionError:
