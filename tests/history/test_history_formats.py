@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from quiho.errors import ImportDataError, UsageError
-from quiho.history import load_history
+from quiho.history import History, load_history
 from quiho.history.sources._formats import FORMATS, detect_format, direction_of_unit, import_results, read_results
 from quiho.store import open_store
 
@@ -380,3 +380,21 @@ def test_history_import_reads_a_result_file_once(tmp_path, monkeypatch):
     assert main(["history", "import", str(DATA / "gbench.json"), "--revision", "r1",
                  "--store", str(tmp_path / "q.db")]) == 0
     assert len(calls) == 1, calls
+
+
+def test_a_summary_survives_both_store_backends_and_save_history(store_spec, tmp_path):
+    from quiho.history import save_history
+
+    def drop(doc):
+        for b in doc["benchmarks"]:
+            del b["stats"]["data"]
+
+    p = _without(DATA / "pytest_benchmark.json", tmp_path, drop)
+    with open_store(store_spec) as st:
+        name = import_results(st, p, revision="r1").series[0]
+        import_results(st, DATA / "pytest_benchmark.json", revision="r2")  # rounds saved: no summary
+        h = load_history(st, name)
+        assert h.summaries[0] is not None and h.summaries[1] is None and h.samples[1].size == 5
+        save_history(st, History("copy", h.revisions, h.orders, h.samples, h.unit, summaries=h.summaries), "t")
+        c = load_history(st, "copy")
+    assert c.summaries == h.summaries and c.samples[0].tolist() == h.samples[0].tolist()

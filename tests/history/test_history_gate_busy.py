@@ -129,6 +129,29 @@ def short(series: str) -> str:
     return series.split("::")[-1].split("[")[0]
 
 
+#: widest spread (max / min - 1) of the minima of identical commits run without the hog for the walk to be
+#: judged: the gate at 0.001 over 6 revisions sees +30 % only when the minima scatter under ~4 %
+MAX_DRIFT = 0.05
+
+
+def _skip_if_the_machine_drifts(store: str) -> None:
+    """Skip when the minima of commits 1-6 run without the hog already differ by more than :data:`MAX_DRIFT`.
+
+    That is the machine's own drift between runs (its load or speed changed between commits), which no estimator
+    of a run's rounds removes (``quiho history confirm`` reruns for that); the hog's effect is judged, not excused:
+    hogged commits do not count here.
+    """
+    from quiho.history.gate import located
+
+    quiet = [i for i in range(6) if i + 1 not in HOGGED]
+    with open_store(store) as st:
+        for r in list_series(st):
+            m = located(load_history(st, str(r["name"])), "min").values[quiet]
+            if m.max() / m.min() - 1 > MAX_DRIFT:
+                pytest.skip(f"this machine drifts: the minima of {short(str(r['name']))} at unhogged commits "
+                            f"{[i + 1 for i in quiet]} span {m.max() / m.min() - 1:.0%} (> {MAX_DRIFT:.0%})")
+
+
 @pytest.mark.slow  # 18 real pytest-benchmark runs, four of them beside a CPU hog: ~60 s on a loaded 2-core machine
 @pytest.mark.parametrize("save_data", [True, False], ids=["rounds", "summary-only"])
 def test_the_gate_holds_on_a_busy_runner(tmp_path: Path, save_data: bool) -> None:
@@ -137,6 +160,8 @@ def test_the_gate_holds_on_a_busy_runner(tmp_path: Path, save_data: bool) -> Non
     codes, shas, alerts = [], [], []
     for i, (sha, code, doc) in enumerate(walk(root, store, [GOOD] * 6 + [SLOW] * 3, HOGGED, save_data=save_data),
                                          start=1):
+        if i == 7:
+            _skip_if_the_machine_drifts(store)
         shas.append(sha)
         codes.append(code)
         by = {short(s["series"]): s for s in doc["series"]}

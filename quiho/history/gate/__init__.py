@@ -1,9 +1,10 @@
 """The CI gate: does the newest revision regress, and which regressions are still open alerts.
 
-``_levels`` compares the level of a few revisions with a baseline under a one-way random-effects model (builds
-scatter, rounds scatter less); ``_ci`` checks the newest revision of every series (:func:`check_newest`,
-:func:`verdict_of`); ``_alerts`` keeps each regression as a stored alert until the data or a person closes it
-(:func:`run_gate`, settings in :class:`GateOptions`).
+``_levels`` reads each revision by its location (:func:`located`: its minimum by default, which a busy runner's
+interference does not move) and compares the level of a few revisions with a baseline under a one-way
+random-effects model (builds scatter, rounds scatter less); ``_ci`` checks the newest revision of every series
+(:func:`check_newest`, :func:`verdict_of`); ``_alerts`` keeps each regression as a stored alert until the data or
+a person closes it (:func:`run_gate`, settings in :class:`GateOptions`).
 """
 
 from quiho.history.gate._alerts import (
@@ -22,7 +23,7 @@ from quiho.history.gate._alerts import (
     set_alert_state,
 )
 from quiho.history.gate._ci import NewestCheck, SeriesVerdict, check_newest, verdict_lines, verdict_markdown, verdict_of
-from quiho.history.gate._levels import WITHIN_RULES
+from quiho.history.gate._levels import DEFAULT_LOCATION, LOCATIONS, WITHIN_RULES, located
 
 __all__ = [
     # the newest revision of each series
@@ -47,6 +48,10 @@ __all__ = [
     "STACK_RULES",
     "STACK_VARIANCES",
     "WITHIN_RULES",
+    # each revision's value in the gate
+    "LOCATIONS",
+    "DEFAULT_LOCATION",
+    "located",
 ]
 
 # confirming a regression by rerunning its revisions in pairs (``_confirm``; the paired evidence: ``_paired``)
