@@ -450,7 +450,8 @@ def part1b(n_each: int) -> None:
     print("| detector | false alarms (change-free) | steps found (±5) | F1 / cover (all) |")
     print("|---|---|---|---|")
     methods: dict[str, object] = {m: (lambda y, m=m: [c.index for c in detect(y, m).change_points])
-                                  for m in ["auto", "cusum", "binseg", "bottomup", "gmm", "ttest", "mannwhitney"]}
+                                  for m in ["auto", "auto-ar1", "cusum", "binseg", "bottomup", "gmm", "ttest",
+                                            "mannwhitney"]}
     methods.update({k: ruptures_default(k) for k in ("rpt-binseg", "rpt-bottomup", "rpt-pelt")})
     for name, fn in methods.items():
         fa = sum(len(fn(c.values)) for c in null)  # type: ignore[operator]

@@ -4,6 +4,10 @@
 Nothing in here may be changed after looking at results without saying so in the commit message and on that
 page (the protocol's point is that the number reported for the chosen default is one it was not tuned on).
 
+Labels (since the held-out stage switched the default, 2026-11-28)
+    Rounds 1-4 and the held-out stage keep the labels of their time: their ``auto`` is the registry's ``auto-ar1``
+    (the AR(1)-corrected rank detector) and their ``auto-iid`` the registry's ``auto``; round 5 (``r5_*``) uses
+    today's names.
 Candidates (fixed defaults, no per-series settings)
     Every registered detector with its defaults (today's ``auto``, ``cusum``, ``binseg``, ``bottomup``, ``gmm``,
     ``ttest``, ``mannwhitney``), plus ``auto-iid`` (``auto`` without the AR(1) correction the last session
@@ -110,8 +114,8 @@ def _otava(y: History | np.ndarray) -> list[int]:
 def candidates() -> list[Candidate]:
     """The candidates and peers, in the protocol's order."""
     out = [
-        Candidate("auto", _quiho("auto"), 3),  # Pettitt + step-vs-trend + AR(1) inflation
-        Candidate("auto-iid", _quiho("auto", dependence=False), 2),
+        Candidate("auto", _quiho("auto-ar1"), 3),  # Pettitt + step-vs-trend + AR(1) inflation
+        Candidate("auto-iid", _quiho("auto"), 2),
         Candidate("pelt-mbic", _quiho("pelt", scale="diff"), 1),
         Candidate("pelt-mbic-lr", _quiho("pelt", scale="long-run"), 2),
         Candidate("combo", _quiho("combo"), 5),  # auto (3) + pelt-mbic-lr (2)
@@ -123,17 +127,17 @@ def candidates() -> list[Candidate]:
         Candidate("mannwhitney", _quiho("mannwhitney"), 2),
         Candidate("gmm", _quiho("gmm"), 3),
         # round 2, added after the first run's results (docs/history-protocol.md, "Round 2"); rule unchanged
-        Candidate("auto-cubic", _quiho("auto", trend_degree=3), 3),
-        Candidate("auto-diffrho", _quiho("auto", rho_from="differences"), 3),
-        Candidate("auto-cubic-diffrho", _quiho("auto", trend_degree=3, rho_from="differences"), 3),
+        Candidate("auto-cubic", _quiho("auto-ar1", trend_degree=3), 3),
+        Candidate("auto-diffrho", _quiho("auto-ar1", rho_from="differences"), 3),
+        Candidate("auto-cubic-diffrho", _quiho("auto-ar1", trend_degree=3, rho_from="differences"), 3),
         # round 3, added after round 2's results (docs/history-protocol.md, "Round 3"); rule unchanged
-        Candidate("auto-vtrend", _quiho("auto", trend_on="values"), 3),
-        Candidate("auto-vario", _quiho("auto", rho_from="variogram"), 3),
-        Candidate("auto-vtrend-vario", _quiho("auto", trend_on="values", rho_from="variogram"), 3),
+        Candidate("auto-vtrend", _quiho("auto-ar1", trend_on="values"), 3),
+        Candidate("auto-vario", _quiho("auto-ar1", rho_from="variogram"), 3),
+        Candidate("auto-vtrend-vario", _quiho("auto-ar1", trend_on="values", rho_from="variogram"), 3),
         # round 4, added after round 3's results (docs/history-protocol.md, "Round 4"); rule unchanged
-        Candidate("auto-vtrend-dscale", _quiho("auto", trend_on="values", trend_scale="differences"), 4),
+        Candidate("auto-vtrend-dscale", _quiho("auto-ar1", trend_on="values", trend_scale="differences"), 4),
         Candidate("auto-vtrend-vario-dscale",
-                  _quiho("auto", trend_on="values", rho_from="variogram", trend_scale="differences"), 4),
+                  _quiho("auto-ar1", trend_on="values", rho_from="variogram", trend_scale="differences"), 4),
         Candidate("rpt-binseg-bic", _ruptures("Binseg"), 1, peer=True),
         Candidate("rpt-pelt-bic", _ruptures("Pelt"), 1, peer=True),
     ]
@@ -312,3 +316,4 @@ def holdout_choice(f1: dict[str, float], shortlist: list[Summary]) -> tuple[str,
     return win.name, (f"highest held-out F1 of the shortlist ({f1[win.name]:.3f} against auto's {f1['auto']:.3f})"
                       + (f"; tied within {TIE} with {', '.join(r.name for r in tied if r is not win)}, simpler"
                          if len(tied) > 1 else ""))
+

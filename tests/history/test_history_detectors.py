@@ -16,13 +16,13 @@ from quiho.history.detectors._auto import pettitt, step_vs_trend_p
 
 ALL = sorted(DETECTORS)
 # detectors that look at a local window or test against a trend: they must not split slow drift
-DRIFT_SAFE = ["auto", "ttest", "mannwhitney", "gmm"]
+DRIFT_SAFE = ["auto", "auto-ar1", "ttest", "mannwhitney", "gmm"]
 # detectors with a bimodal-aware or rank-based noise model: no false alarm on banding
-BAND_SAFE = ["auto", "gmm", "ttest"]
+BAND_SAFE = ["auto", "auto-ar1", "gmm", "ttest"]
 
 
 def test_registry_has_every_issue_method():
-    assert {"auto", "cusum", "binseg", "bottomup", "gmm", "ttest", "mannwhitney"} <= set(DETECTORS)
+    assert {"auto", "auto-ar1", "cusum", "binseg", "bottomup", "gmm", "ttest", "mannwhitney"} <= set(DETECTORS)
     with pytest.raises(UsageError, match="unknown detector"):
         make_detector("nope")
     with pytest.raises(UsageError, match="detector 'cusum'"):
@@ -231,15 +231,56 @@ def test_spread_change_is_not_reported_as_a_level_change(seed):
     assert detect(case.values, "auto").change_points == ()
 
 
-def test_auto_serially_dependent_noise_is_not_a_change_but_a_step_in_it_is():
-    # real histories wander (AR-like noise); without the long-run variance correction the default detector
-    # put a change at 19 of these 20 change-free AR(1) series
+def _ar1_counts(method):
+    """False alarms on 20 change-free AR(1) series (rho 0.7) and 3-sd steps found within 5 in 20 others."""
     fa, hits = 0, 0
     for seed in range(20):
-        fa += len(detect(ar_noise_history(300, rho=0.7, noise=1.0, random_state=seed).values).change_points)
+        fa += len(detect(ar_noise_history(300, rho=0.7, noise=1.0, random_state=seed).values, method).change_points)
         step = ar_noise_history(300, (150,), (100.0, 103.0), rho=0.7, noise=1.0, random_state=100 + seed)
-        hits += any(abs(c.index - 150) <= 5 for c in detect(step.values).change_points)
+        hits += any(abs(c.index - 150) <= 5 for c in detect(step.values, method).change_points)
+    return fa, hits
+
+
+def test_auto_ar1_serially_dependent_noise_is_not_a_change_but_a_step_in_it_is():
+    # histories that wander (AR-like noise): without the long-run variance correction the rank detector puts a
+    # change at 19 of these 20 change-free AR(1) series; auto-ar1 keeps the correction for them
+    fa, hits = _ar1_counts("auto-ar1")
     assert fa <= 6 and hits >= 15
+
+
+def test_default_is_the_independent_noise_detector():
+    # the held-out stage chose auto without the AR(1) correction (docs/history-protocol.md): the default assumes
+    # independent noise, so it reads an AR(1) wander as changes where auto-ar1 does not, and finds the steps too
+    d = make_detector()
+    assert d.name == "auto" and d.get_params()["dependence"] is False
+    assert make_detector("auto-ar1").get_params()["dependence"] is True
+    y = ar_noise_history(300, rho=0.7, noise=1.0, random_state=3).values
+    assert make_detector().fit(y).rho_ == 0.0 and make_detector("auto-ar1").fit(y).rho_ > 0.3
+    assert [c.index for c in detect(y).change_points] == [c.index for c in detect(y, "auto", dependence=False)
+                                                         .change_points]
+    fa, hits = _ar1_counts("auto")
+    fa_ar1, _ = _ar1_counts("auto-ar1")
+    assert fa >= 15 > fa_ar1 and hits >= 15
+
+
+def test_auto_ar1_equals_auto_with_dependence():
+    y = ar_noise_history(300, (150,), (100.0, 103.0), rho=0.7, noise=1.0, random_state=7).values
+    a = detect(y, "auto-ar1").change_points
+    assert a == detect(y, "auto", dependence=True).change_points
+    assert [c.index for c in detect(y, "auto-ar1", dependence=False).change_points] == \
+        [c.index for c in detect(y).change_points]
+
+
+def test_combo_keeps_the_ar1_rank_detector_it_was_measured_with():
+    # combo = auto-ar1's changes that PELT confirms: on wandering noise every combo change is one of auto-ar1's,
+    # while the default (no correction) reports changes auto-ar1 does not
+    extra = 0
+    for seed in range(6):
+        y = ar_noise_history(300, rho=0.7, noise=1.0, random_state=seed).values
+        ar1 = {c.index for c in detect(y, "auto-ar1").change_points}
+        assert {c.index for c in detect(y, "combo").change_points} <= ar1
+        extra += len({c.index for c in detect(y).change_points} - ar1)
+    assert extra > 0
 
 
 def test_ar_noise_generator_is_seeded_and_has_the_asked_dependence():
