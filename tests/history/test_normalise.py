@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from quiho.cli.main import main
+from quiho.errors import UsageError
 from quiho.history import History, detect
 from quiho.history.normalise import (
     MachineFingerprint,
@@ -289,3 +290,41 @@ def test_values_that_do_not_vary_are_raw_and_said_so():
     flat = History(h.name, h.revisions, h.orders, tuple(np.full(3, 5.0) for _ in h.samples), h.unit)
     nd = detect_normalised(flat, ms)
     assert not nd.normalised and "do not vary" in nd.reason and not nd.detection.change_points
+
+
+@pytest.mark.parametrize("model", ["ridge", "gbm"])
+def test_the_machine_effect_is_fitted_once_per_iteration_and_fold(model, monkeypatch):
+    # each iteration fits the effect once and each held-out machine once; the effect reported is the one removed
+    # (a refit on the converged deviations doubled the last fit, and its stressors could differ from the effect's)
+    from quiho.history.normalise import _detect
+
+    kind = _detect.EFFECT_MODELS[model]
+    fits, detections = [], []
+    orig_fit, orig_detect = kind.fit, _detect.detect
+
+    def fit(self, Z, r):
+        fits.append(len(r))
+        return orig_fit(self, Z, r)
+
+    def counted_detect(*args, **kwargs):
+        detections.append(1)
+        return orig_detect(*args, **kwargs)
+
+    monkeypatch.setattr(kind, "fit", fit)
+    monkeypatch.setattr(_detect, "detect", counted_detect)
+    h, ms = _rotating()
+    nd = detect_normalised(h, ms, NormaliseOptions(model=model))
+    e = nd.effect
+    assert nd.normalised and e.iterations >= 2
+    assert len(fits) == e.iterations + e.machines  # every one of the 8 machines is held out once
+    assert fits.count(len(h)) == e.iterations  # the full-series fits: one per iteration, no refit
+    assert len(detections) == e.iterations  # the last iteration's detection is the one reported
+    assert e.stressors == tuple(e.columns[c] for c in e.model.columns_)
+    assert np.allclose(e.effect, e.model.predict(np.log(np.array([m.values[list(e.columns)] for m in ms],
+                                                                  dtype=float))) - e.offset)
+
+
+def test_max_iterations_below_one_is_refused():
+    h, ms = _rotating()
+    with pytest.raises(UsageError, match="max_iterations"):
+        detect_normalised(h, ms, NormaliseOptions(model="ridge", max_iterations=0))

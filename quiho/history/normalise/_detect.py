@@ -429,13 +429,15 @@ def _joint(h: History, Zdf: pd.DataFrame, keys: np.ndarray, opts: NormaliseOptio
     if opts.model not in EFFECT_MODELS:
         raise UsageError(f"unknown machine-effect model {opts.model!r}; choose one of {', '.join(EFFECT_MODELS)}")
     kind = EFFECT_MODELS[opts.model]
+    if opts.max_iterations < 1:
+        raise UsageError(f"max_iterations must be >= 1, got {opts.max_iterations}")
 
     def make() -> RidgeEffect | GbmEffect:
         return kind(k, opts.ridge)
 
     bounds: list[int] = []
     effect = np.zeros(len(y))
-    model, offset, it = None, 0.0, 0
+    model, offset, it, d = None, 0.0, 0, None
     for it in range(1, opts.max_iterations + 1):  # noqa: B007 - the count is reported
         r = y - _segment_means(y, bounds)
         model = make().fit(Z, r)
@@ -450,10 +452,11 @@ def _joint(h: History, Zdf: pd.DataFrame, keys: np.ndarray, opts: NormaliseOptio
         if new == bounds:
             break
         bounds = new
+    assert model is not None and d is not None  # checked above: at least one iteration
     r = y - _segment_means(y, bounds)
     ratio, machine_var = _cv_ratio(Z, r, keys, make)
-    final = make().fit(Z, r)
-    eff = MachineEffect(tuple(str(Zdf.columns[c]) for c in final.columns_), tuple(float(c) for c in final.coef_),
+    # the effect reported is the one removed: the last fit's (converged, it was fitted on this very r)
+    eff = MachineEffect(tuple(str(Zdf.columns[c]) for c in model.columns_), tuple(float(c) for c in model.coef_),
                         effect, ratio, len(set(keys.tolist())), it, machine_var,
                         tuple(str(c) for c in Zdf.columns), model, offset)
     if not np.isfinite(ratio) or ratio > opts.max_cv_ratio:
@@ -463,8 +466,7 @@ def _joint(h: History, Zdf: pd.DataFrame, keys: np.ndarray, opts: NormaliseOptio
                f"predicting held-out machines with the fingerprint effect is not better than without it "
                f"(leave-one-machine-out MSE ratio {ratio:.2f} > {opts.max_cv_ratio})")
         return _raw(h, opts, f"raw series used: {why}", notes, eff, keys)
-    used = _scaled(h, effect)
-    d = detect(used, opts.method, min_size=opts.min_size, magnitude_floor=opts.magnitude_floor, alpha=opts.alpha)
+    used = _scaled(h, effect)  # the last iteration's detection ``d`` is of this very series
     d, apart = _machine_changes(used, d, keys, machine_var, opts.alpha)
     reason = (f"normalised by {', '.join(eff.stressors)} over {eff.machines} machines: leave-one-machine-out MSE "
               f"ratio {ratio:.2f} (≤ {opts.max_cv_ratio}: beats the raw series)")
