@@ -369,8 +369,9 @@ def protocol(root: Path, use_cache: bool, draw: int | None = None) -> None:
         byname = {c.name: c for c in cands}
         name, reason = P.final_choice(name, reason, {d: _on_draw(byname[name], byname["auto"], d)
                                                      for d in P.FRESH_DRAWS})
-    print(f"\n**Chosen default: {name}** ({reason}); the registry's 'auto' is {DETECTORS['auto'].__name__}\n",
-          flush=True)
+    print(f"\n**Chosen default: {name}** ({reason}); labels of rounds 1-4: their 'auto' is the registry's "
+          f"'auto-ar1', their 'auto-iid' the registry's 'auto' ({DETECTORS['auto'].__name__} with dependence="
+          f"{DETECTORS['auto']().get_params()['dependence']}, the held-out stage's pick)\n", flush=True)
 
 
 def _suites(draw: int | None = None) -> tuple[list, list]:
