@@ -80,8 +80,9 @@ def fill_series(store: str, n: int) -> None:
         for k in range(n):
             level = np.r_[np.full(40, 100.0), np.full(20, 100.0 + 10 * (k % 3 == 0))]
             values = level + rng.normal(0, 1, 60)
-            history.replace_series(st, f"series-{k:04d}", "ms", "bench", {}, revs, list(range(60)),
-                                   [[float(v)] for v in values])
+            history.replace_series(st, f"series-{k:04d}", "ms", "bench", {},
+                                   [history.StoredRevision(r, i, "ok", None, (float(v),))
+                                    for i, (r, v) in enumerate(zip(revs, values, strict=True))])
 
 
 def run(stores: dict[str, Callable[[str], str]], csv: Path, n_series: int, repeat: int) -> dict[str, dict[str, float]]:

@@ -10,7 +10,7 @@ names to values) beside its one point.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,12 +142,8 @@ def revisions(store: Store, sid: int) -> list[StoredRevision]:
 
 
 def replace_series(store: Store, name: str, unit: str, source: str, config: Mapping[str, str],
-                   revisions: Sequence[str], orders: Sequence[int], samples: Sequence[Iterable[float]],
-                   summaries: Sequence[Mapping[str, float] | None] = ()) -> int:
-    """Write series ``name`` with every revision ``ok``, replacing a stored series of that name; returns its id.
-
-    ``summaries``, when given, holds each revision's summary (None where its points are its rounds).
-    """
+                   rows: Sequence[StoredRevision]) -> int:
+    """Write series ``name`` as ``rows`` (status, reason, points, summary), replacing one of that name; its id."""
     with store.transaction() as c:
         c.execute("DELETE FROM history_series WHERE name = ?", (name,))
         sid = insert_id(c, "INSERT INTO history_series(name, unit, source, config_json, created_at, quiho_version) "
@@ -155,15 +151,14 @@ def replace_series(store: Store, name: str, unit: str, source: str, config: Mapp
                         (name, unit, source, _config_json(config), utcnow(), __version__))
         now = utcnow()
         # two bulk inserts, not one INSERT per revision: 200 k revisions in about a second
-        summ = [_summary_json(x) for x in summaries] if summaries else [None] * len(revisions)
-        c.insert_rows("history_revisions", ("series_id", "revision", "ord", "status", "measured_at", "summary_json"),
-                      [(sid, rev, int(o), "ok", now, js)
-                       for rev, o, js in zip(revisions, orders, summ, strict=True)])
+        c.insert_rows("history_revisions",
+                      ("series_id", "revision", "ord", "status", "reason", "measured_at", "summary_json"),
+                      [(sid, r.revision, int(r.order), r.status, r.reason, now, _summary_json(r.summary))
+                       for r in rows])
         rid: dict[int, int] = dict(
             c.execute("SELECT ord, id FROM history_revisions WHERE series_id = ?", (sid,)).fetchall())
         c.insert_rows("history_points", ("revision_id", "repetition", "value"),
-                      [(rid[int(o)], i, float(v)) for o, s in zip(orders, samples, strict=True)
-                       for i, v in enumerate(s)])
+                      [(rid[int(r.order)], i, float(v)) for r in rows for i, v in enumerate(r.values)])
     return sid
 
 

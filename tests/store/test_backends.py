@@ -135,7 +135,8 @@ def test_copy_sqlite_to_postgresql_and_back_keeps_every_row_and_file(pg_server, 
     with open_store(a) as st:
         imports.write_complete_runs(st, "test", "synthetic", [
             ("b1", "2026-01-01T00:00:00+00:00", [("h1", 1, "cpu", 10.25), ("h2", 1, "cpu", 1e-300)])])
-        history.replace_series(st, "s", "ms", "test", {}, ["r0", "r1"], [0, 1], [[1.0, 2.0], [3.0]])
+        history.replace_series(st, "s", "ms", "test", {}, [history.StoredRevision("r0", 0, "ok", None, (1.0, 2.0)),
+                                                             history.StoredRevision("r1", 1, "ok", None, (3.0,))])
         _trace(st)
         before = table_counts(st)
     with open_store(a) as src, open_store(url) as dst:

@@ -112,8 +112,9 @@ def _worker(url: str, files: str, worker: int, start: multiprocessing.synchroniz
     for r in range(ROUNDS):
         with open_store(url) as st:
             revs = [f"r{i}" for i in range(50)]
-            history.replace_series(st, f"w{worker}-r{r}", "s", "test", {}, revs, list(range(50)),
-                                   [[float(i), float(i) + 0.5] for i in range(50)])
+            history.replace_series(st, f"w{worker}-r{r}", "s", "test", {},
+                                   [history.StoredRevision(rev, i, "ok", None, (float(i), float(i) + 0.5))
+                                    for i, rev in enumerate(revs)])
             sid = history.ensure_series(st, "shared", "test")
             history.append_revision(st, sid, f"w{worker}-r{r}")
             rid = fingerprints.create_fingerprint_run(st, f"fp-w{worker}-r{r}", "quick", {}, "test")

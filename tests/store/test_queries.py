@@ -38,7 +38,8 @@ def test_trace_run_round_trip_and_a_failed_calls_write_leaves_no_row(st) -> None
 
 
 def test_history_series_round_trip_and_a_moved_revision_writes_nothing(st) -> None:  # noqa: ANN001
-    sid = history.replace_series(st, "s", "ms", "test", {"k": "v"}, ["a", "b"], [0, 5], [[1.0, 2.0], [3.0]])
+    rows = [history.StoredRevision("a", 0, "ok", None, (1.0, 2.0)), history.StoredRevision("b", 5, "ok", None, (3.0,))]
+    sid = history.replace_series(st, "s", "ms", "test", {"k": "v"}, rows)
     assert history.series_id(st, "s") == sid and history.series_meta(st, sid) == ("ms", {"k": "v"})
     assert [(r.revision, r.order, r.status, r.values) for r in history.revisions(st, sid)] == [
         ("a", 0, "ok", (1.0, 2.0)), ("b", 5, "ok", (3.0,))]

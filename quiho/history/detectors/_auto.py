@@ -307,7 +307,10 @@ class AutoAR1Detector(AutoDetector):
     def __init__(self, *, dependence: bool = True, rho_from: str = "running-median", trend_degree: int = 1,
                  trend_on: str = "ranks", trend_scale: str = "residuals", min_size: int = 5,
                  magnitude_floor: float = 0.0, alpha: float = 0.01, random_state: int | None = 0) -> None:
-        """The same settings as :class:`AutoDetector`, ``dependence`` on by default."""
+        """The same settings as :class:`AutoDetector`, ``dependence`` on by default.
+
+        Many parameters because each is a measured variant (sklearn-style keywords).
+        """
         super().__init__(dependence=dependence, rho_from=rho_from, trend_degree=trend_degree, trend_on=trend_on,
                          trend_scale=trend_scale, min_size=min_size, magnitude_floor=magnitude_floor, alpha=alpha,
                          random_state=random_state)

@@ -209,7 +209,8 @@ def confirm_revisions(store: Store | None, target: GitBench, suspect: str, basel
         _run_pairs(target, s_rev, b_rev, options, log, done)
     except KeyboardInterrupt:
         if store is not None and done:
-            c = _finish(store, target, s_rev, b_rev, options, hib, series, alert_id, done, interrupted=True)
+            c = _stored(store, target, options,
+                        _decided(target, s_rev, b_rev, options, hib, (series, alert_id), done, interrupted=True))
             log(f"interrupted after {len(done)} pair{'s' * (len(done) != 1)}: stored as confirmation #{c.id} "
                 "(interrupted)")
         raise
@@ -217,22 +218,30 @@ def confirm_revisions(store: Store | None, target: GitBench, suspect: str, basel
     if ratios.size > 1 and ratios.max() / ratios.min() - 1 >= _SPREAD:
         log(f"warning: the pairs' ratios span {ratios.max() / ratios.min() - 1:.0%} (machine busy?); the pairs "
             "cancel slow drift, not bursts within a pair: more --pairs")
-    return _finish(store, target, s_rev, b_rev, options, hib, series, alert_id, done, interrupted=False)
+    return _stored(store, target, options,
+                   _decided(target, s_rev, b_rev, options, hib, (series, alert_id), done, interrupted=False))
 
 
-def _finish(store: Store | None, target: GitBench, suspect: str, baseline: str, options: ConfirmOptions,
-            hib: bool, series: str | None, alert_id: int | None, done: Sequence[RerunPair], *,
-            interrupted: bool) -> Confirmation:
+def _decided(target: GitBench, suspect: str, baseline: str, options: ConfirmOptions, hib: bool,
+             where: tuple[str | None, int | None], done: Sequence[RerunPair], *, interrupted: bool) -> Confirmation:
+    """The paired decision on ``done``, not yet stored; ``where`` is the (series, alert id) it belongs to."""
     ch = paired_change([p.baseline for p in done], [p.suspect for p in done], level=options.level,
                        higher_is_better=hib, magnitude_floor=options.magnitude_floor)
-    cid = None
-    if store is not None:
-        cid = sa.insert_confirmation(store, ConfirmationRow(
-            0, alert_id, series, suspect, baseline, str(target.repo.resolve()), target.build, target.bench,
-            target.metric, hib, options.warmup, options.level, ch.magnitude, ch.ci[0], ch.ci[1],
-            ch.p_value, ch.verdict, ch.reason, "interrupted" if interrupted else "complete", local_facts().to_dict(),
-            tuple((p.first, p.baseline, p.suspect) for p in done)))
-    return Confirmation(cid, alert_id, series, suspect, baseline, target.metric, hib, tuple(done), ch, interrupted)
+    return Confirmation(None, where[1], where[0], suspect, baseline, target.metric, hib, tuple(done), ch,
+                        interrupted)
+
+
+def _stored(store: Store | None, target: GitBench, options: ConfirmOptions, c: Confirmation) -> Confirmation:
+    """``c`` with its id once written to ``store`` with its pairs (one transaction); unchanged without a store."""
+    if store is None:
+        return c
+    ch = c.change
+    cid = sa.insert_confirmation(store, ConfirmationRow(
+        0, c.alert_id, c.series, c.suspect, c.baseline, str(target.repo.resolve()), target.build, target.bench,
+        target.metric, c.higher_is_better, options.warmup, options.level, ch.magnitude, ch.ci[0], ch.ci[1],
+        ch.p_value, ch.verdict, ch.reason, "interrupted" if c.interrupted else "complete", local_facts().to_dict(),
+        tuple((p.first, p.baseline, p.suspect) for p in c.pairs)))
+    return replace(c, id=cid)
 
 
 def confirm_alert(store: Store, alert_id: int, target: GitBench, options: ConfirmOptions = ConfirmOptions(), *,

@@ -246,9 +246,10 @@ def load_state(store: Store, name: str) -> list[RevisionState]:
 
 def save_history(store: Store, history: History, source: str) -> int:
     """Write ``history`` as series ``history.name``, replacing a stored series of that name."""
-    return _sq.replace_series(store, history.name, history.unit, source, history.config, history.revisions,
-                              [int(o) for o in history.orders], history.samples,
-                              [None if x is None else x.to_dict() for x in history.summaries])
+    summaries = history.summaries or (None,) * len(history.revisions)
+    rows = [_sq.StoredRevision(r, int(o), "ok", None, tuple(map(float, v)), None if x is None else x.to_dict())
+            for r, o, v, x in zip(history.revisions, history.orders, history.samples, summaries, strict=True)]
+    return _sq.replace_series(store, history.name, history.unit, source, history.config, rows)
 
 
 def load_history(store: Store, name: str) -> History:
