@@ -238,8 +238,8 @@ def analyse(path: Path, gate: bool, null_series: int, floors: tuple[float, ...] 
 
 
 def _floor(ws: list[tuple[str, int, History]], ks: np.ndarray, floor: float, gate: bool) -> None:
-    """``auto`` (and with ``gate`` the CI gate) with ``--magnitude-floor floor`` on the same windows."""
-    run = P._quiho("auto", magnitude_floor=floor)
+    """``auto-ar1`` (``auto`` when these tables were recorded) and, with ``gate``, the gate at ``floor``."""
+    run = P._quiho("auto-ar1", magnitude_floor=floor)
     n = len(ws)
     aa = sum(bool(run(h)) for _, _, h in ws)
     cells = _power(run, ws, ks)

@@ -28,7 +28,7 @@ def main() -> None:
     for name, params in VARIANTS.items():
         cells = []
         for shape in SHAPES:
-            rho = [make_detector("auto", **params).fit(g.history()).rho_ for g in gen if g.shape == shape]
+            rho = [make_detector("auto-ar1", **params).fit(g.history()).rho_ for g in gen if g.shape == shape]
             q10, q50, q90 = np.percentile(rho, [10, 50, 90])
             cells.append(f"{q50:.2f} ({q10:.2f}-{q90:.2f})")
         print(f"| {name} | " + " | ".join(cells) + " |")

@@ -37,8 +37,8 @@ OrderCol = Annotated[str | None, typer.Option("--order-col", help="CSV column wi
 ConfigCol = Annotated[list[str] | None, typer.Option("--config-col", help="Split into one series per value "
                                                                           "(repeatable).")]
 SeriesOpt = Annotated[str | None, typer.Option("--series", help="Series name (pick one of a multi-series CSV).")]
-MethodOpt = Annotated[str, typer.Option("--method", "-m", help="Detector: auto, cusum, binseg, bottomup, gmm, "
-                                                              "ttest, mannwhitney, pelt, combo.")]
+MethodOpt = Annotated[str, typer.Option("--method", "-m", help="Detector: auto, auto-ar1, cusum, binseg, "
+                                                              "bottomup, gmm, ttest, mannwhitney, pelt, combo.")]
 MinSize = Annotated[int, typer.Option("--min-size", min=1, max=10**6, help="Minimum revisions per segment.")]
 Floor = Annotated[float, typer.Option("--magnitude-floor", callback=number(0, 1e6), help="Ignore relative changes "
                                                                                         "below this (0.02 = 2%).")]
