@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -205,12 +205,18 @@ def confirm_revisions(store: Store | None, target: GitBench, suspect: str, basel
         raise UsageError(f"suspect and baseline are the same commit {s_rev[:12]}: nothing to compare")
     hib = bool(options.higher_is_better)
     done: list[RerunPair] = []
+
+    def decided(interrupted: bool) -> Confirmation:
+        ch = paired_change([p.baseline for p in done], [p.suspect for p in done], level=options.level,
+                           higher_is_better=hib, magnitude_floor=options.magnitude_floor)
+        return _stored(store, target, options, Confirmation(None, alert_id, series, s_rev, b_rev, target.metric, hib,
+                                                            tuple(done), ch, interrupted))
+
     try:
         _run_pairs(target, s_rev, b_rev, options, log, done)
     except KeyboardInterrupt:
         if store is not None and done:
-            c = _stored(store, target, options,
-                        _decided(target, s_rev, b_rev, options, hib, (series, alert_id), done, interrupted=True))
+            c = decided(interrupted=True)
             log(f"interrupted after {len(done)} pair{'s' * (len(done) != 1)}: stored as confirmation #{c.id} "
                 "(interrupted)")
         raise
@@ -218,17 +224,7 @@ def confirm_revisions(store: Store | None, target: GitBench, suspect: str, basel
     if ratios.size > 1 and ratios.max() / ratios.min() - 1 >= _SPREAD:
         log(f"warning: the pairs' ratios span {ratios.max() / ratios.min() - 1:.0%} (machine busy?); the pairs "
             "cancel slow drift, not bursts within a pair: more --pairs")
-    return _stored(store, target, options,
-                   _decided(target, s_rev, b_rev, options, hib, (series, alert_id), done, interrupted=False))
-
-
-def _decided(target: GitBench, suspect: str, baseline: str, options: ConfirmOptions, hib: bool,
-             where: tuple[str | None, int | None], done: Sequence[RerunPair], *, interrupted: bool) -> Confirmation:
-    """The paired decision on ``done``, not yet stored; ``where`` is the (series, alert id) it belongs to."""
-    ch = paired_change([p.baseline for p in done], [p.suspect for p in done], level=options.level,
-                       higher_is_better=hib, magnitude_floor=options.magnitude_floor)
-    return Confirmation(None, where[1], where[0], suspect, baseline, target.metric, hib, tuple(done), ch,
-                        interrupted)
+    return decided(interrupted=False)
 
 
 def _stored(store: Store | None, target: GitBench, options: ConfirmOptions, c: Confirmation) -> Confirmation:
