@@ -30,9 +30,9 @@ so they are the same before and after the quota cells are probed.
   :data:`MIN_QUOTA`.
 - **CFS period**: at every probed period and quota level, the log slowdown of each probe under each THP policy
   against its nominal ``log(100/q)``. A period fails when a level collapses onto the one above (short of nominal by
-  a whole step and > 3 SE), costs more than :data:`MAX_GAIN` times its nominal (> 3 SE: the AMD VM's 6 % step that
-  cost 35 %), or slows a probe less than a higher level (> 3 SE), or when the levels' pooled cost (slope of
-  slowdown on nominal) exceeds :data:`MAX_GAIN`. Over-proportional throttling within that bound
+  a whole step and > 3 SE), costs more than :data:`MAX_GAIN` times its nominal (> 3 SE), or slows a probe less
+  than a higher level (> 3 SE), or when the levels' pooled cost (slope of slowdown on nominal) exceeds
+  :data:`MAX_GAIN`. Over-proportional throttling within that bound
   is accepted: the levels stay ordered, only further apart. The period with the smallest mean error among those
   passing is kept; none passing drops the quota axis.
 - **knobs** (:mod:`quiho.fleet.local.knobs`, screened between the two phases): where one is kept the hosts are a
@@ -83,11 +83,8 @@ MIN_STEP = math.log(1.05)  # IRUP hardware grouping merges hosts closer than 5 %
 #: (6 hosts with page size, where leave-one-group-out needs >= 8). The stressors are time-based, so only the
 #: applications' own runs get longer.
 MIN_QUOTA = 40
-#: Repetitions of each unthrottled cell (paired by round): the page-size effect is decided from them. On the
-#: issue-15 VM the per-round log ratio of the memory probe has an SD of 11-20 %, so 4 rounds gave an SE of 6-10 %
-#: for an effect of ~22 %, and "> 3 SE" kept or dropped the axis from one calibration to the next
-#: (+27, +27, +0.5, +45, +24 % in five calibrations); 6 rounds cut its variance by a third, and the probes timed
-#: by their worker (no start-up, see quiho.fleet.local.probes) have less noise to begin with.
+#: Repetitions of each unthrottled cell (paired by round): the page-size effect is decided from them, and with
+#: a per-round noise of up to 20 % fewer rounds leave a ~20 % effect within its 3 SE (docs/design.md).
 UNTHROTTLED_REPS = 6
 PREFAULT_MIB = 512
 #: Runs per host and version in a profile (the demo's --repetitions 5): the sample size of a host's median.

@@ -96,8 +96,8 @@ class GateOptions:
     location : {"rounds", "min", "q25", "median", "mean"}, default :data:`~quiho.history.gate._levels.DEFAULT_LOCATION`
         Each revision's value in the change points and every comparison (:func:`~quiho.history.gate._levels.located`):
         a low order statistic of its rounds survives the interference of a busy shared runner, which only adds
-        time; ``"rounds"`` keeps every round under the random-effects model (the gate before issue 48). Chosen by the
-        protocol in docs/history-gate.md.
+        time; ``"rounds"`` keeps every round under the random-effects model. Chosen by the protocol in
+        docs/history-gate.md.
     """
 
     method: str = "auto"
