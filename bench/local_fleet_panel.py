@@ -5,14 +5,15 @@ Usage (root; one profile per pair, ~5-12 min each on 2 vCPUs):
     python bench/local_fleet_panel.py --table /tmp/panel       # the table of earlier runs, nothing run
 
 Every pair's *expected* class story is written below, in PAIRS, before anything runs: the class each version
-must be given at class level (``storage``, ``kernel-entry``, ``network``, ``CPU``, ``memory``; ``None`` for "not
-moved by the knobs' resources", i.e. neither storage, kernel entry nor network). A pair is right when both
+must be given at class level (``storage``, ``kernel-entry``, ``network``, ``memory-capacity``, ``CPU``,
+``memory``; ``None`` for "not moved by the knobs' resources", i.e. neither storage, kernel entry, network nor
+memory capacity). A pair is right when both
 versions' classes contain the expected class (or, for ``None``, none of the three). Nothing is tuned on the
 result: the programs, sizes and expectations are fixed here.
 
 The fleet: the default local fleet, calibrated to this machine in each run's own store (``quiho fleet calibrate``):
-the axes and knobs its probes keep, laid out as a screening design of at most four two-level factors
-(:func:`quiho.fleet.local.calibrate.design_factors`; 8 hosts, both rounds visiting them).
+the axes and knobs its probes keep, laid out as a screening design of at most seven two-level factors
+(:func:`quiho.fleet.local.calibrate.design_factors`; 8 hosts, or 16 when round 2 is the fold-over).
 Each run gets its own store. The table gives per pair and run: the metric change, each version's class, right or
 wrong, and each factor's effect on each version (± 95 % CI) as ``quiho profile`` printed them.
 """
@@ -58,11 +59,38 @@ PAIRS: dict[str, tuple[dict[str, str], tuple[str | None, str | None], str]] = {
         "0": "cat /usr/bin/* 2>/dev/null | head -c 4000000 | xz -0 -T1 > /dev/null",
         "9": "cat /usr/bin/* 2>/dev/null | head -c 4000000 | xz -9 -T1 > /dev/null",
     }, ("CPU", "CPU"), "xz compresses 4 MB of binaries at -0 vs -9 (single thread)"),
+    # Registered 2026-11-29 before any run, with the memory-capacity knob (page cache 32 MiB beyond the
+    # application's own memory). sqlite-commit's batch version fsyncs its CREATE TABLE and COMMIT (8 fdatasync
+    # calls by strace -c), so at 200 IOPS it is storage-bound too: that pair stays as registered; this one's batch
+    # version syncs nothing.
+    "sqlite-sync": ({
+        "nosync": 'rm -f t.db t.db-journal; (echo "PRAGMA synchronous=OFF; PRAGMA journal_mode=MEMORY; '
+                  'CREATE TABLE t(x, y); BEGIN;"; seq 1 150 | '
+                  'sed "s/.*/INSERT INTO t VALUES(&, randomblob(200));/"; echo "COMMIT;") | sqlite3 t.db',
+        "autocommit": 'rm -f t.db t.db-journal; (echo "CREATE TABLE t(x, y);"; seq 1 150 | '
+                      'sed "s/.*/INSERT INTO t VALUES(&, randomblob(200));/") | sqlite3 t.db',
+    }, (None, "storage"), "sqlite3 loads 150 rows with synchronous=OFF in one transaction vs a commit per row"),
+    "sort-buffer": ({
+        "large": "cat /usr/bin/* 2>/dev/null | head -c 60000000 | sort -S 500M -T . > /dev/null",
+        "small": "cat /usr/bin/* 2>/dev/null | head -c 60000000 | sort -S 2M -T . > /dev/null",
+    }, (None, "memory-capacity"), "sort 60 MB of binaries' lines in a 500 MB buffer vs a 2 MB one (temporary "
+       "files merged back: file data read again)"),
     "gzip-self": ({
         "a": "cat /usr/bin/* 2>/dev/null | head -c 30000000 | gzip -6 > /dev/null",
         "b": "cat /usr/bin/* 2>/dev/null | head -c 30000000 | gzip -6 > /dev/null",
     }, ("CPU", "CPU"), "gzip -6 on 30 MB of binaries, the same version twice (no class shift may be claimed)"),
 }
+
+#: Ten self-pairs (registered 2026-11-29 before any run): one version of a pair above against itself. Right: both
+#: runs get the same class (the issue's bar: no class shift in >= 9 of 10).
+SELF_PAIRS: dict[str, tuple[dict[str, str], tuple[str | None, str | None], str]] = {
+    f"self-{pair}-{v}": ({"a": PAIRS[pair][0][v], "b": PAIRS[pair][0][v]}, ("same", "same"),
+                         f"{PAIRS[pair][2]}: the {v} version against itself")
+    for pair, v in (("sqlite-sync", "autocommit"), ("sqlite-sync", "nosync"), ("dd-blocks", "1m"),
+                    ("dd-blocks", "512"), ("dd-sync", "dsync"), ("curl-size", "large"), ("xz-level", "9"),
+                    ("gzip-self", "a"), ("sort-buffer", "small"), ("sort-buffer", "large"))
+}
+ALL_PAIRS = {**PAIRS, **SELF_PAIRS}
 
 
 def _spec(name: str, versions: dict[str, str]) -> str:
@@ -92,7 +120,7 @@ def _classes(report: dict) -> tuple[str, str, dict]:
 
 def _right(expected: str | None, got: str) -> bool:
     if expected is None:
-        return not any(c in got for c in ("storage", "kernel-entry", "network"))
+        return not any(c in got for c in ("storage", "kernel-entry", "network", "memory-capacity"))
     return expected.lower() in got.lower()
 
 
@@ -106,7 +134,7 @@ def run(out: Path, pairs: list[str], runs: int) -> None:
         (rd / "calibration.json").write_text(json.dumps(cal, indent=1))
         factors = (cal.get("design") or {}).get("factors") or cal.get("kept") or []
         for name in pairs:
-            versions, _expected, _what = PAIRS[name]
+            versions, _expected, _what = ALL_PAIRS[name]
             pd = rd / name
             pd.mkdir(exist_ok=True)
             (pd / "spec.yml").write_text(_spec(name, versions))
@@ -129,17 +157,18 @@ def table(out: Path) -> None:
     right: dict[str, list[bool]] = {}
     for rd in sorted(out.glob("run-*")):
         for pd in sorted(p for p in rd.iterdir() if p.is_dir()):
-            if pd.name not in PAIRS:
+            if pd.name not in ALL_PAIRS:
                 continue
             meta = json.loads((pd / "meta.json").read_text()) if (pd / "meta.json").exists() else {}
             text = (pd / "stdout.txt").read_text() if (pd / "stdout.txt").exists() else ""
             lines = text.splitlines()
             prof = next((ln for ln in lines if ln.startswith("resource profile:")), "")
-            vers = list(PAIRS[pd.name][0])
+            vers = list(ALL_PAIRS[pd.name][0])
             cls = [next((ln.split(":", 1)[1].strip().split(" (")[0] for ln in lines
                          if ln.strip().startswith(f"{v}:")), "?") for v in vers]
-            exp = PAIRS[pd.name][1]
-            ok = all(_right(e, c) for e, c in zip(exp, cls, strict=True))
+            exp = ALL_PAIRS[pd.name][1]
+            ok = (cls[0] == cls[1] != "?" if exp == ("same", "same") else
+                  all(_right(e, c) for e, c in zip(exp, cls, strict=True)))
             right.setdefault(pd.name, []).append(ok)
             story = prof.removeprefix("resource profile:").strip()[:90]
             print(f"| {rd.name} | {pd.name} | {exp[0] or '-'} / {exp[1] or '-'} | {cls[0]} | {cls[1]} | "
@@ -153,17 +182,18 @@ def table(out: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("/tmp/quiho-panel"))
-    ap.add_argument("--pairs", default=",".join(PAIRS), help="comma-separated names of PAIRS")
+    ap.add_argument("--pairs", default=",".join(PAIRS), help="comma-separated names of PAIRS and SELF_PAIRS "
+                    "(default: PAIRS; --pairs self: the ten self-pairs)")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--table", type=Path, help="print the table of an earlier --out and run nothing")
     args = ap.parse_args()
     if args.table:
         table(args.table)
         return
-    names = [p for p in args.pairs.split(",") if p]
-    unknown = [p for p in names if p not in PAIRS]
+    names = list(SELF_PAIRS) if args.pairs == "self" else [p for p in args.pairs.split(",") if p]
+    unknown = [p for p in names if p not in ALL_PAIRS]
     if unknown:
-        sys.exit(f"panel: unknown pair(s) {', '.join(unknown)}; known: {', '.join(PAIRS)}")
+        sys.exit(f"panel: unknown pair(s) {', '.join(unknown)}; known: {', '.join(ALL_PAIRS)}")
     run(args.out, names, args.runs)
 
 
