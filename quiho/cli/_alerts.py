@@ -21,28 +21,60 @@ NewestAlphaOpt = Annotated[float | None, typer.Option("--newest-alpha", callback
                                                           "--alpha stays the change points' level.")]
 
 
-def detect_all(store: str | None, options: object, fmt: str, fail_on_change: bool, json_out: bool) -> None:
-    """Run the gate (:func:`quiho.history.run_gate`) and print it; ``ChangeFound`` while a ``new`` alert is open."""
+def progress(msg: str) -> None:
+    """Progress on a terminal only; warnings and what an interrupt kept always (stderr)."""
+    if sys.stderr.isatty() or msg.startswith(("warning", "interrupted")):
+        err(msg)
+
+
+def detect_all(store: str | None, options: object, fmt: str, fail_on_change: bool, json_out: bool,
+               rerun: tuple[object, object] | None = None) -> None:
+    """Run the gate (:func:`quiho.history.run_gate`) and print it; ``ChangeFound`` while a ``new`` alert is open.
+
+    ``rerun`` (a ``GitBench`` and ``ConfirmOptions``): every ``new`` alert is rerun in pairs first
+    (:func:`quiho.history.gate.confirm_gate`) and only those the rerun does not clear fail.
+    """
     from quiho.cli.main import ChangeFound
-    from quiho.history.gate import alert_lines, alert_markdown, run_gate, verdict_lines, verdict_markdown
+    from quiho.history.gate import (
+        ConfirmedGate,
+        alert_lines,
+        alert_markdown,
+        confirm_gate,
+        confirmation_lines,
+        run_gate,
+        verdict_lines,
+        verdict_markdown,
+    )
     from quiho.store import open_store
 
     with open_store(store, create=False) as st:
-        r = run_gate(st, options)  # type: ignore[arg-type]
+        gate = run_gate(st, options)  # type: ignore[arg-type]
+        # a failed rerun is one line naming the alert it leaves unconfirmed
+        cg = ConfirmedGate(gate) if rerun is None else confirm_gate(st, gate, rerun[0], rerun[1],  # type: ignore[arg-type]
+                                                                    log=progress)
+    r = cg.gate
     if json_out:
-        emit_json(r.to_dict())
+        emit_json(cg.to_dict() if rerun is not None else r.to_dict())
     elif fmt == "markdown":
         title = f"quiho history (against {r.base[:12]})" if r.base else "quiho history"
-        sys.stdout.write(verdict_markdown(r.verdicts, title=title) + "\n" + alert_markdown(r.open_alerts))
+        sys.stdout.write(verdict_markdown(r.verdicts, title=title) + "\n"
+                         + alert_markdown(r.open_alerts, confirmations=r.confirmations))
     else:
         print("\n".join(verdict_lines(r.verdicts)))
         if r.open_alerts:
             print()
-            print("\n".join(alert_lines(r.open_alerts)))
+            print("\n".join(alert_lines(r.open_alerts, confirmations=r.confirmations)))
+        for cid in cg.rerun:  # the paired evidence measured now, every pair
+            c = next(c for c in r.confirmations.values() if c.id == cid)
+            print()
+            print("\n".join(printable(ln) for ln in confirmation_lines(c)))
     for v in r.verdicts:
         if v.alert is not None and v.event:
             err(f"alert #{v.alert.id} {v.event}: {printable(v.series)} (first bad {printable(v.alert.first_bad)[:12]})")
-    if fail_on_change and r.failing:
+    failing = cg.failing if rerun is not None else r.failing  # a stored rerun is shown; it decides with --rerun
+    if rerun is not None and r.failing and not failing:
+        err("the gate's new alerts were not confirmed by rerunning: passing (the alerts stay open, marked so)")
+    if fail_on_change and failing:
         raise ChangeFound()
 
 
@@ -53,21 +85,30 @@ def list_(
     store: StoreOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """List the open alerts (new, acknowledged) with their age, state and evidence."""
+    """List the open alerts (new, acknowledged) with their age, state, evidence and newest rerun (confirm)."""
     from quiho.errors import UsageError
-    from quiho.history.gate import ALERT_STATES, OPEN_STATES, alert_lines, alert_markdown, alert_to_dict, list_alerts
+    from quiho.history.gate import (
+        ALERT_STATES,
+        OPEN_STATES,
+        alert_lines,
+        alert_markdown,
+        alert_to_dict,
+        latest_confirmations,
+        list_alerts,
+    )
     from quiho.store import open_store
 
     if fmt not in ("text", "markdown"):
         raise UsageError(f"--format must be text or markdown, got {fmt!r}")
     with open_store(store, create=False) as st:
         alerts = list_alerts(st, ALERT_STATES if all_states else OPEN_STATES, series)
+        conf = latest_confirmations(st, [a.id for a in alerts])
     if json_out:
-        emit_json({"alerts": [alert_to_dict(a) for a in alerts]})
+        emit_json({"alerts": [alert_to_dict(a, confirmation=conf.get(a.id)) for a in alerts]})
     elif fmt == "markdown":
-        sys.stdout.write(alert_markdown(alerts, title="Alerts" if all_states else "Open alerts"))
+        sys.stdout.write(alert_markdown(alerts, title="Alerts" if all_states else "Open alerts", confirmations=conf))
     else:
-        print("\n".join(alert_lines(alerts)))
+        print("\n".join(alert_lines(alerts, confirmations=conf)))
 
 
 def _set(alert_id: int, state: str, store: str | None, json_out: bool) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 import typer
 
 from quiho._text import printable
-from quiho.cli._alerts import BaseOpt, NewestAlphaOpt, detect_all
+from quiho.cli._alerts import BaseOpt, NewestAlphaOpt, detect_all, progress
 from quiho.cli._alerts import register as register_alerts
 from quiho.cli._common import (
     JsonOpt,
@@ -233,6 +233,21 @@ def detect_(
                                                                     "the random-effects model, the earlier "
                                                                     "default).")] = None,
     normalise: NormaliseOpt = False,
+    rerun: Annotated[str | None, typer.Option("--rerun", callback=shell_words, metavar="CMD",
+                                              help="With --all: rerun each new alert's first bad revision and the "
+                                                   "one before it in pairs with this benchmark command (as "
+                                                   "'history confirm'); only a confirmed regression fails.")]
+    = None,
+    rerun_build: Annotated[str, typer.Option("--rerun-build", callback=shell_words, metavar="CMD",
+                                             help="With --rerun: build command run in each worktree.")] = "",
+    repo: Annotated[Path, typer.Option("--repo", help="With --rerun: the git repository.")] = Path("."),
+    pairs: Annotated[int, typer.Option("--pairs", min=1, max=10_000, help="With --rerun: pairs of runs.")] = 20,
+    rerun_metric: Annotated[str, typer.Option("--rerun-metric", help="With --rerun: wall, cpu or stdout (as "
+                                                                     "--metric of 'history confirm').")] = "wall",
+    rerun_level: Annotated[float, typer.Option("--rerun-level", callback=number(0.5, 1, hi_open=True),
+                                               help="With --rerun: confidence of the paired interval.")] = 0.95,
+    timeout: Annotated[float, typer.Option("--timeout", callback=timeout_s, help="With --rerun: seconds allowed "
+                                                                                "per build or run.")] = 600.0,
     store: StoreOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -253,13 +268,21 @@ def detect_(
         raise UsageError("--normalise works on one stored series: name it instead of --all")
     if location is not None and not (all_series or fmt == "markdown"):
         raise UsageError("--location goes with --all or --format markdown (the gate's verdicts)")
+    if rerun is not None and not all_series:
+        raise UsageError("--rerun goes with --all: the gate's new alerts are what it reruns")
+    if rerun is None and (rerun_build or pairs != 20 or rerun_metric != "wall" or rerun_level != 0.95
+                          or timeout != 600.0 or repo != Path(".")):
+        raise UsageError("--rerun-build, --repo, --pairs, --rerun-metric, --rerun-level and --timeout go with "
+                         "--rerun")
     if all_series:
         from quiho.history import GateOptions
 
         gate = GateOptions(method, alpha, min_size, magnitude_floor, base)
         gate = replace(gate, location=location) if location is not None else gate
+        again = None if rerun is None else _rerun_of(rerun, rerun_build, repo, pairs, rerun_metric, rerun_level,
+                                                     timeout, gate)
         detect_all(store, gate if newest_alpha is None else replace(gate, newest_alpha=newest_alpha), fmt,
-                   fail_on_change, json_out)
+                   fail_on_change, json_out, again)
         return
     assert target is not None
     if normalise:  # remove what the machines' fingerprints explain, where validated (quiho.history.normalise)
@@ -285,6 +308,28 @@ def detect_(
         print("\n".join(detection_lines(d, h.missing, alpha, magnitude_floor)))
     if fail_on_change and d.change_points:
         raise ChangeFound()
+
+
+def _rerun_of(bench: str, build: str, repo: Path, pairs: int, metric: str, level: float, timeout: float,
+              gate: object) -> tuple[object, object]:
+    """``detect --all --rerun CMD``'s benchmark and confirmation settings, checked before the gate runs.
+
+    The confirmation's magnitude floor is the gate's: one floor for the one claim.
+    """
+    from quiho.errors import UsageError
+    from quiho.history import GitBench
+    from quiho.history.gate import ConfirmOptions, min_pairs
+
+    if not bench.strip():
+        raise UsageError("--rerun needs the benchmark command, e.g. --rerun 'python bench.py'")
+    if getattr(gate, "base", None) is not None:
+        raise UsageError("--rerun goes without --base: a PR's check raises no alert to confirm")
+    if pairs < min_pairs(level):
+        raise UsageError(f"--pairs {pairs} cannot decide at --rerun-level {level}: at least {min_pairs(level)} "
+                         "pairs")
+    target = GitBench(repo, tuple(shlex.split(build)), tuple(shlex.split(bench)), metric=metric, timeout=timeout)
+    target.runner()  # checks the metric before anything is built
+    return target, ConfirmOptions(pairs, level=level, magnitude_floor=getattr(gate, "magnitude_floor", 0.0))
 
 
 def detection_lines(d: object, missing: int, alpha: float, magnitude_floor: float) -> list[str]:
@@ -427,12 +472,6 @@ def bisect_(
           f"{r.plain_bisection_builds}")
 
 
-def _progress(msg: str) -> None:
-    """Progress on a terminal only; warnings and what an interrupt kept always (stderr)."""
-    if sys.stderr.isatty() or msg.startswith(("warning", "interrupted")):
-        err(msg)
-
-
 def confirm_(
     alert_id: Annotated[int | None, typer.Argument(metavar="[ALERT]", callback=number(1, 2**63 - 1),
                                                    help="Alert to confirm (default: the one open alert); its first "
@@ -482,7 +521,7 @@ def confirm_(
     with open_store(store, create=suspect is not None) as st:
         if suspect is not None:
             assert baseline is not None
-            c = confirm_revisions(st, target, suspect, baseline, opts, log=_progress)
+            c = confirm_revisions(st, target, suspect, baseline, opts, log=progress)
         else:
             if alert_id is None:
                 open_ = list_alerts(st)
@@ -491,7 +530,7 @@ def confirm_(
                     raise UsageError(f"{len(open_)} open alerts ({names}): name one, or give --suspect and "
                                      "--baseline")
                 alert_id = open_[0].id
-            c = confirm_alert(st, alert_id, target, opts, baseline=baseline, log=_progress)
+            c = confirm_alert(st, alert_id, target, opts, baseline=baseline, log=progress)
     if json_out:
         emit_json(c.to_dict())
     else:

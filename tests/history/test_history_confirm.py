@@ -20,7 +20,15 @@ from scipy.stats import wilcoxon
 from quiho.cli.main import main
 from quiho.errors import BuildFailed, GitError, UnknownTargetError, UsageError
 from quiho.history import GitBench
-from quiho.history.gate import ConfirmOptions, confirm_alert, confirm_revisions, min_pairs, paired_change
+from quiho.history.gate import (
+    Confirmation,
+    ConfirmOptions,
+    change_text,
+    confirm_alert,
+    confirm_revisions,
+    min_pairs,
+    paired_change,
+)
 from quiho.history.gate._paired import _signed_rank_p
 from quiho.store import alerts as sa
 from quiho.store import open_store
@@ -201,8 +209,11 @@ def test_an_identical_pair_is_not_confirmed(repo, tmp_path: Path) -> None:
     assert c.change.ci[0] <= 0 <= c.change.ci[1] and abs(c.change.magnitude) < 0.3
 
 
-def _alert_store(tmp_path: Path, shas: list[str]) -> Path:
-    """A store whose gate raised an alert at the newest revision of a history of ``shas`` (values in s)."""
+def _alert_store(tmp_path: Path, shas: list[str], gate: bool = True) -> Path:
+    """A store whose gate raised an alert at the newest revision of a history of ``shas`` (values in s).
+
+    ``gate`` False: the history only, whose next gate run raises that alert.
+    """
     rng = np.random.default_rng(0)
     rows = ["revision,value"]
     for i, sha in enumerate(shas):
@@ -211,7 +222,8 @@ def _alert_store(tmp_path: Path, shas: list[str]) -> Path:
     (tmp_path / "loop.csv").write_text("\n".join(rows) + "\n")
     db = tmp_path / "q.db"
     assert main(["history", "import", str(tmp_path / "loop.csv"), "--unit", "s", "--store", str(db)]) == 0
-    assert main(["history", "detect", "--all", "--fail-on-change", "--store", str(db)]) == 3
+    if gate:
+        assert main(["history", "detect", "--all", "--fail-on-change", "--store", str(db)]) == 3
     return db
 
 
@@ -375,3 +387,109 @@ def test_confirmations_round_trip_on_each_backend(store_spec: str, repo) -> None
     assert row.magnitude == pytest.approx(c.change.magnitude) and row.p_value == pytest.approx(c.change.p_value)
     assert [p[0] for p in row.pairs] == ["baseline", "suspect"] * 3
     assert [p[2] / p[1] for p in row.pairs] == pytest.approx([p.ratio for p in c.pairs])
+
+
+# --- the gate with --rerun: a new alert fails only when the rerun confirms it --------------------------------
+
+
+def _gate(db: Path, root: Path, *extra: str) -> list[str]:
+    return ["history", "detect", "--all", "--fail-on-change", "--rerun", CMD, "--repo", str(root), "--rerun-metric",
+            "stdout", "--store", str(db), *extra]
+
+
+def test_the_gate_with_rerun_fails_on_a_confirmed_regression(tmp_path: Path, capsys) -> None:
+    root = tmp_path / "repo"
+    shas = make_repo(root, [bench()] * 7 + [bench(int(N * 1.3))])
+    db = _alert_store(tmp_path, shas, gate=False)
+    capsys.readouterr()
+    assert main(_gate(db, root, "--pairs", "16")) == 3  # raised, rerun and confirmed in one gate run
+    out = capsys.readouterr().out
+    with open_store(db) as st:
+        (row,) = sa.confirmations_of(st, 1)
+        assert sa.get_alert(st, 1).state == "new"
+    assert row.verdict == "confirmed" and row.status == "complete" and len(row.pairs) == 16
+    assert (row.suspect, row.baseline) == (shas[-1], shas[-2]) and row.ci_low > 0
+    text = change_text(Confirmation.from_row(row).change)  # the stored numbers, as confirm prints them
+    assert text.startswith("confirmed: +") and text in out and "stored as confirmation #1 of alert #1" in out
+    # alert list: the same confirmation with the same numbers, in text and JSON
+    assert main(["history", "alert", "list", "--store", str(db)]) == 0
+    assert f"#1 {text}, 16 pairs" in capsys.readouterr().out
+    assert main(["history", "alert", "list", "--json", "--store", str(db)]) == 0
+    doc = json.loads(capsys.readouterr().out)["alerts"][0]["confirmation"]
+    assert doc["id"] == row.id and doc["verdict"] == "confirmed" and doc["status"] == "complete"
+    assert doc["magnitude"] == round(row.magnitude, 6) and doc["ci"] == [round(row.ci_low, 6), round(row.ci_high, 6)]
+    assert doc["p_value"] == round(row.p_value, 6) and doc["n_pairs"] == 16 and len(doc["pairs"]) == 16
+    # the next gate run reuses the stored rerun of the same revisions and command: nothing is run again
+    assert main([*_gate(db, root, "--pairs", "16"), "--json"]) == 3
+    gate = json.loads(capsys.readouterr().out)
+    assert gate["rerun"] == [] and gate["failing"] and gate["alerts"][0]["confirmation"]["id"] == row.id
+    assert _stored(db) == (1, 16) and _worktrees(root) == 1
+
+
+def test_the_gate_with_rerun_passes_an_identical_pair_not_confirmed(tmp_path: Path, capsys) -> None:
+    root = tmp_path / "repo"
+    shas = make_repo(root, [bench()] * 8)  # the history's step was a busy runner: the code did not change
+    db = _alert_store(tmp_path, shas, gate=False)
+    capsys.readouterr()
+    # level 0.999: identical code is confirmed (and the test fails) with probability <= 0.0005
+    assert main([*_gate(db, root, "--pairs", "11", "--rerun-level", "0.999"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["gate_failing"] and not doc["failing"] and len(doc["rerun"]) == 1
+    c = doc["alerts"][0]["confirmation"]
+    assert c["verdict"] == "not confirmed" and c["ci"][0] <= 0 <= c["ci"][1] and c["n_pairs"] == 11
+    with open_store(db) as st:
+        (row,) = sa.confirmations_of(st, 1)
+        assert sa.get_alert(st, 1).state == "new"  # recorded as not confirmed; its state is a person's
+    assert row.verdict == "not confirmed" and c["magnitude"] == round(row.magnitude, 6)
+    # text: the paired interval is printed and stderr says why the gate passes
+    assert main([*_gate(db, root, "--pairs", "11", "--rerun-level", "0.999")]) == 0
+    cap = capsys.readouterr()
+    assert change_text(Confirmation.from_row(row).change) in cap.out and "not confirmed by rerunning" in cap.err
+    assert _stored(db) == (1, 11)  # the second run reused it
+    # without --rerun the gate still fails on the new alert: a stored rerun is shown, not obeyed
+    assert main(["history", "detect", "--all", "--fail-on-change", "--store", str(db)]) == 3
+    assert "not confirmed: " in capsys.readouterr().out
+
+
+def test_the_gate_with_rerun_when_a_revision_is_missing(tmp_path: Path, capsys) -> None:
+    db = _alert_store(tmp_path, [f"{i:040x}" for i in range(1, 9)], gate=False)  # revisions no repository has
+    root = tmp_path / "repo"
+    make_repo(root, [bench(), bench()])
+    capsys.readouterr()
+    assert main(_gate(db, root, "--pairs", "6")) == 1
+    _one_error(capsys, "alert #1 (loop) is kept unconfirmed", "revision", "is not in", "fetch")
+    assert _stored(db) == (0, 0) and _worktrees(root) == 1
+    with open_store(db) as st:
+        assert [a.state for a in sa.alerts_of(st)] == ["new"]  # the gate's own verdict is kept whole
+
+
+def test_the_gate_with_a_failing_rerun_command(tmp_path: Path, capsys) -> None:
+    root = tmp_path / "repo"
+    shas = make_repo(root, [bench()] * 7 + [bench(extra="raise SystemExit('error: the suspect crashed')")])
+    db = _alert_store(tmp_path, shas, gate=False)
+    capsys.readouterr()
+    assert main(_gate(db, root, "--pairs", "6")) == 1
+    _one_error(capsys, "alert #1 (loop) is kept unconfirmed", f"benchmark at {shas[-1][:12]} exited 1", "crashed")
+    assert _stored(db) == (0, 0) and _worktrees(root) == 1
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    (["--pairs", "5"], "at least 6 pairs"),
+    (["--base", "0000"], "without --base"),
+    (["--rerun-metric", "ops"], "unknown metric"),
+])
+def test_the_gate_with_rerun_usage_errors(tmp_path: Path, capsys, extra: list[str], needle: str) -> None:
+    db = _alert_store(tmp_path, [f"{i:040x}" for i in range(1, 9)], gate=False)
+    capsys.readouterr()
+    assert main(_gate(db, tmp_path, *extra)) == 2
+    _one_error(capsys, "usage error", needle)
+    with open_store(db) as st:
+        assert sa.alerts_of(st) == []  # refused before the gate ran
+
+
+@pytest.mark.parametrize("args", [["loop", "--rerun", CMD], ["--all", "--pairs", "10"]])
+def test_rerun_options_without_their_partner(tmp_path: Path, capsys, args: list[str]) -> None:
+    db = _alert_store(tmp_path, [f"{i:040x}" for i in range(1, 9)], gate=False)
+    capsys.readouterr()
+    assert main(["history", "detect", *args, "--store", str(db)]) == 2
+    _one_error(capsys, "usage error", "--rerun")

@@ -4,7 +4,9 @@
 interference does not move) and compares the level of a few revisions with a baseline under a one-way
 random-effects model (builds scatter, rounds scatter less); ``_ci`` checks the newest revision of every series
 (:func:`check_newest`, :func:`verdict_of`); ``_alerts`` keeps each regression as a stored alert until the data or
-a person closes it (:func:`run_gate`, settings in :class:`GateOptions`).
+a person closes it (:func:`run_gate`, settings in :class:`GateOptions`); ``_confirm`` reruns an alert's revisions
+in pairs on one machine (:func:`confirm_alert`) and ``_rerun`` lets those reruns decide the gate
+(:func:`confirm_gate`).
 """
 
 from quiho.history.gate._alerts import (
@@ -60,11 +62,18 @@ from quiho.history.gate._confirm import (  # noqa: E402
     Confirmation,
     ConfirmOptions,
     RerunPair,
+    alert_revisions,
+    change_text,
     confirm_alert,
     confirm_revisions,
     confirmation_lines,
+    latest_confirmations,
 )
 from quiho.history.gate._paired import PairedChange, min_pairs, paired_change  # noqa: E402
+from quiho.history.gate._rerun import ConfirmedGate, confirm_gate  # noqa: E402
 
-__all__ += ["CONFIRM_VERDICTS", "ConfirmOptions", "Confirmation", "PairedChange", "RerunPair", "confirm_alert",
-            "confirm_revisions", "confirmation_lines", "min_pairs", "paired_change"]
+__all__ += ["CONFIRM_VERDICTS", "ConfirmOptions", "Confirmation", "PairedChange", "RerunPair", "alert_revisions",
+            "change_text", "confirm_alert", "confirm_revisions", "confirmation_lines", "latest_confirmations",
+            "min_pairs", "paired_change",
+            # the gate decided by rerunning its new alerts (``detect --all --rerun``)
+            "ConfirmedGate", "confirm_gate"]

@@ -11,8 +11,8 @@ were judged wrong by a person.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -21,6 +21,7 @@ from quiho.errors import UnknownTargetError, UsageError
 from quiho.history._model import ChangePoint, Detection, History
 from quiho.history.detectors import detect
 from quiho.history.gate._ci import NewestCheck, SeriesVerdict, check_newest, level_verdict
+from quiho.history.gate._confirm import Confirmation, change_text, latest_confirmations
 from quiho.history.gate._levels import (
     DEFAULT_LOCATION,
     LOCATIONS,
@@ -122,11 +123,16 @@ class GateOptions:
 
 @dataclass(frozen=True)
 class GateResult:
-    """Verdicts of every series and the open alerts among them after the check."""
+    """Verdicts of every series, the open alerts among them after the check, and each one's newest confirmation.
+
+    ``confirmations`` maps an open alert's id to its newest stored rerun (``quiho history confirm``); they are
+    shown, and decide the gate only through :func:`~quiho.history.gate.confirm_gate` (``detect --all --rerun``).
+    """
 
     verdicts: tuple[SeriesVerdict, ...]
     open_alerts: tuple[AlertRow, ...]
     base: str | None = None
+    confirmations: Mapping[int, Confirmation] = field(default_factory=dict)
 
     @property
     def failing(self) -> bool:
@@ -138,7 +144,7 @@ class GateResult:
     def to_dict(self, now: datetime | None = None) -> dict[str, object]:
         """The JSON document of ``quiho history detect --all --json``."""
         return {"base": self.base, "failing": self.failing, "series": [v.to_dict() for v in self.verdicts],
-                "alerts": [alert_to_dict(a, now) for a in self.open_alerts]}
+                "alerts": [alert_to_dict(a, now, self.confirmations.get(a.id)) for a in self.open_alerts]}
 
 
 def run_gate(store: Store, options: GateOptions = GateOptions()) -> GateResult:
@@ -155,7 +161,7 @@ def run_gate(store: Store, options: GateOptions = GateOptions()) -> GateResult:
     verdicts = tuple(_review(store, h, opts) for h in hs)
     names = {h.name for h in hs}
     open_ = tuple(a for a in sa.alerts_of(store, states=OPEN_STATES) if a.series in names)
-    return GateResult(verdicts, open_, base)
+    return GateResult(verdicts, open_, base, latest_confirmations(store, [a.id for a in open_]))
 
 
 def _resolve_base(hs: Sequence[History], base: str) -> str:
@@ -522,8 +528,12 @@ def _age_text(seconds: float) -> str:
     return f"{int(seconds)} s"
 
 
-def alert_to_dict(a: AlertRow, now: datetime | None = None) -> dict[str, object]:
-    """JSON-ready alert (non-finite numbers become None) with its age in seconds."""
+def alert_to_dict(a: AlertRow, now: datetime | None = None,
+                  confirmation: Confirmation | None = None) -> dict[str, object]:
+    """JSON-ready alert (non-finite numbers become None) with its age in seconds and its newest confirmation.
+
+    ``confirmation`` is ``quiho history confirm --json``'s document of the alert's newest rerun (None: never rerun).
+    """
     def f(x: float) -> float | None:
         return float(x) if np.isfinite(x) else None
 
@@ -534,40 +544,55 @@ def alert_to_dict(a: AlertRow, now: datetime | None = None) -> dict[str, object]
             "baseline_from": a.baseline_from, "last_revision": a.last_revision, "found_by": a.found_by,
             "baseline": f(a.baseline), "level": f(a.level), "magnitude": f(a.magnitude),
             "ci": [f(a.ci_low), f(a.ci_high)], "p_value": f(a.p_value), "n_baseline": a.n_baseline, "fix": fix,
-            "created_at": a.created_at, "updated_at": a.updated_at, "age_s": f(_age_s(a, now))}
+            "created_at": a.created_at, "updated_at": a.updated_at, "age_s": f(_age_s(a, now)),
+            "confirmation": None if confirmation is None else confirmation.to_dict()}
 
 
 def _pct(x: float) -> str:
     return f"{x:+.1%}" if np.isfinite(x) else "n/a"
 
 
-def _cells(a: AlertRow, now: datetime | None) -> list[str]:
+def _confirmation_cell(c: Confirmation | None) -> str:
+    """An alert's newest confirmation in one line, with :func:`change_text`'s numbers (those confirm printed)."""
+    if c is None:
+        return ""
+    n = len(c.pairs)
+    return f"#{c.id} {'interrupted, ' * c.interrupted}{change_text(c.change)}, {n} pair{'s' * (n != 1)}"
+
+
+def _cells(a: AlertRow, now: datetime | None, c: Confirmation | None = None) -> list[str]:
     found = f"{_pct(a.magnitude)} [{_pct(a.ci_low)}, {_pct(a.ci_high)}], p = {a.p_value:.2g}"
     fix = "" if a.fixed_at is None else (f"at {a.fixed_at[:12]} ({a.fixed_by}): {_pct(a.fix_magnitude)} "
                                          f"[{_pct(a.fix_ci_low)}, {_pct(a.fix_ci_high)}], p = {a.fix_p_value:.2g}")
-    return [f"#{a.id}", a.state, _age_text(_age_s(a, now)), a.series, a.first_bad[:12], found, fix]
+    return [f"#{a.id}", a.state, _age_text(_age_s(a, now)), a.series, a.first_bad[:12], found, fix,
+            _confirmation_cell(c)]
 
 
-_HEADER = ["alert", "state", "age", "series", "first bad", "regression (CI, p)", "fixed (evidence)"]
+_HEADER = ["alert", "state", "age", "series", "first bad", "regression (CI, p)", "fixed (evidence)",
+           "rerun (paired CI, p, pairs)"]
 
 
-def alert_lines(alerts: Sequence[AlertRow], now: datetime | None = None) -> list[str]:
-    """Plain-text alert table (names escaped for a terminal)."""
+def alert_lines(alerts: Sequence[AlertRow], now: datetime | None = None,
+                confirmations: Mapping[int, Confirmation] | None = None) -> list[str]:
+    """Plain-text alert table (names escaped for a terminal); ``confirmations``: each alert's newest rerun."""
     from quiho._text import printable
 
-    rows = [[printable(c) for c in _cells(a, now)] for a in alerts]
+    conf = confirmations or {}
+    rows = [[printable(c) for c in _cells(a, now, conf.get(a.id))] for a in alerts]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(_HEADER)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     return [fmt.format(*_HEADER).rstrip()] + [fmt.format(*r).rstrip() for r in rows]
 
 
-def alert_markdown(alerts: Sequence[AlertRow], now: datetime | None = None, *, title: str = "Open alerts") -> str:
-    """A Markdown section listing ``alerts`` (escaped), for a CI job summary."""
+def alert_markdown(alerts: Sequence[AlertRow], now: datetime | None = None, *, title: str = "Open alerts",
+                   confirmations: Mapping[int, Confirmation] | None = None) -> str:
+    """A Markdown section listing ``alerts`` (escaped) with each one's newest rerun, for a CI job summary."""
     from quiho._markdown import md_escape, md_table
 
     if not alerts:
         return f"### {md_escape(title)}\n\nNone.\n"
     new = sum(a.state == "new" for a in alerts)
     head = f"**{new} new** of {len(alerts)} alert{'s' if len(alerts) != 1 else ''}"
-    return f"### {md_escape(title)}\n\n{head}\n\n" + md_table(_HEADER, [_cells(a, now) for a in alerts],
-                                                               align="llrllll")
+    conf = confirmations or {}
+    rows = [_cells(a, now, conf.get(a.id)) for a in alerts]
+    return f"### {md_escape(title)}\n\n{head}\n\n" + md_table(_HEADER, rows, align="llrlllll")

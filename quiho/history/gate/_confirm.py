@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,10 +33,10 @@ from quiho.history.gate._paired import PairedChange, paired_change
 from quiho.history.sources import GitBench, direction_of_unit, load_history
 from quiho.store import Store
 from quiho.store import alerts as sa
-from quiho.store.alerts import CONFIRM_VERDICTS, ConfirmationRow
+from quiho.store.alerts import CONFIRM_VERDICTS, AlertRow, ConfirmationRow
 
 __all__ = ["CONFIRM_VERDICTS", "ConfirmOptions", "RerunPair", "Confirmation", "confirm_revisions", "confirm_alert",
-           "confirmation_lines"]
+           "confirmation_lines", "change_text", "latest_confirmations", "alert_revisions"]
 
 #: pairs' ratios whose range spans this much are flagged (pyperf's check flags a 10 % spread of repetitions)
 _SPREAD = 0.10
@@ -119,6 +119,24 @@ class Confirmation:
                 "status": "interrupted" if self.interrupted else "complete", **self.change.to_dict(),
                 "pairs": [{"first": p.first, "baseline": p.baseline, "suspect": p.suspect,
                            "ratio": json_number(p.ratio, 6)} for p in self.pairs]}
+
+    @classmethod
+    def from_row(cls, row: ConfirmationRow) -> Confirmation:
+        """A stored confirmation with the numbers it was stored with (never recomputed: one estimate per claim)."""
+        ch = PairedChange(len(row.pairs), row.magnitude, (row.ci_low, row.ci_high), row.p_value, row.level,
+                          row.verdict, row.reason)
+        return cls(row.id, row.alert_id, row.series, row.suspect, row.baseline, row.metric, row.higher_is_better,
+                   tuple(RerunPair(*p) for p in row.pairs), ch, row.status == "interrupted")
+
+
+def latest_confirmations(store: Store, alert_ids: Sequence[int]) -> dict[int, Confirmation]:
+    """The newest stored confirmation of each alert of ``alert_ids`` that has one (complete or interrupted)."""
+    out: dict[int, Confirmation] = {}
+    for aid in alert_ids:
+        rows = sa.confirmations_of(store, aid)
+        if rows:
+            out[aid] = Confirmation.from_row(rows[-1])
+    return out
 
 
 def _commit(repo: Path, rev: str, what: str) -> str:
@@ -240,26 +258,22 @@ def _stored(store: Store | None, target: GitBench, options: ConfirmOptions, c: C
     return replace(c, id=cid)
 
 
-def confirm_alert(store: Store, alert_id: int, target: GitBench, options: ConfirmOptions = ConfirmOptions(), *,
-                  baseline: str | None = None, log: Callable[[str], None] = lambda _m: None) -> Confirmation:
-    """Confirm alert ``alert_id`` by rerunning its first bad revision against the revision before it.
+def alert_revisions(store: Store, alert_id: int, baseline: str | None = None,
+                    higher_is_better: bool | None = None) -> tuple[AlertRow, str, bool]:
+    """Alert ``alert_id``, the baseline its rerun compares with, and the direction of its metric.
 
     The baseline is the revision before the first bad one in the alert's series (the last good build: the
-    closest code without the change), unless ``baseline`` names another. The direction of the metric is the
-    series' (its unit) unless ``options.higher_is_better`` says it. The confirmation is stored with the alert;
-    the alert's state is left to a person (``quiho history alert ack|invalid``).
+    closest code without the change), unless ``baseline`` names another. The direction is ``higher_is_better``
+    when given, else the series' (its unit), else lower is better (times).
 
     Raises
     ------
     UnknownTargetError
         No alert ``alert_id``, or its series is no longer stored (give ``baseline`` then).
-    GitError, BuildFailed, UsageError
-        As :func:`confirm_revisions`.
     """
     a = sa.get_alert(store, alert_id) if 0 < alert_id < 2**63 else None
     if a is None:
         raise UnknownTargetError(f"no alert #{alert_id} in {store}; see 'quiho history alert list --all'")
-    hib = options.higher_is_better
     try:
         h = load_history(store, a.series)
     except UnknownTargetError:
@@ -274,15 +288,41 @@ def confirm_alert(store: Store, alert_id: int, target: GitBench, options: Confir
             raise UnknownTargetError(f"alert #{alert_id}'s series {a.series!r} has no revision before "
                                      f"{a.first_bad[:12]}: give the baseline revision")
         baseline = revs[revs.index(a.first_bad) - 1]
-    if hib is None and h is not None:
-        hib = direction_of_unit(h.unit) == "higher"
-    opts = replace(options, higher_is_better=bool(hib))
+    if higher_is_better is None and h is not None:
+        higher_is_better = direction_of_unit(h.unit) == "higher"
+    return a, baseline, bool(higher_is_better)
+
+
+def confirm_alert(store: Store, alert_id: int, target: GitBench, options: ConfirmOptions = ConfirmOptions(), *,
+                  baseline: str | None = None, log: Callable[[str], None] = lambda _m: None) -> Confirmation:
+    """Confirm alert ``alert_id`` by rerunning its first bad revision against the revision before it.
+
+    Which revisions and direction: :func:`alert_revisions` (``options.higher_is_better`` overrides the series'
+    unit). The confirmation is stored with the alert; the alert's state is left to a person
+    (``quiho history alert ack|invalid``).
+
+    Raises
+    ------
+    UnknownTargetError
+        No alert ``alert_id``, or its series is no longer stored (give ``baseline`` then).
+    GitError, BuildFailed, UsageError
+        As :func:`confirm_revisions`.
+    """
+    a, baseline, hib = alert_revisions(store, alert_id, baseline, options.higher_is_better)
     log(f"alert #{alert_id} ({a.series}): suspect {a.first_bad[:12]}, baseline {baseline[:12]}")
-    return confirm_revisions(store, target, a.first_bad, baseline, opts, series=a.series, alert_id=alert_id, log=log)
+    return confirm_revisions(store, target, a.first_bad, baseline, replace(options, higher_is_better=hib),
+                             series=a.series, alert_id=alert_id, log=log)
 
 
 def _pct(x: float) -> str:
     return f"{x:+.1%}" if math.isfinite(x) else "n/a"
+
+
+def change_text(ch: PairedChange) -> str:
+    """``confirmed: +33.6% [+26.5%, +52.2%] (95% interval), p = 1.9e-06``: every place a verdict is printed."""
+    p = f"{ch.p_value:.2g}" if math.isfinite(ch.p_value) else "n/a"
+    return (f"{ch.verdict}: {_pct(ch.magnitude)} [{_pct(ch.ci[0])}, {_pct(ch.ci[1])}] ({100 * ch.level:.4g}% "
+            f"interval), p = {p}")
 
 
 def confirmation_lines(c: Confirmation) -> list[str]:
@@ -294,9 +334,7 @@ def confirmation_lines(c: Confirmation) -> list[str]:
     head = (f"{what}suspect {printable(c.suspect)[:12]} against baseline {printable(c.baseline)[:12]}, {ch.n} "
             f"pair{'s' * (ch.n != 1)} ({c.metric}, {'higher' if c.higher_is_better else 'lower'} is better)"
             + (", interrupted" if c.interrupted else ""))
-    p = f"{ch.p_value:.2g}" if math.isfinite(ch.p_value) else "n/a"
-    lines = [head, f"  {ch.verdict}: {_pct(ch.magnitude)} [{_pct(ch.ci[0])}, {_pct(ch.ci[1])}] "
-                   f"({ch.level:.0%} interval), p = {p}; {ch.reason}"]
+    lines = [head, f"  {change_text(ch)}; {ch.reason}"]
     lines.append("  pair  first     baseline    suspect     ratio")
     lines += [f"  {i:<4}  {pr.first:<8}  {pr.baseline:<10.4g}  {pr.suspect:<10.4g}  {pr.ratio:.3f}"
               for i, pr in enumerate(c.pairs, 1)]

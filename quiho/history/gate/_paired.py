@@ -166,8 +166,8 @@ def paired_change(baseline: Sequence[float], suspect: Sequence[float], *, level:
     nan = float("nan")
     if n < need:
         return PairedChange(n, float(np.exp(np.median(np.log(s / b))) - 1) if n else nan, (nan, nan), nan, level,
-                            "not meaningful", f"not meaningful: {n} pair{'s' * (n != 1)}; a {level:.0%} interval "
-                                              f"needs at least {need}")
+                            "not meaningful", f"not meaningful: {n} pair{'s' * (n != 1)}; a {100 * level:.4g}% "
+                                              f"interval needs at least {need}")
     d = np.log(s / b)
     est, lo, hi = _hodges_lehmann(d, level)
     p = _signed_rank_p(d)
@@ -182,5 +182,5 @@ def paired_change(baseline: Sequence[float], suspect: Sequence[float], *, level:
     elif better_side and p < 1 - level:
         verdict, why = "not confirmed", "the suspect is better in the paired runs"
     else:
-        verdict, why = "not confirmed", f"no change the pairs can tell: the {level:.0%} interval holds 0"
+        verdict, why = "not confirmed", f"no change the pairs can tell: the {100 * level:.4g}% interval holds 0"
     return PairedChange(n, mag, ci, p, level, verdict, why)
