@@ -2,7 +2,7 @@
 # One command from a fresh clone: install, then run quiho's main job on the embedded default.
 # Main job: `quiho profile stream@nadds1 stream@nadds30` on the local fleet calibrated to this machine (no -i:
 # on first use quiho probes how the CPU quota, the transparent-huge-page policy, a co-runner and the knobs for
-# core sharing, storage, kernel entry and the network act here, ~1-2 min, and writes the fleet to
+# core sharing, storage, kernel entry, the network and memory capacity act here, ~1-2 min, and writes the fleet to
 # .quiho/local-fleet-<key>.yml: a two-level screening design of the kept factors, 8 hosts for up to 4, 16 (a
 # fold-over) for 5-7; `quiho fleet show` prints the levels, measured effects and the design), i.e. fingerprint
 # the fleet (quick battery), run both versions of the STREAM-like example interleaved on every host in two

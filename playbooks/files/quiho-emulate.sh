@@ -5,7 +5,8 @@
 # limit (memory capacity) and a network namespace whose loopback is shaped (network). The kernel-entry knob is
 # a seccomp filter (quiho-seccomp.py), installed by the wrapper, not here.
 #   quiho-emulate.sh start CGDIR QUOTA_PCT CORUNNER SECONDS [THP [PERIOD_US [IOPS [MEM_MIB [NET]]]]]
-#     THP = keep | always | never; IOPS = 0 | MAJ:MIN:N (write IOPS of that disk); MEM_MIB = 0 | N;
+#     THP = keep | always | never; IOPS = 0 | MAJ:MIN:N (write IOPS of that disk); MEM_MIB = 0 | N (page
+#     cache allowed beyond the application's own memory);
 #     NET = 0 | rate:MBIT | delay:US (tbf rate or netem delay on the namespace's loopback)
 #   quiho-emulate.sh stop  CGDIR
 # The blkio and memory groups mirror CGDIR's name under /sys/fs/cgroup/blkio and /sys/fs/cgroup/memory; the
@@ -17,6 +18,22 @@
 # here again (the controller validated them already); nothing is evaluated as shell code.
 set -eu
 THP=/sys/kernel/mm/transparent_hugepage/enabled
+# The memory-capacity knob's watcher: every 20 ms (for at most SECONDS) the limit becomes the group's
+# unreclaimable memory plus the allowance (raised at once, lowered past a 4 MiB slack), and doubled under OOM
+# (a fast allocation waits a few looks, not one per allowance). Builtins only but for sleep: it must not load the CPU it shares with a co-runner.
+#   sh -c "$MEM_WATCH" sh CO_CGDIR MEMCG ALLOWANCE_MIB SECONDS
+MEM_WATCH='echo $$ > "$1/cgroup.procs"; m=$2; a=$(($3 * 1048576)); n=$(($4 * 50)); i=0
+while [ $i -lt $n ] && [ -d "$m" ]; do
+  r=0; s=0; k=0; o=0
+  while read -r f v; do case $f in rss) r=$v ;; shmem) s=$v ;; esac; done < "$m/memory.stat"
+  read -r k < "$m/memory.kmem.usage_in_bytes" 2>/dev/null || k=0
+  while read -r f v; do [ "$f" = under_oom ] && o=$v; done < "$m/memory.oom_control"
+  read -r l < "$m/memory.limit_in_bytes"
+  w=$((r + s + k + a))
+  [ "$o" = 1 ] && w=$((2 * l))
+  if [ $w -gt $l ] || [ $w -lt $((l - 4194304)) ]; then { echo $w > "$m/memory.limit_in_bytes"; } 2>/dev/null; fi
+  sleep 0.02; i=$((i + 1))
+done'
 THP_SAVE=/run/quiho-thp.orig
 cmd=$1
 cg=$2
@@ -57,8 +74,15 @@ start)
     echo "${iops%:*} ${iops##*:}" > "/sys/fs/cgroup/blkio/$name/blkio.throttle.write_iops_device"
   fi
   if [ "$mem" -gt 0 ]; then
-    mkdir -p "/sys/fs/cgroup/memory/$name"
-    echo $((mem * 1048576)) > "/sys/fs/cgroup/memory/$name/memory.limit_in_bytes"
+    # Memory capacity: the page cache may hold MEM_MIB beyond the group's own memory (anonymous, shmem, kernel),
+    # which cannot be reclaimed without swap. A watcher on the last CPU keeps the limit there as that memory grows and
+    # shrinks; with the OOM killer off for the group, a limit the application outgrows between two looks pauses
+    # it until the watcher raises the limit, it never kills it.
+    m="/sys/fs/cgroup/memory/$name"
+    mkdir -p "$m"
+    echo 1 > "$m/memory.oom_control"
+    echo $((mem * 1048576)) > "$m/memory.limit_in_bytes"
+    setsid taskset -c $(($(nproc) - 1)) sh -c "$MEM_WATCH" sh "$cg-co" "$m" "$mem" "$secs" </dev/null >/dev/null 2>&1 &
   fi
   if [ "$net" != 0 ]; then
     ip netns add "qh-$name"

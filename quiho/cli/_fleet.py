@@ -228,7 +228,8 @@ def fleet_calibrate_cmd(
     force: Annotated[bool, typer.Option("--force", help="Probe again even if this machine's facts are unchanged.")]
     = False,
     knobs: Annotated[bool, typer.Option(
-        "--knobs/--no-knobs", help="Also measure the knob catalogue (core sharing, storage, kernel entry, network): "
+        "--knobs/--no-knobs", help="Also measure the knob catalogue (core sharing, storage, kernel entry, network, "
+                                   "memory capacity): "
                                    "each knob's effect on its probe and on the CPU probe, kept or dropped with the "
                                    "reason (~1 min); kept knobs make the hosts a screening design. --no-knobs: the "
                                    "quota x page size x co-runner grid only.")]

@@ -36,7 +36,8 @@ DESIGN_SCHEMA_VERSION = 1
 #: Fewest residual degrees of freedom the change regression needs before it may say anything.
 MIN_DF = 2
 _CLASS_NAMES = {"cpu": "CPU", "memory": "memory", "cpu-cache": "cache", "vm": "virtual-memory", "os": "OS",
-                "storage": "storage", "kernel-entry": "kernel-entry", "network": "network"}
+                "storage": "storage", "kernel-entry": "kernel-entry", "network": "network",
+                "memory-capacity": "memory-capacity"}
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ __all__ = ["Effect", "VersionEffects", "AxisClass", "DesignSettings", "version_e
 #: they move the memory probe beyond 3 SE and more than the CPU probe).
 FALLBACK_CLASSES: dict[str, str] = {"cpu-quota": "cpu", "huge-pages": "memory", "co-runner": "memory",
                                     "core-sharing": "cpu", "storage": "storage", "kernel-entry": "kernel-entry",
-                                    "network": "network"}
+                                    "network": "network", "memory-capacity": "memory-capacity"}
 
 
 @dataclass(frozen=True)
@@ -409,7 +409,8 @@ def _knob_class(name: str, j: int, effects: Mapping[str, tuple[Effect, ...]],
         top = max(strong, key=lambda e: abs(e.estimate))
         ce[resource] = (top.estimate, top.se)
     moved = ", ".join(f"{c} {_pct(e)}" for c, (e, _s) in sorted(ce.items()))
-    probe = {"memory": "memory", "storage": "fsync", "kernel-entry": "syscall", "network": "network"}.get(resource)
+    probe = {"memory": "memory", "storage": "fsync", "kernel-entry": "syscall", "network": "network",
+             "memory-capacity": "reread"}.get(resource)
     why = ("the calibration kept it as a speed axis" if resource == "cpu" else
            f"the calibration kept it as a {resource} axis (its {probe} probe moved beyond 3 SE, more than its CPU "
            "probe)") + (f"; stressors: {moved}" if moved else "")

@@ -26,6 +26,7 @@ KNOB_FACTORS: dict[str, tuple[str, str]] = {
     "quiho_write_iops": ("storage", "write-IOPS limit"),
     "quiho_syscall_rules": ("kernel-entry", "seccomp rules"),
     "quiho_net": ("network", "loopback shaping"),
+    "quiho_mem_cache_mib": ("memory-capacity", "page-cache allowance"),
 }
 #: A compute co-runner (``quiho_corunner: cpu``) is the core-sharing knob, not a memory co-runner: its own factor.
 CORE_SHARING = ("core-sharing", "core sharing")

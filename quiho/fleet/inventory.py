@@ -48,6 +48,7 @@ class FleetHost(BaseModel):
     write_iops: str = Field("0", pattern=r"^(0|[0-9]+:[0-9]+:[1-9][0-9]*)$")
     syscall_rules: int = Field(0, ge=0, le=4000)
     net: str = Field("0", pattern=r"^(0|rate:[1-9][0-9]*|delay:[1-9][0-9]*)$")
+    mem_cache_mib: int = Field(0, ge=0, le=1 << 20)
     #: CFS period of the quota, µs (quiho_cfs_period_us; the calibrated local fleet chooses it per machine).
     cfs_period_us: int = Field(20000, ge=1000, le=1000000)
     #: Known conditions the host was measured under (quiho_factors: {name: level}); a designed fleet's factors.
@@ -65,7 +66,7 @@ class FleetHost(BaseModel):
     @property
     def knobs_set(self) -> bool:
         """True when the host sets a knob beyond the quota, page size and co-runner."""
-        return self.write_iops != "0" or self.syscall_rules > 0 or self.net != "0"
+        return self.write_iops != "0" or self.syscall_rules > 0 or self.net != "0" or self.mem_cache_mib > 0
 
 
 class Inventory(BaseModel):
@@ -104,7 +105,8 @@ class Inventory(BaseModel):
             if self.shares_machine:
                 row.update(quiho_cpu_quota_pct=h.cpu_quota_pct, quiho_thp=h.thp, quiho_corunner=h.corunner)
                 if any(x.knobs_set for x in self.hosts):
-                    row.update(quiho_write_iops=h.write_iops, quiho_syscall_rules=h.syscall_rules, quiho_net=h.net)
+                    row.update(quiho_write_iops=h.write_iops, quiho_syscall_rules=h.syscall_rules, quiho_net=h.net,
+                               quiho_mem_cache_mib=h.mem_cache_mib)
             if h.factors:
                 row["quiho_factors"] = dict(h.factors)
             out[h.name] = row
@@ -174,7 +176,7 @@ def load_inventory(path: str | os.PathLike[str] | Inventory | None = None) -> In
 _VARS = {"cpu_quota_pct": "quiho_cpu_quota_pct", "corunner": "quiho_corunner", "thp": "quiho_thp",
          "prefault_mib": "quiho_prefault_mib", "cfs_period_us": "quiho_cfs_period_us", "factors": "quiho_factors",
          "write_iops": "quiho_write_iops", "syscall_rules": "quiho_syscall_rules", "net": "quiho_net",
-         "design_rounds": "quiho_design_rounds"}
+         "mem_cache_mib": "quiho_mem_cache_mib", "design_rounds": "quiho_design_rounds"}
 
 
 def _host(name: str, groups: tuple[str, ...], hv: dict[str, Any]) -> tuple[FleetHost | None, list[str]]:
@@ -187,7 +189,8 @@ def _host(name: str, groups: tuple[str, ...], hv: dict[str, Any]) -> tuple[Fleet
             thp=hv.get("quiho_thp", "keep"), prefault_mib=hv.get("quiho_prefault_mib", 0),
             cfs_period_us=hv.get("quiho_cfs_period_us", 20000), factors=hv.get("quiho_factors") or {},
             write_iops=str(hv.get("quiho_write_iops", "0")), syscall_rules=hv.get("quiho_syscall_rules", 0),
-            net=str(hv.get("quiho_net", "0")), design_rounds=hv.get("quiho_design_rounds") or (),
+            net=str(hv.get("quiho_net", "0")), mem_cache_mib=hv.get("quiho_mem_cache_mib", 0),
+            design_rounds=hv.get("quiho_design_rounds") or (),
         ), []
     except ValidationError as exc:
         return None, [f"host {name}: {_VARS.get(str(e['loc'][0]), str(e['loc'][0]))}: {e['msg']} "
@@ -235,8 +238,8 @@ def _from_listing(path: str, data: dict[str, Any]) -> Inventory:
         if h.emulated and h.connection != "local":
             raise InventoryError(
                 f"inventory {path}: host {h.name} sets quiho_cpu_quota_pct/quiho_corunner/quiho_thp/"
-                "quiho_prefault_mib or a knob (quiho_write_iops/quiho_syscall_rules/quiho_net) but is not "
-                "ansible_connection: local "
+                "quiho_prefault_mib or a knob (quiho_write_iops/quiho_syscall_rules/quiho_net/quiho_mem_cache_mib) "
+                "but is not ansible_connection: local "
                 "(emulated hosts run on the controller, one at a time)"
             )
     return Inventory(path=path, hosts=tuple(hosts))

@@ -41,6 +41,7 @@ _CLASS_WORDS = {
     "storage": "storage (synchronous writes and fsync)",
     "kernel-entry": "kernel entry (system calls)",
     "network": "the network (round trips and bytes)",
+    "memory-capacity": "memory capacity (file data reread through the page cache)",
     "other": "uncatalogued stressors",
 }
 

@@ -536,7 +536,7 @@ _DESIGN_VARS: dict[str, tuple[str, Any, Any]] = {
     "cpu-quota": ("quiho_cpu_quota_pct", 100, None), "huge-pages": ("quiho_thp", "never", "always"),
     "co-runner": ("quiho_corunner", "none", "stream"), "core-sharing": ("quiho_corunner", "none", "cpu"),
     "storage": ("quiho_write_iops", "0", None), "kernel-entry": ("quiho_syscall_rules", 0, None),
-    "network": ("quiho_net", "0", None),
+    "network": ("quiho_net", "0", None), "memory-capacity": ("quiho_mem_cache_mib", 0, None),
 }
 
 
@@ -545,13 +545,14 @@ def design_factors(quota: int | None, page: bool, co: bool, knobs: Iterable[dict
     """The factors of a designed fleet, (name, host variable, on level), and the kept ones left out (pure).
 
     One factor per resource class first, in the order CPU (the quota), memory (huge pages, else the stream
-    co-runner), storage, kernel entry, network; then a second memory axis and core sharing (a compute co-runner,
-    only where the stream co-runner is not kept: both take the other CPU). At most :data:`DESIGN_MAX_FACTORS`.
+    co-runner), storage, kernel entry, network, memory capacity; then a second memory axis and core sharing (a
+    compute co-runner, only where the stream co-runner is not kept: both take the other CPU). At most
+    :data:`DESIGN_MAX_FACTORS`.
     """
     kept = {k["name"]: k["level"] for k in knobs if k["kept"]}
     memory = [n for n, on in (("huge-pages", page), ("co-runner", co)) if on]
     order = ([("cpu-quota", quota)] if quota is not None and quota < 100 else []) + [(n, None) for n in memory[:1]]
-    order += [(n, kept[n]) for n in ("storage", "kernel-entry", "network") if n in kept]
+    order += [(n, kept[n]) for n in ("storage", "kernel-entry", "network", "memory-capacity") if n in kept]
     order += [(n, None) for n in memory[1:]]
     if "core-sharing" in kept and not co:
         order.append(("core-sharing", None))
@@ -578,7 +579,8 @@ def _design_host_name(v: dict[str, Any], rep: str | None) -> str:
     """``local-q67-thp-io-sys``: the quota, the page size, each knob on (``co`` stream, ``sib`` compute co-runner)."""
     parts = ["local", f"q{v['quiho_cpu_quota_pct']}", "thp" if v["quiho_thp"] == "always" else "4k"]
     parts += [{"stream": "co", "cpu": "sib"}[v["quiho_corunner"]]] if v["quiho_corunner"] != "none" else []
-    parts += [tag for var, tag in (("quiho_write_iops", "io"), ("quiho_syscall_rules", "sys"), ("quiho_net", "net"))
+    parts += [tag for var, tag in (("quiho_write_iops", "io"), ("quiho_syscall_rules", "sys"), ("quiho_net", "net"),
+                                   ("quiho_mem_cache_mib", "mem"))
               if str(v.get(var, "0")) != "0"]
     return "-".join(parts) + (f"-r{rep}" if rep else "")
 

@@ -14,11 +14,14 @@ kernel-entry       a seccomp filter of N rules every system call    writes to /d
                    passes (playbooks/files/quiho-seccomp.py)
 network            a network namespace whose loopback carries a     TCP over loopback       network
                    netem delay (tbf rate limit without netem)
+memory-capacity    a cgroup v1 memory limit that follows the        rereading a file 4x     memory-capacity
+                   group's own memory plus a 32 MiB page-cache      the allowance
+                   allowance; OOM killer off (paused, never killed)
 =================  ==============================================  ======================  ====================
 
-Memory capacity (a memory limit below the working set) and a shared-cache thrasher are not in the catalogue yet:
-the first needs the application's measured footprint to set a level that cannot OOM-kill it (these machines have
-no swap), the second a probe that tells it from the stream co-runner. The design page says why.
+The memory-capacity level is measured on the application while it runs (its anonymous, shmem and kernel memory,
+every 20 ms), because these machines have no swap: a limit below that is an OOM kill, not a slower run. A
+shared-cache thrasher is not in the catalogue: it needs a probe that tells it from the stream co-runner.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from typing import Any
 from quiho.fleet.local.probes import Cell, ProbeRunner
 
 __all__ = ["Knob", "KNOBS", "LOOK_AT", "KnobEffect", "KNOB_REPS", "decide_knob", "knob_cells", "screen_knobs",
-           "write_disk", "network_mechanism", "paired_mean", "MIN_STEP"]
+           "write_disk", "network_mechanism", "paired_mean", "MIN_STEP", "MEM_CACHE_MIB"]
 
 #: Smallest effect that counts (log): IRUP hardware grouping merges hosts closer than 5 %.
 MIN_STEP = math.log(1.05)
@@ -55,6 +58,9 @@ FSYNC_OPS = 100
 #: The network knob's levels: a netem delay per packet (µs) where the kernel has netem, else a tbf rate (Mbit/s).
 NET_DELAY_US = 500
 NET_RATE_MBIT = 1000
+#: The memory-capacity knob's page-cache allowance (MiB) beyond the application's own memory: a quarter of the
+#: probe's file (quiho.fleet.local.probes.REREAD_MIB), so that file cannot stay cached under the knob.
+MEM_CACHE_MIB = 32
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,11 @@ KNOBS: tuple[Knob, ...] = (
     Knob("network", "network", "network", "network", "quiho_net",
          "a slower network: the application's namespace loopback delays packets (netem) or limits the rate (tbf)",
          "round trips and bytes on the wire: requests per operation, connection reuse, batching, payload size"),
+    Knob("memory-capacity", "memory capacity", "memory-capacity", "reread", "quiho_mem_cache_mib",
+         "less free memory: the page cache holds at most a fixed allowance beyond the application's own memory "
+         "(a cgroup memory limit that follows it; a run is paused at the limit, never killed)",
+         "file data read more than once: working sets larger than the cache, scans that an index or a stream "
+         "would avoid, temporary files, mmap'd files"),
 )
 _BY_NAME = {k.name: k for k in KNOBS}
 #: Where to look when a version leans more or less on a knob's resource class (the classes beyond CPU and memory).
@@ -232,13 +243,22 @@ def knob_cells(workdir: str, fsync_s: float | None = None, vcpus: int = 2) -> tu
             notes.append("network: this kernel has no netem qdisc; the knob limits the loopback's rate (tbf) "
                          "instead of delaying it, so it moves bulk transfers, not round trips")
         cells.append((_BY_NAME["network"], Cell(net=net)))
+    memcg = Path("/sys/fs/cgroup/memory")
+    if not (memcg / "memory.oom_control").exists():
+        notes.append("memory-capacity: no cgroup v1 memory controller with memory.oom_control at "
+                     "/sys/fs/cgroup/memory (a limit without a way to pause instead of kill is not set)")
+    elif disk is None:
+        notes.append(f"memory-capacity: {workdir} is on no block device: its files live in memory, a page-cache "
+                     "limit cannot evict them")
+    else:
+        cells.append((_BY_NAME["memory-capacity"], Cell(mem_mib=MEM_CACHE_MIB)))
     return cells, notes
 
 
 def level_of(cell: Cell, knob: Knob) -> str:
-    """The knob's level as its host variable carries it (``"cpu"``, ``"254:0:1875"``, ``"2000"``, ``"rate:1000"``)."""
+    """The knob's level as its host variable carries it (``"cpu"``, ``"254:0:1875"``, ``"2000"``, ``"32"`` ...)."""
     return {"core-sharing": cell.corunner, "storage": cell.iops, "kernel-entry": str(cell.syscall_rules),
-            "network": cell.net}[knob.name]
+            "network": cell.net, "memory-capacity": str(cell.mem_mib)}[knob.name]
 
 
 def screen_knobs(runner: ProbeRunner, workdir: str, vcpus: int = 2, reps: int = KNOB_REPS,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -28,14 +29,18 @@ from quiho.errors import InventoryError
 from quiho.fleet.inventory import repo_root
 from quiho.fleet.local.emulate import CGROUP_CPU, cleanup_cgroups, cleanup_knobs, restore_thp
 
-__all__ = ["PROBES", "PREFAULT_MIB_OF", "CORUNNER_SETTLE_S", "Cell", "probe_seconds", "machine_facts",
-           "facts_key", "ProbeRunner", "require_root", "seccomp_wrap"]
+__all__ = ["PROBES", "PREFAULT_MIB_OF", "CORUNNER_SETTLE_S", "REREAD_MIB", "Cell", "probe_seconds", "reread_seconds",
+           "machine_facts", "facts_key", "ProbeRunner", "require_root", "seccomp_wrap"]
 
 #: Fixed work per probe (~0.3 s unthrottled with 4 KiB pages on a current x86 core).
 #: memory: stress-ng's STREAM on arrays sized from an 8 MiB "L3" (faults them in, then streams them: the page size
 #: acts on both, as on stream@nadds1); cpu: integer arithmetic on registers (no memory traffic). A probe's time is
 #: the worker's own (bogo-ops / its real-time rate, from stress-ng's metrics), as the fleet measures stressors:
 #: the command's wall time also holds stress-ng's start-up and the wrapper's exit, which no stressor sees.
+#: The memory-capacity probe's file (MiB) and its measured passes: 4x the knob's 32 MiB allowance, so every pass
+#: under the knob comes from the disk; unthrottled, three passes from the page cache take ~0.05 s.
+REREAD_MIB = 128
+REREAD_PASSES = 3
 PROBES: dict[str, list[str]] = {
     "memory": ["stress-ng", "--stream", "1", "--stream-ops", "12", "--stream-l3-size", "8M", "-q", "--metrics-brief"],
     "cpu": ["stress-ng", "--cpu", "1", "--cpu-method", "int64", "--cpu-ops", "600", "-q", "--metrics-brief"],
@@ -47,11 +52,14 @@ PROBES: dict[str, list[str]] = {
     "syscall": ["stress-ng", "--null", "1", "--null-ops", "20000", "-q", "--metrics-brief"],
     # network: TCP over the loopback (connect, send, receive, close)
     "network": ["stress-ng", "--sock", "1", "--sock-ops", "30", "-q", "--metrics-brief"],
+    # memory capacity: a file four times the knob's page-cache allowance, reread (playbooks/files/quiho-reread.py;
+    # not stress-ng, whose file stressors drop or write their files: it prints its own seconds)
+    "reread": ["quiho-reread.py", str(REREAD_MIB), str(REREAD_PASSES)],
 }
 #: Prefault (MiB) before each probe (free page reporting, see inventories/local.yml): 128 MiB before the memory
 #: probe, which peaks at ~100 MB resident, as the fleet's 512 MiB covers stream@nadds1's 192 MiB; 1 MiB before the
 #: CPU probe, which touches no memory worth prefaulting (the wrapper still prints its time marker).
-PREFAULT_MIB_OF = {"memory": 128, "cpu": 1, "fsync": 1, "syscall": 1, "network": 1}
+PREFAULT_MIB_OF = {"memory": 128, "cpu": 1, "fsync": 1, "syscall": 1, "network": 1, "reread": 1}
 #: Extra wait (s) after a co-runner cell starts, beyond quiho-emulate.sh's 1 s: the stream co-runner faults in its
 #: arrays before it streams, and a cell's first probe must meet it loading memory.
 CORUNNER_SETTLE_S = 1.0
@@ -62,8 +70,8 @@ class Cell:
     """One emulated condition: CPU quota (% of one CPU), THP policy, CFS period (µs), co-runner on CPU 1, knobs.
 
     The knobs (:mod:`quiho.fleet.local.knobs`): ``iops`` a write-IOPS limit ``MAJ:MIN:N`` ("0": none),
-    ``mem_mib`` a memory limit (0: none), ``net`` loopback shaping (``rate:MBIT`` / ``delay:US``, "0": none),
-    ``syscall_rules`` seccomp rules every system call passes (0: none).
+    ``mem_mib`` the page cache allowed beyond the group's own memory (MiB; 0: no limit), ``net`` loopback shaping
+    (``rate:MBIT`` / ``delay:US``, "0": none), ``syscall_rules`` seccomp rules every system call passes (0: none).
     """
 
     quota_pct: int = 100
@@ -126,6 +134,24 @@ def probe_seconds(text: str, argv: list[str]) -> float:
     return float(ops) / float(rate)
 
 
+def reread_seconds(text: str, argv: list[str]) -> float:
+    """The memory-capacity probe's time: the positive seconds ``quiho-reread.py`` printed on its last line.
+
+    Raises
+    ------
+    InventoryError
+        No positive number on the last line.
+    """
+    lines = text.strip().splitlines()
+    try:
+        s = float(lines[-1]) if lines else math.nan
+    except ValueError:
+        s = math.nan
+    if not s > 0:
+        raise InventoryError(f"calibration probe {argv[1:2]}: printed no time ({text.strip()[-100:]!r})")
+    return s
+
+
 def seccomp_wrap(rules: int, python: str = "python3") -> list[str]:
     """The argv prefix that runs a command under the kernel-entry knob's ``rules`` seccomp rules (none for 0)."""
     if rules <= 0:
@@ -175,20 +201,31 @@ class ProbeRunner:
         if r.returncode != 0:
             raise InventoryError(f"calibration: quiho-emulate.sh {args[0]} failed: {r.stderr.strip()[-300:]}")
 
+    @property
+    def reread_file(self) -> Path:
+        """The memory-capacity probe's file, in the run directory (removed by :meth:`cleanup`)."""
+        return Path(self.workdir) / f"quiho-reread-{self.prefix}.bin"
+
     def _one(self, cg: str, argv: list[str], prefault_mib: int, syscall_rules: int = 0) -> float:
-        """Seconds the probe's stress-ng worker took for its fixed work (bogo-ops / real-time rate)."""
+        """Seconds the probe took for its fixed work (stress-ng: bogo-ops / real-time rate; reread: its own)."""
         fd, yml = tempfile.mkstemp(prefix="quiho-probe-", suffix=".yml")
         os.close(fd)
-        if argv[1] == "--hdd":
-            argv = [*argv, "--temp-path", self.workdir]
+        reread = argv[0] == "quiho-reread.py"
+        if reread:
+            argv = [sys.executable, str(repo_root() / "playbooks" / "files" / argv[0]), str(self.reread_file),
+                    *argv[1:]]
+        else:
+            argv = [*argv, *(["--temp-path", self.workdir] if argv[1] == "--hdd" else []), "--yaml", yml]
         try:
             r = subprocess.run([*seccomp_wrap(syscall_rules, sys.executable), "sh", "-c", self._join, "sh", cg,
-                                str(prefault_mib), "timeout", "-k", "5", "60", *argv, "--yaml", yml],
+                                str(prefault_mib), "timeout", "-k", "5", "60", *argv],
                                capture_output=True, text=True, timeout=90, check=False)
             self.runs += 1
             if r.returncode != 0:
                 raise InventoryError(f"calibration probe {argv[:3]} failed (rc {r.returncode}): "
                                      f"{r.stderr.strip()[-300:]}")
+            if reread:
+                return reread_seconds(r.stdout, argv)
             return probe_seconds(Path(yml).read_text(), argv)
         finally:
             Path(yml).unlink(missing_ok=True)
@@ -230,3 +267,4 @@ class ProbeRunner:
         cleanup_cgroups(self.prefix)
         cleanup_knobs(self.prefix)
         restore_thp()
+        self.reread_file.unlink(missing_ok=True)

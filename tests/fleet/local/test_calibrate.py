@@ -395,6 +395,22 @@ def test_design_factors_take_the_stream_co_runner_before_core_sharing() -> None:
                                                       ("core-sharing", "quiho_corunner", "cpu")]
 
 
+def test_every_kept_class_comes_before_a_second_memory_axis_and_the_design_keeps_seven() -> None:
+    from quiho.fleet.local.calibrate import _design_hosts, design_factors
+
+    knobs = [_knob("core-sharing", "cpu"), _knob("storage", "8:0:100"), _knob("kernel-entry", "4000"),
+             _knob("network", "rate:1000"), _knob("memory-capacity", "32")]
+    factors, left = design_factors(67, page=True, co=True, knobs=knobs)
+    assert [n for n, _v, _l in factors] == ["cpu-quota", "huge-pages", "storage", "kernel-entry", "network",
+                                            "memory-capacity", "co-runner"]
+    assert left == []  # seven: none left out; core sharing would take the CPU the stream co-runner runs on
+    hosts, kind = _design_hosts(factors)
+    assert "fold-over" in kind and len(hosts) == 16
+    mem = {name: v["quiho_mem_cache_mib"] for name, v in hosts}
+    assert sorted(set(mem.values()), key=str) == [0, "32"] and sum(1 for x in mem.values() if x) == 8
+    assert all(("-mem" in name) == bool(x) for name, x in mem.items())
+
+
 class _Rounds:
     """Plays the probe runner's ``rounds`` from given per-cell times (the real probing is in test_calibrate_real)."""
 

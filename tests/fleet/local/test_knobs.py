@@ -1,8 +1,9 @@
 """The local fleet's knobs: the keep/drop rule on planted probe times, and each mechanism on this machine.
 
 The rule (:func:`quiho.fleet.local.knobs.decide_knob`) is pure and tested on planted responses. The mechanisms
-are real: stress-ng probes in the blkio group, the seccomp filter, the shaped network namespace and the compute
-co-runner that ``quiho-emulate.sh`` sets up, and a cleanup that leaves nothing behind after a kill -9.
+are real: stress-ng probes in the blkio group, the seccomp filter, the shaped network namespace, the compute
+co-runner and the memory group whose limit follows the application that ``quiho-emulate.sh`` sets up, and a
+cleanup that leaves nothing behind after a kill -9.
 """
 
 from __future__ import annotations
@@ -106,6 +107,8 @@ def test_every_knob_this_machine_can_set_moves_its_probe_on_this_machine(tmp_pat
     # storage and kernel entry act on every Linux VM quiho runs on: seconds, not percent
     assert by["storage"]["kept"] and math.expm1(by["storage"]["effect_probe"]) > 1.0
     assert by["kernel-entry"]["effect_probe"] > math.log(1.3)
+    if "memory-capacity" in by:  # rereads from the disk instead of the page cache (+49 % under load 3.3 here)
+        assert by["memory-capacity"]["kept"] and by["memory-capacity"]["effect_probe"] > math.log(1.2)
     for e in out["knobs"]:
         assert e["reason"] and (e["effect_probe"] is not None)
     assert not [d for root in (CGROUP_CPU, *CGROUP_KNOBS) for d in root.iterdir() if "quiho-knobtest" in d.name]
@@ -144,9 +147,10 @@ def test_an_inventory_of_knob_hosts_becomes_a_design_whose_factors_name_their_re
     from quiho.fleet.inventory import load_inventory
     from quiho.fleet.local.screening import screening_design
 
-    design = screening_design(["core-sharing", "storage", "kernel-entry", "network"])
+    design = screening_design(["core-sharing", "storage", "kernel-entry", "network", "memory-capacity"])
     on = {"core-sharing": ("quiho_corunner", "none", "cpu"), "storage": ("quiho_write_iops", '"0"', '"254:0:200"'),
-          "kernel-entry": ("quiho_syscall_rules", "0", "4000"), "network": ("quiho_net", '"0"', '"rate:1000"')}
+          "kernel-entry": ("quiho_syscall_rules", "0", "4000"), "network": ("quiho_net", '"0"', '"rate:1000"'),
+          "memory-capacity": ("quiho_mem_cache_mib", "0", "32")}
     lines = ["all:", "  vars: {ansible_connection: local, quiho_thp: never}", "  hosts:"]
     for h in design.hosts:
         lines.append(f"    {h.name}: {{" + ", ".join(f"{on[k][0]}: {on[k][1 + lev]}" for k, lev in
@@ -155,14 +159,17 @@ def test_an_inventory_of_knob_hosts_becomes_a_design_whose_factors_name_their_re
     inv = load_inventory(tmp_path / "inv.yml")
     assert inv.shares_machine and all(h.emulated for h in inv.hosts)
     table = factor_table(local_fleet_vars(inv.design_vars()))
-    assert set(table.names) == {"core-sharing", "storage", "kernel-entry", "network"} and not table.notes
-    assert {f.name: f.describe() for f in table.factors}["storage"] == "write-IOPS limit 0 → 254:0:200"
-    assert {FALLBACK_CLASSES[n] for n in table.names} == {"cpu", "storage", "kernel-entry", "network"}
+    assert set(table.names) == set(design.knobs) and not table.notes
+    described = {f.name: f.describe() for f in table.factors}
+    assert described["storage"] == "write-IOPS limit 0 → 254:0:200"
+    assert described["memory-capacity"] == "page-cache allowance 0 → 32"
+    assert {FALLBACK_CLASSES[n] for n in table.names} == {"cpu", "storage", "kernel-entry", "network",
+                                                         "memory-capacity"}
     # orthogonal coded columns: the screening design's main effects come out of the analysis unconfounded
     m = table.matrix(list(table.hosts))
     centred = m - m.mean(axis=0)
     gram = centred.T @ centred
-    assert abs(gram - abs(gram).max() * np.eye(4)).max() < 1e-9
+    assert abs(gram - abs(gram).max() * np.eye(5)).max() < 1e-9
 
 
 def test_a_bad_knob_level_in_an_inventory_is_one_line_naming_the_variable(tmp_path: Path) -> None:
@@ -232,3 +239,64 @@ def test_a_network_host_runs_the_command_in_its_namespace_with_the_marker_printe
     finally:
         subprocess.run(["ip", "netns", "del", ns.name], check=False)
         cg.rmdir()
+
+
+def test_the_reread_probe_says_bad_arguments_and_a_missing_time_in_one_line(tmp_path: Path) -> None:
+    from quiho.errors import InventoryError
+    from quiho.fleet.local.probes import reread_seconds
+
+    script = repo_root() / "playbooks" / "files" / "quiho-reread.py"
+    for args in ([], [str(tmp_path / "f"), "0", "3"], [str(tmp_path / "f"), "4", "x"]):
+        r = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, check=False)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "usage" in r.stderr
+    r = subprocess.run([sys.executable, str(script), str(tmp_path / "no" / "f"), "1", "1"], capture_output=True,
+                       text=True, check=False)
+    assert r.returncode == 1 and r.stderr.startswith("quiho-reread: ") and r.stderr.count("\n") == 1
+    r = subprocess.run([sys.executable, str(script), str(tmp_path / "f"), "2", "2"], capture_output=True, text=True,
+                       check=True)
+    assert reread_seconds(r.stdout, ["python", "quiho-reread.py"]) > 0 and (tmp_path / "f").stat().st_size == 2 << 20
+    for bad in ("", "nan\n", "-1\n", "done\n"):
+        with pytest.raises(InventoryError, match="printed no time"):
+            reread_seconds(bad, ["python", "quiho-reread.py"])
+
+
+@pytest.mark.root
+def test_a_memory_capacity_host_pauses_an_application_that_outgrows_its_limit_and_never_kills_it(
+        tmp_path: Path) -> None:
+    """No swap here: a limit below the anonymous working set would be an OOM kill. The watcher raises it instead;
+    the page cache the application may keep stays near the allowance."""
+    import yaml
+
+    memcg = Path("/sys/fs/cgroup/memory")
+    if not (memcg / "memory.oom_control").exists():
+        pytest.skip("no cgroup v1 memory controller with memory.oom_control here")
+    join = yaml.safe_load((repo_root() / "playbooks" / "vars" / "emulation.yml").read_text())["qh_join"]
+    script = repo_root() / "playbooks" / "files" / "quiho-emulate.sh"
+    cg = CGROUP_CPU / f"quiho-memcap-{os.getpid()}"
+    data = tmp_path / "data.bin"
+    data.write_bytes(os.urandom(64 << 20))
+    app = ("import os, sys\n"
+           "b = bytearray(256 << 20)\n"
+           "for i in range(0, len(b), 4096): b[i] = 1\n"  # 256 MiB anonymous, 16x the allowance
+           "fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)\n"
+           "for _ in range(2):\n"
+           "    os.lseek(fd, 0, 0)\n"
+           "    while os.read(fd, 1 << 20): pass\n"
+           "g = '/sys/fs/cgroup/memory/' + sys.argv[2]\n"
+           "stat = dict(ln.split() for ln in open(g + '/memory.stat'))\n"
+           "print(stat['rss'], stat['cache'], open(g + '/memory.limit_in_bytes').read().strip())\n")
+    subprocess.run(["sh", str(script), "start", str(cg), "100", "none", "60", "keep", "20000", "0", "16", "0"],
+                   check=True)
+    try:
+        assert (memcg / cg.name / "memory.limit_in_bytes").read_text().strip() == str(16 << 20)
+        r = subprocess.run(["sh", "-c", join, "sh", str(cg), "0", sys.executable, "-c", app, str(data), cg.name],
+                           capture_output=True, text=True, timeout=120, check=False)
+        oom = dict(ln.split() for ln in (memcg / cg.name / "memory.oom_control").read_text().splitlines())
+    finally:
+        subprocess.run(["sh", str(script), "stop", str(cg)], check=False)
+    assert r.returncode == 0, r.stderr
+    rss, cache, limit = (int(x) for x in r.stdout.split())
+    assert rss >= 256 << 20 and limit >= rss + (16 << 20)  # the limit followed the application's own memory
+    assert cache <= (16 + 8) << 20  # the 64 MiB file did not stay cached: the allowance (+ its 4 MiB slack) held
+    assert oom["oom_kill"] == "0"
+    assert not Path(f"{cg}-co").exists() and not (memcg / cg.name).exists()
