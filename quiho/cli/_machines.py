@@ -52,7 +52,15 @@ def record_import_machine(store: str | None, series: list[str], revision: str | 
 
 def normalised_detect(store: str | None, name: str, opts: object, fmt: str, json_out: bool,
                       newest_alpha: float | None = None) -> bool:
-    """``history detect SERIES --normalise``; whether a change point was found or the newest revision regresses."""
+    """``history detect SERIES --normalise``; whether a change point was found or the newest revision regresses.
+
+    The machine effect is fitted twice, once per question, because neither fit can answer the other's. The newest
+    revision's check needs an effect fitted without it (:func:`~quiho.history.normalise.check_newest_normalised`):
+    fitted with it, part of its regression becomes its machine's factor and is divided out (measured in
+    tests/history/test_normalise_newest.py). The change points are the whole history's (:func:`detect_normalised`):
+    the effect is fitted jointly with the segmentation so that it absorbs no step, and a step only the newest
+    revision makes placeable (``min_size`` revisions after it) is a segment bound the fit before it never saw.
+    """
     from quiho.history import GateOptions, load_history
     from quiho.history.normalise import (
         NormaliseOptions,
