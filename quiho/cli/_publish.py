@@ -9,6 +9,7 @@ import typer
 
 from quiho._text import printable
 from quiho.cli._common import JsonOpt, StoreOpt, emit_json, err, number, probability
+from quiho.cli._irup import JobsOpt
 
 
 def publish_(
@@ -25,26 +26,42 @@ def publish_(
                                                                            "page.")] = 10,
     drift_min_change: Annotated[float, typer.Option("--drift-min-change", callback=number(0, 10), help="Smallest "
                                                     "fingerprint drift reported (0.05 = 5%).")] = 0.05,
-    fingerprints: Annotated[str, typer.Option("--fingerprints-from", help="Source of the fingerprint runs on the "
-                                                                          "fleet pages: fleet, or an import such "
-                                                                          "as quiho-popper.")] = "fleet",
+    fingerprints: Annotated[str | None, typer.Option("--fingerprints-from", help="Show only this source of "
+                                                     "fingerprint runs on the fleet pages: fleet, quick-local, or an "
+                                                     "import such as quiho-popper (default: every source).")] = None,
+    irup_model: Annotated[str, typer.Option("--irup-model", help="Model of each target's IRUP (as 'quiho irup "
+                                                                 "--model').")] = "quiho",
+    irup_seeds: Annotated[int, typer.Option("--irup-seeds", min=1, max=10_000, help="Model fits per target's IRUP "
+                                                                                    "(as 'quiho irup --seeds').")] = 10,
+    targets: Annotated[bool, typer.Option("--targets/--no-targets", help="Publish a page per target with its IRUP "
+                                                                         "(computed once per changed input, kept in "
+                                                                         "the store).")] = True,
+    stale_after: Annotated[float, typer.Option("--stale-after", callback=number(0, 10**6, lo_open=True),
+                                               help="Hours after which a fleet host's newest fingerprint is stale "
+                                                    "(the schedule's period; default daily).")] = 24.0,
+    jobs: JobsOpt = -1,
     title: Annotated[str, typer.Option("--title", help="Site name shown on every page.")] = "quiho",
     store: StoreOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Publish every series, the fleet and every profile as a static site (no server, no network)."""
-    from quiho.publish import PublishOptions, publish
+    """Publish series, fleets, each target's IRUP and profiles as a static site (no server, no network)."""
+    from quiho.publish import IrupSettings, PublishOptions, publish
     from quiho.store import open_store
 
     opts = PublishOptions(method=method, alpha=alpha, min_size=min_size, recent=recent,
-                          drift_min_change=drift_min_change, fingerprints=fingerprints, title=title)
+                          drift_min_change=drift_min_change, fingerprints=fingerprints, title=title,
+                          irup=IrupSettings(model=irup_model, seeds=irup_seeds, n_jobs=jobs, enabled=targets),
+                          stale_after_hours=stale_after)
     with open_store(store, create=False) as st:
         r = publish(st, directory, opts)
     if json_out:
         emit_json(r.to_dict())
         return
-    err(f"published {r.series} series, {r.hosts} hosts, {r.profiles} profiles into {printable(r.directory)}: "
-        f"{len(r.written)} of {r.pages} files written, {r.unchanged} unchanged, {len(r.removed)} removed")
+    err(f"published {r.series} series, {r.hosts} hosts, {r.targets} targets ({r.irups_computed} IRUPs computed, the "
+        f"others unchanged), {r.profiles} profiles into {printable(r.directory)}: {len(r.written)} of {r.pages} files "
+        f"written, {r.unchanged} unchanged, {len(r.removed)} removed")
+    for w in r.warnings:
+        err(f"note: {printable(w)}")
     print(printable(r.directory / "index.html"))
 
 

@@ -6,6 +6,6 @@ grey scale; every name is escaped (:mod:`quiho.publish._safe`) and every file na
 """
 
 from quiho.publish._site import MANIFEST, publish, render_site
-from quiho.publish.options import PublishOptions, PublishResult
+from quiho.publish.options import IrupSettings, PublishOptions, PublishResult
 
-__all__ = ["publish", "render_site", "PublishOptions", "PublishResult", "MANIFEST"]
+__all__ = ["publish", "render_site", "PublishOptions", "PublishResult", "IrupSettings", "MANIFEST"]

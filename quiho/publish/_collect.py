@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
 from quiho.errors import HistoryError, NotEnoughData, QuihoError
+from quiho.publish._irups import TargetView, read_targets
 from quiho.publish.options import PublishOptions
 from quiho.store import Store
 from quiho.store.alerts import AlertRow
 from quiho.store.profiles import list_profiles
 
-__all__ = ["SeriesView", "HostView", "FleetView", "ProfileView", "SiteData", "read_site"]
+__all__ = ["SeriesView", "HostView", "FleetView", "ProfileView", "SiteData", "TargetView", "read_site", "read_fleets"]
 
 
 @dataclass(frozen=True)
@@ -52,17 +54,24 @@ class HostView:
     facts: dict[str, Any]
     hardware_group: int | None
     history: dict[str, tuple[tuple[str, ...], tuple[float, ...]]]
+    stale: bool = False  # its newest fingerprint is older than the schedule's period (``fleet`` hosts only)
 
 
 @dataclass(frozen=True)
 class FleetView:
-    """The fleet: hosts, hardware groups of the newest run, and the drift report over all runs."""
+    """One source's fleet: hosts, hardware groups of the newest run, and the drift report over all runs.
+
+    ``source`` is the ``fingerprint_runs.source`` it shows (``fleet``, ``quick-local``, an import's name); ``note``
+    says why a source has no host.
+    """
 
     hosts: tuple[HostView, ...]
     runs: int
     hardware: dict[int, tuple[str, ...]]
     drift: Any = None  # quiho.schedule.drift.DriftReport, or None (``drift_note`` says why)
     drift_note: str = ""
+    source: str = "fleet"
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,10 +88,16 @@ class SiteData:
     """Everything one publish shows."""
 
     series: tuple[SeriesView, ...]
-    fleet: FleetView
+    fleets: tuple[FleetView, ...]  # one per fingerprint source, ``fleet`` first
     profiles: tuple[ProfileView, ...]
     warnings: tuple[str, ...] = field(default=())
     alerts: tuple[AlertRow, ...] = field(default=())  # the open history alerts (quiho.history.list_alerts)
+    targets: tuple[TargetView, ...] = field(default=())
+
+    @property
+    def hosts(self) -> int:
+        """Hosts over every source (a host fingerprinted by two sources counts twice: two fleets)."""
+        return sum(len(f.hosts) for f in self.fleets)
 
 
 def read_series(store: Store, options: PublishOptions) -> list[SeriesView]:
@@ -138,38 +153,72 @@ def _host_histories(hist: Any) -> dict[str, dict[str, tuple[tuple[str, ...], tup
     return out
 
 
-def read_fleet(store: Store, options: PublishOptions) -> FleetView:
-    """Hosts (inventory records and fingerprinted hosts), hardware groups of the newest run, drift alerts."""
+def _stale(last_time: str | None, options: PublishOptions) -> bool:
+    """Older than the schedule's period (``options.stale_after_hours``) at ``options.now``, or the clock."""
+    if options.stale_after_hours is None or not last_time:
+        return False
+    try:
+        when = datetime.fromisoformat(last_time)
+    except ValueError:
+        return False
+    when = when if when.tzinfo else when.replace(tzinfo=UTC)
+    now = options.now or datetime.now(UTC)
+    return (now - when).total_seconds() > options.stale_after_hours * 3600
+
+
+#: What a source without hosts says, by source; any other source: :data:`_EMPTY_IMPORT`.
+_EMPTY = {"fleet": "no host fingerprinted by quiho fingerprint or quiho schedule in this store (run quiho "
+                   "fingerprint on an inventory)",
+          "quick-local": "no quick local fingerprint in this store"}
+_EMPTY_IMPORT = "no fingerprint of this source in this store"
+
+
+def read_fleet(store: Store, options: PublishOptions, source: str = "fleet") -> FleetView:
+    """One source's hosts (for ``fleet``: inventory records too), hardware groups of the newest run, drift alerts.
+
+    Only ``fleet`` hosts can be stale: the schedule fingerprints those, an import is as old as it was.
+    """
     from quiho.fleet.show import fleet_show
     from quiho.schedule.drift import detect_drift, fingerprint_history
 
-    hist = fingerprint_history(store, source=options.fingerprints)
+    hist = fingerprint_history(store, source=source)
     group = _hardware(hist)
     histories = _host_histories(hist)
-    known = {h.name: h for h in fleet_show(store)}
+    known = {h.name: h for h in fleet_show(store)} if source == "fleet" else {}
     last = {} if hist.empty else {  # host -> (batch, time) of its newest fingerprint run of this source
         str(r["host"]): (str(r["batch"]), str(r["started_at"]))
         for _, r in hist.sort_values(["started_at", "run_id"]).drop_duplicates("host", keep="last").iterrows()}
     hosts = []
     for name in sorted(set(known) | set(histories)):
         k = known.get(name)
+        when = last.get(name, (None, None))[1]
         hosts.append(HostView(
             name=name, inventory=k.inventory if k else None, groups=k.groups if k else (),
             last_fingerprint=k.last_fingerprint if k and k.last_fingerprint else last.get(name, (None, None))[0],
-            last_status=k.last_status if k else None, last_time=last.get(name, (None, None))[1],
+            last_status=k.last_status if k else None, last_time=when,
             facts=k.facts if k else {}, hardware_group=group.get(name),
-            history=histories.get(name, {})))
+            history=histories.get(name, {}), stale=source == "fleet" and _stale(when, options)))
     hardware: dict[int, list[str]] = {}
     for h, g in sorted(group.items()):
         hardware.setdefault(g, []).append(h)
     try:
-        # no staleness check: it depends on the clock, and a page must not change when the data did not
         drift, note = detect_drift(store, alpha=options.drift_alpha, min_change=options.drift_min_change,
-                                   source=options.fingerprints), ""
+                                   source=source), ""
     except NotEnoughData as exc:
         drift, note = None, str(exc)
     runs = int(hist["run_id"].nunique()) if not hist.empty else 0
-    return FleetView(tuple(hosts), runs, {g: tuple(m) for g, m in hardware.items()}, drift, note)
+    empty = "" if hosts else _EMPTY.get(source, _EMPTY_IMPORT)
+    return FleetView(tuple(hosts), runs, {g: tuple(m) for g, m in hardware.items()}, drift, note, source, empty)
+
+
+def read_fleets(store: Store, options: PublishOptions) -> list[FleetView]:
+    """Every fingerprint source the store holds (``fleet`` always, first), or only ``options.fingerprints``."""
+    from quiho.store.site_cache import fingerprint_sources
+
+    if options.fingerprints is not None:
+        return [read_fleet(store, options, options.fingerprints)]
+    others = [s for s in fingerprint_sources(store) if s != "fleet"]
+    return [read_fleet(store, options, s) for s in ["fleet", *others]]
 
 
 def read_profiles(store: Store) -> list[ProfileView]:
@@ -189,6 +238,7 @@ def read_site(store: Store, options: PublishOptions) -> SiteData:
     """Everything the site shows, read once."""
     from quiho.history import list_alerts
 
-    return SiteData(tuple(read_series(store, options)), read_fleet(store, options), tuple(read_profiles(store)),
-                    alerts=tuple(list_alerts(store)))
+    return SiteData(tuple(read_series(store, options)), tuple(read_fleets(store, options)),
+                    tuple(read_profiles(store)), alerts=tuple(list_alerts(store)),
+                    targets=tuple(read_targets(store, options.irup)))
 

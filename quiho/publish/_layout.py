@@ -18,7 +18,7 @@ __all__ = ["page", "table", "badge", "CSS", "JS"]
 _CSP = ("default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'none'; "
         "base-uri 'none'; form-action 'none'")
 _NAV = (("index.html", "Overview"), ("series/index.html", "Series"), ("fleet/index.html", "Fleet"),
-        ("profiles/index.html", "Profiles"))
+        ("targets/index.html", "Targets"), ("profiles/index.html", "Profiles"))
 
 
 def page(title: str, site_title: str, body: Iterable[str], depth: int, *, chart: bool = False) -> str:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from quiho.history import ChangePoint
 from quiho.publish._collect import SeriesView
 from quiho.publish._layout import badge, page, table
 from quiho.publish._safe import json_script, num, page_file, pct, text
 from quiho.publish._svg import Mark, PerRevision, series_svg
+from quiho.store.alerts import AlertRow
 
 __all__ = ["series_index", "series_page", "series_file", "newest_cells", "cp_label"]
 
@@ -105,8 +108,20 @@ def _newest_html(s: SeriesView) -> str:
     return f"<p id='newest'>Newest revision: {b} {ev}.{detail}</p>"
 
 
-def series_page(s: SeriesView, site_title: str) -> str:
-    """One series: the newest check, the plot with change-point tooltips, the change points and every value."""
+def _alerts_html(alerts: Sequence[AlertRow]) -> str:
+    """The series' open alerts with their state (``new`` fails the CI gate, ``acknowledged`` is known)."""
+    if not alerts:
+        return "<h2>Open alerts</h2><p>None.</p>"
+    rows = [[f"#{a.id}", badge(a.state), text(a.first_bad, 40), text(a.baseline_from, 40),
+             text(f"{pct(a.magnitude)} [{pct(a.ci_low)}, {pct(a.ci_high)}]"), num(a.p_value, ".2g"),
+             text(a.found_by, 40), text(a.created_at), text(a.updated_at)] for a in alerts]
+    return (f"<h2>Open alerts ({len(alerts)})</h2>"
+            + table(["alert", "state", "first bad revision", "good since", "regression (CI)", "p", "found by",
+                     "opened", "updated"], rows, table_id="series-alerts", num=(5,)))
+
+
+def series_page(s: SeriesView, site_title: str, alerts: Sequence[AlertRow] = ()) -> str:
+    """One series: its open alerts, the newest check, the plot with change-point tooltips, change points, values."""
     marks = [] if s.verdict is None else [Mark(c.index, cp_label(c, s.unit), (c.before, c.after))
                                           for c in s.verdict.detection.change_points]
     stats = PerRevision.of(s.samples)
@@ -118,7 +133,7 @@ def series_page(s: SeriesView, site_title: str) -> str:
     body = [f"<h1>{text(s.name)}</h1>",
             f"<p class='muted'>unit {text(s.unit or '–')} · source {text(s.source)} · {s.n_ok} measured, "
             f"{s.n_failed} failed, {s.n_pending} pending revisions</p>",
-            _newest_html(s), "<figure id='plot-static'>", svg,
+            _newest_html(s), _alerts_html(alerts), "<figure id='plot-static'>", svg,
             "<figcaption class='muted'>Black line: mean per revision; grey bars: range of its repetitions; dashed "
             "lines: change points (hover for revision, magnitude and p); square: newest revision.</figcaption>"
             "</figure><p class='readout' id='readout'></p>",

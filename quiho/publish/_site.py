@@ -18,9 +18,11 @@ from quiho.publish._index import index_page
 from quiho.publish._layout import CSS, JS
 from quiho.publish._profiles import profile_file, profile_page, profiles_index
 from quiho.publish._series import series_file, series_index, series_page
+from quiho.publish._targets import target_file, target_page, targets_index
 from quiho.publish._vendor import vendor_files
 from quiho.publish.options import PublishOptions, PublishResult
 from quiho.store import Store
+from quiho.store.alerts import AlertRow
 
 __all__ = ["publish", "render_site", "MANIFEST", "MANIFEST_SCHEMA_VERSION"]
 
@@ -35,10 +37,18 @@ def render_site(data: SiteData, options: PublishOptions) -> dict[str, bytes]:
     t = options.title
     pages = {"index.html": index_page(data, options), "assets/site.css": CSS, "assets/site.js": JS,
              "series/index.html": series_index(list(data.series), t),
-             "fleet/index.html": fleet_index(data.fleet, t),
+             "fleet/index.html": fleet_index(list(data.fleets), t),
+             "targets/index.html": targets_index(list(data.targets), t),
              "profiles/index.html": profiles_index(list(data.profiles), t)}
-    pages.update((series_file(s.name), series_page(s, t)) for s in data.series)
-    pages.update((host_file(h.name), host_page(h, data.fleet, t)) for h in data.fleet.hosts)
+    alerts: dict[str, list[AlertRow]] = {}
+    for a in data.alerts:
+        alerts.setdefault(a.series, []).append(a)
+    pages.update((series_file(s.name), series_page(s, t, alerts.get(s.name, ()))) for s in data.series)
+    pages.update((host_file(h.name, f.source), host_page(h, f, t)) for f in data.fleets for h in f.hosts)
+    for tg in data.targets:
+        pages[target_file(tg.name)] = target_page(tg, t)
+        if tg.irup is not None:
+            pages[target_file(tg.name, "json")] = json_text(tg.irup)
     for p in data.profiles:
         pages[profile_file(p)] = profile_page(p, t)
         if p.document is not None:
@@ -138,7 +148,7 @@ def write_site(root: Path, files: dict[str, bytes]) -> tuple[list[str], int, lis
 
 
 def publish(store: Store, directory: str | os.PathLike[str], options: PublishOptions | None = None) -> PublishResult:
-    """Publish the store as a static site in ``directory``: series, fleet, profiles and an overview.
+    """Publish the store as a static site in ``directory``: series, fleets, targets' IRUPs, profiles, an overview.
 
     The site opens from ``file://`` or any static host: no server, no network, every asset beside the pages.
     Republishing rewrites only files whose bytes changed and removes pages of data that is gone; nothing else in
@@ -147,11 +157,12 @@ def publish(store: Store, directory: str | os.PathLike[str], options: PublishOpt
     Parameters
     ----------
     store : Store
-        An open store (read only).
+        An open store. It is read, and each target's IRUP computed for the site is stored in its site cache
+        (:mod:`quiho.store.site_cache`) so the next publish of the same input reuses it.
     directory : path-like
         Where the site goes: a new or empty directory, or one an earlier publish wrote.
     options : PublishOptions, optional
-        Detector and drift settings, the site title.
+        Detector, drift, IRUP and staleness settings, the fingerprint sources, the site title.
 
     Returns
     -------
@@ -161,7 +172,8 @@ def publish(store: Store, directory: str | os.PathLike[str], options: PublishOpt
     Raises
     ------
     UsageError
-        ``directory`` is a file, or a non-empty directory without a quiho site in it.
+        ``directory`` is a file, or a non-empty directory without a quiho site in it; an unknown detector, model
+        preset, importance formula or resample mode.
     QuihoError
         The site cannot be written there (the operating system's reason in the message).
     StoreError
@@ -183,5 +195,6 @@ def publish(store: Store, directory: str | os.PathLike[str], options: PublishOpt
         written, unchanged, removed = write_site(root, files)
     except OSError as exc:  # a name too long, a parent that is a file, no space, no permission
         raise QuihoError(f"cannot write the site into {printable(root)}: {exc.strerror or exc}") from None
-    return PublishResult(root, len(data.series), len(data.fleet.hosts), len(data.profiles), len(files),
-                         tuple(written), unchanged, tuple(removed), data.warnings)
+    return PublishResult(root, len(data.series), data.hosts, len(data.profiles), len(files), tuple(written),
+                         unchanged, tuple(removed), data.warnings, targets=len(data.targets),
+                         irups_computed=sum(t.computed for t in data.targets))

@@ -313,6 +313,7 @@ COMPONENT_MODULES = (
     "quiho.store._schema",
     "quiho.store.alerts",
     "quiho.store._schema_machines",
+    "quiho.store.site_cache",
 )
 
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from quiho._text import printable
 from quiho.history import History, save_history
 from quiho.publish import PublishOptions, publish, render_site
-from quiho.publish._collect import FleetView, HostView, ProfileView, SeriesView, SiteData
+from quiho.publish._collect import FleetView, HostView, ProfileView, SeriesView, SiteData, TargetView
 from quiho.publish._safe import json_script, page_file, text
 from quiho.publish._site import write_site
 from quiho.store import open_store
@@ -69,7 +69,8 @@ def test_file_names_are_hashes(a, b):
 
 
 def _site(names: list[str]) -> SiteData:
-    """A site whose series, hosts and profiles all carry ``names`` (no store: surrogates allowed)."""
+    """A site whose series, hosts, fingerprint sources, targets and profiles all carry ``names`` (no store: surrogates
+    allowed)."""
     rng = np.random.default_rng(0)
     series = tuple(SeriesView(n, n, n, 3, 0, 0, (n, "r1", "r2"), tuple(rng.normal(1, 0.1, 2) for _ in range(3)))
                    for n in names)
@@ -80,7 +81,15 @@ def _site(names: list[str]) -> SiteData:
                                   "partial": [n], "irup": {"comparison": {"reason": n, "walk": [{"why": n}],
                                                                           "class_shares": {"a": {n: 0.5}}}}})
                      for n in names)
-    return SiteData(series, FleetView(hosts, 1, {0: tuple(names)}), profiles)
+    fleets = (FleetView(hosts, 1, {0: tuple(names)}), FleetView(hosts, 1, {0: tuple(names)}, source=names[0]),
+              FleetView((), 0, {}, source=names[-1], note=names[-1]))
+    targets = tuple(TargetView(n, 3, 3, n, {"features": [{"stressor": n, "importance": 100.0, "std": 1.0, "primary": n,
+                                                          "classes": [n], "top3_frequency": 1.0, "median_rank": 1.0}],
+                                            "validity": {"verdict": n, "reason": n}, "notes": [n],
+                                            "dropped": [{"stressor": n, "reason": n}], "params": {"model": n}},
+                               {n: 1.0}) for n in names)
+    no_irup = TargetView(names[0] + "!", 1, 1, "", None, {}, names[0])
+    return SiteData(series, fleets, profiles, targets=(*targets, no_irup))
 
 
 @given(st.lists(ANY, min_size=1, max_size=4, unique=True))

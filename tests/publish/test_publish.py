@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from quiho.errors import UsageError
-from quiho.publish import MANIFEST, PublishOptions, publish
+from quiho.publish import MANIFEST, IrupSettings, PublishOptions, publish
 from quiho.store import history as history_store
 from quiho.store import open_store
 
@@ -61,8 +61,8 @@ def all_files(root: Path) -> list[Path]:
 def test_counts_files_and_manifest(site):
     root, res = site
     assert (res.series, res.hosts, res.profiles) == (len(NAMES), 4, len(BATCHES))
-    # pages: 1 overview + 3 lists + 1 per series, host and profile (+ its JSON) + 2 assets + 3 of uPlot
-    assert res.pages == 1 + 3 + len(NAMES) + 4 + 2 * len(BATCHES) + 2 + 3
+    # pages: 1 overview + 4 lists + 1 per series, host and profile (+ its JSON) + 2 assets + 3 of uPlot
+    assert res.pages == 1 + 4 + len(NAMES) + 4 + 2 * len(BATCHES) + 2 + 3
     assert len(res.written) == res.pages and res.unchanged == 0
     manifest = json.loads((root / MANIFEST).read_text())
     assert sorted(manifest["files"]) == sorted(res.written)
@@ -172,7 +172,7 @@ def test_pages_render_cleanly_with_the_right_counts(site, browser, tmp_path):
     from quiho.publish._profiles import profile_file
 
     root, res = site
-    counts = {"index.html": None, "series/index.html": "#series tbody tr", "fleet/index.html": "#hosts tbody tr",
+    counts = {"index.html": None, "series/index.html": "#series tbody tr", "fleet/index.html": "#hosts-0 tbody tr",
               "profiles/index.html": "#profiles tbody tr"}
     want = {"series/index.html": len(NAMES), "fleet/index.html": 4, "profiles/index.html": len(BATCHES)}
     for rel, rows in counts.items():
@@ -292,12 +292,12 @@ def test_a_real_fleet_from_quiho_popper(shared_data, tmp_path, browser):
     csv = shared_data("quiho-popper/pipelines/single-node/datapackage/quiho/results.csv")
     with open_store(tmp_path / "p.db") as st:
         imp = import_quiho_popper(st, csv)
-        res = publish(st, tmp_path / "site", PublishOptions(fingerprints=SOURCE))
+        res = publish(st, tmp_path / "site", PublishOptions(fingerprints=SOURCE, irup=IrupSettings(enabled=False)))
     assert res.hosts == imp.hosts and res.series == 0 and res.profiles == 0
     tab = Tab(browser, (tmp_path / "site" / "fleet" / "index.html").as_uri())
     assert tab.problems() == []
-    assert tab.eval("document.querySelectorAll('#hosts tbody tr').length") == imp.hosts
-    groups = tab.eval("document.querySelectorAll('#hardware li').length")
+    assert tab.eval("document.querySelectorAll('#hosts-0 tbody tr').length") == imp.hosts
+    groups = tab.eval("document.querySelectorAll('#hardware-0 li').length")
     assert 1 < groups < imp.hosts
     _shot_ok(tab.screenshot(tmp_path / "popper-fleet.png"))
 

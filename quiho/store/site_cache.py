@@ -1,0 +1,93 @@
+"""Store queries of the ``site_cache`` component: what ``quiho publish`` computed, kept under a hash of its input.
+
+A published site shows an IRUP per target; computing one takes about a second, so a republish of an unchanged
+store would spend minutes on answers it already has. Each result is stored under the SHA-256 of everything it was
+computed from (the target's runs, the fingerprints they pair with, the model options, the quiho version); a changed
+input has a new key, so a stale result can never be read back. The inputs are read here too, as the rows the
+publish hashes (a read of ``app_runs`` and ``measurements`` for the site's own answer).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import sqlalchemy as sa
+
+from quiho._version import __version__
+from quiho.store._db import SCHEMA, TEXT, Store, Tables, register_component, utcnow
+
+__all__ = ["SITE_RESULTS", "cached_results", "save_results", "target_inputs", "fingerprint_inputs",
+           "fingerprint_sources"]
+
+#: One row per computed answer; ``kind`` says what it is (``irup``), ``subject`` what it is about (a target).
+SITE_RESULTS = sa.Table(
+    "site_results", SCHEMA,
+    sa.Column("input_key", TEXT, primary_key=True),
+    *(sa.Column(n, TEXT, nullable=False) for n in ("kind", "subject", "result_json", "created_at", "quiho_version")),
+    sa.Index("site_results_subject", "kind", "subject"),
+)
+
+register_component("site_cache", [Tables(SITE_RESULTS)])
+
+
+def cached_results(store: Store, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Input key → stored result document, for the keys the store holds."""
+    out: dict[str, dict[str, Any]] = {}
+    for i in range(0, len(keys), 500):  # bounded IN lists on both backends
+        chunk = list(keys[i:i + 500])
+        marks = ",".join("?" * len(chunk))
+        for r in store.conn.execute(f"SELECT input_key, result_json FROM site_results WHERE input_key IN ({marks})",
+                                    chunk).fetchall():
+            out[str(r[0])] = json.loads(r[1])
+    return out
+
+
+def save_results(store: Store, kind: str, results: Mapping[str, tuple[str, Mapping[str, Any]]]) -> None:
+    """Store ``input key → (subject, document)`` in one transaction; earlier results of those subjects are dropped.
+
+    Only the newest answer per subject is worth keeping: an older key can only come back if the input reverts.
+    """
+    if not results:
+        return
+    now = utcnow()
+    with store.transaction() as c:
+        for key, (subject, _doc) in results.items():
+            c.execute("DELETE FROM site_results WHERE kind = ? AND subject = ? AND input_key <> ?",
+                      (kind, subject, key))
+        c.executemany(
+            "INSERT INTO site_results(input_key, kind, subject, result_json, created_at, quiho_version) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(input_key) DO UPDATE SET result_json = excluded.result_json, "
+            "created_at = excluded.created_at, quiho_version = excluded.quiho_version",
+            [(key, kind, subject, json.dumps(doc, sort_keys=True, default=str), now, __version__)
+             for key, (subject, doc) in results.items()])
+
+
+def target_inputs(store: Store) -> pd.DataFrame:
+    """Every ``ok`` application run with what an IRUP reads of it (one query for all targets)."""
+    return store.conn.frame(
+        "SELECT application, version, test, batch, fingerprint_run_id, host_id, repetition, value, unit, "
+        "higher_is_better FROM app_runs WHERE status = 'ok'")
+
+
+def fingerprint_inputs(store: Store, run_ids: Sequence[int]) -> pd.DataFrame:
+    """The ``ok`` measurements of the given fingerprint runs: run_id, host_id, repetition, stressor, value."""
+    cols = ["run_id", "host_id", "repetition", "stressor", "value"]
+    if not run_ids:
+        return pd.DataFrame(columns=cols)
+    parts = []
+    ids = sorted(set(int(r) for r in run_ids))
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        parts.append(store.conn.frame(
+            f"SELECT {', '.join(cols)} FROM measurements WHERE status = 'ok' AND run_id IN "
+            f"({','.join('?' * len(chunk))})", chunk))
+    return pd.concat(parts, ignore_index=True)
+
+
+def fingerprint_sources(store: Store) -> list[str]:
+    """Every ``fingerprint_runs.source`` the store holds (``fleet``, an import, quick local runs), sorted."""
+    return [str(r[0]) for r in store.conn.execute(
+        "SELECT DISTINCT source FROM fingerprint_runs ORDER BY source").fetchall()]
