@@ -70,8 +70,9 @@ NormaliseOpt = Annotated[bool, typer.Option("--normalise", help="Remove the mach
 
 FormatOpt = Annotated[str, typer.Option("--format", help="Input format: auto (by content), csv, "
                                                          "pytest-benchmark, google-benchmark, hyperfine, asv, go, "
-                                                         "jmh, custom, pyperf (gzip read as its "
-                                                         "content).")]
+                                                         "jmh, custom, pyperf, criterion (gzip read as its "
+                                                         "content; a target/criterion directory: every "
+                                                         "benchmark).")]
 OutFormat = Annotated[str, typer.Option("--format", help="Output: text or markdown (a CI job summary / PR "
                                                          "comment).")]
 
@@ -92,6 +93,8 @@ def _is_result_file(path: Path, fmt: str) -> bool:
 
     if fmt != "auto":
         return fmt != "csv"
+    if path.is_dir():  # a criterion output directory; the reader says if it is not one
+        return True
     try:
         with path.open("rb") as f:
             raw = f.read(_HEAD)

@@ -14,6 +14,9 @@ from quiho.store import open_store
 
 DATA = Path(__file__).parent / "data" / "formats"
 ASV = DATA / "asv" / "fixture-vm" / "ea781513-existing-py_tmp_h4venv_bin_python.json"
+#: written by hand from criterion's documented on-disk format (data/formats/README.md): no criterion runs here
+CRITERION = DATA / "criterion" / "target" / "criterion"
+CRITERION_SORT = "criterion/target/criterion/sort/new/sample.json"
 
 
 def by_name(path, fmt="auto"):
@@ -189,8 +192,8 @@ def test_revision_from_git_or_refused(tmp_path):
     ('{"benchmarks": [{"name": "a"', r"line 1: truncated JSON"),
     ('[{"name": "a", "unit": "s", "value": 1},\n {"name": "b", "unit": "s", "value": 2}\n', r"line 3: truncated JSON"),
     ('{"x": 1}', r"not a result file of a known format \(tried: pytest-benchmark, google-benchmark, hyperfine, "
-                 r"asv, go, jmh, custom, pyperf, csv\)"),
-    ("hello\nworld\n", r"tried: pytest-benchmark, .*pyperf, csv"),
+                 r"asv, go, jmh, custom, pyperf, criterion, csv\)"),
+    ("hello\nworld\n", r"tried: pytest-benchmark, .*pyperf, criterion, csv"),
     ('[{"name": "a", "unit": "s", "value": "1_000"}]', r"'1_000' is not a number"),
     ('[{"name": "a", "unit": "s", "value": 1e999}]', r"not finite"),
 ])
@@ -207,6 +210,7 @@ def test_every_fixture_is_recognised_by_content():
              "pytest-benchmark": "pytest_benchmark.json", "jmh": "jmh.json", "custom": "custom.json",
              "pyperf": "pyperf_suite.json"}
     files["asv"] = str(ASV.relative_to(DATA))
+    files["criterion"] = "criterion/target/criterion/sort/new/sample.json"
     assert set(files) == set(FORMATS)
     for fmt, name in files.items():
         assert detect_format((DATA / name).read_text()) == fmt
@@ -222,7 +226,9 @@ def _json_values():
                                                           "machine_info", "results", "command", "times", "stats",
                                                           "data", "primaryMetric", "rawData", "result_columns",
                                                           "commit_hash", "version", "run_type", "real_time",
-                                                          "runs", "values", "metadata"]),
+                                                          "runs", "values", "metadata", "iters",
+                                                          "sampling_mode", "mean", "median", "point_estimate",
+                                                          "median_abs_dev"]),
                                                          c, max_size=5)), max_leaves=20)
 
 
@@ -234,7 +240,7 @@ def test_garbage_and_near_miss_files_raise_only_import_errors(tmp_path_factory):
     @given(st.one_of(st.binary(max_size=300), _json_values().map(lambda d: json.dumps(d).encode()),
                      st.sampled_from([(DATA / f).read_bytes() for f in ("gotest.txt", "custom.json", "jmh.json",
                                                                         "hyperfine.json", "pyperf_suite.json",
-                                                                        "pyperf_gz.json.gz")])
+                                                                        "pyperf_gz.json.gz", CRITERION_SORT)])
                      .flatmap(lambda b: st.integers(0, len(b)).map(lambda k: b[:k]))))
     def check(blob):
         p = tmp_path_factory.mktemp("g") / "r.json"
@@ -398,3 +404,67 @@ def test_a_summary_survives_both_store_backends_and_save_history(store_spec, tmp
         save_history(st, History("copy", h.revisions, h.orders, h.samples, h.unit, summaries=h.summaries), "t")
         c = load_history(st, "copy")
     assert c.summaries == h.summaries and c.samples[0].tolist() == h.samples[0].tolist()
+
+
+# --- Rust criterion (fixtures written by hand from its documented format) -----------------------------------
+
+
+def _per_iteration(sample: Path) -> tuple[float, ...]:
+    doc = json.loads(sample.read_text())
+    return tuple(t / n for t, n in zip(doc["times"], doc["iters"], strict=True))
+
+
+def test_criterion_directory_keeps_every_benchmarks_samples_per_iteration():
+    r, m = by_name(CRITERION)
+    assert r.format == "criterion" and r.revision is None and r.missing == 0
+    assert list(m) == ["parse/small", "sort"]  # benchmark.json's full_id, in path order
+    for name in m:
+        assert m[name].values == _per_iteration(CRITERION / name / "new" / "sample.json")  # ns per iteration
+        assert len(m[name].values) == 10 and m[name].summary is None
+        assert (m[name].unit, m[name].direction) == ("ns", "lower")
+    assert m["sort"].values != _per_iteration(CRITERION / "sort" / "base" / "sample.json")  # the older run is not read
+    # a Linear sample's iteration counts differ: the times are divided, not read as they are
+    assert len(set(json.loads((CRITERION / "sort" / "new" / "sample.json").read_text())["iters"])) == 10
+
+
+def test_criterion_single_files_sample_or_estimates():
+    new = CRITERION / "sort" / "new"
+    _, from_sample = by_name(new / "sample.json")
+    _, from_estimates = by_name(new / "estimates.json")  # the samples beside it are the distribution: read them
+    assert from_sample["sort"].values == from_estimates["sort"].values == _per_iteration(new / "sample.json")
+    only = DATA / "criterion_estimates" / "fib_20" / "new" / "estimates.json"
+    r, m = by_name(only)
+    est = json.loads(only.read_text())
+    (t,) = m.values()
+    assert t.benchmark == "fib_20" and r.format == "criterion"  # no benchmark.json: the directory names it
+    assert t.values == (est["mean"]["point_estimate"],) and t.summary.median == est["median"]["point_estimate"]
+    assert detect_format(only.read_text()) == "criterion"
+
+
+def test_criterion_directory_imports_one_series_per_benchmark(tmp_path, capsys):
+    from quiho.cli.main import main
+
+    db = tmp_path / "q.db"
+    for rev in ("r1", "r2"):
+        assert main(["history", "import", str(CRITERION), "--revision", rev, "--store", str(db)]) == 0
+    assert "imported sort @ r2: 10 values (ns, lower is better)" in capsys.readouterr().err
+    with open_store(db) as st:
+        h = load_history(st, "sort")
+    assert h.revisions == ("r1", "r2") and h.samples[1] == pytest.approx(_per_iteration(CRITERION / "sort" / "new" /
+                                                                                          "sample.json"))
+
+
+def test_criterion_bad_input_is_one_line(tmp_path, capsys):
+    from quiho.cli.main import main
+
+    new = tmp_path / "target" / "criterion" / "b" / "new"
+    new.mkdir(parents=True)
+    (new / "sample.json").write_text(json.dumps({"sampling_mode": "Linear", "iters": [1.0, 2.0], "times": [5.0]}))
+    with pytest.raises(ImportDataError, match="as many 'times' as 'iters'"):
+        read_results(tmp_path / "target" / "criterion")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    db = tmp_path / "q.db"
+    assert main(["history", "import", str(empty), "--revision", "r1", "--store", str(db)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "is a directory, not a result file" in err and "new/sample.json" in err

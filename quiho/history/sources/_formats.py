@@ -16,6 +16,9 @@ pyperf            ``python -m pyperf timeit -o FILE``, a ``pyperf.Runner``
                   script's ``-o FILE``, ``pyperformance run -o FILE``
 custom            github-action-benchmark / Bencher "custom" JSON:
                   ``[{"name", "unit", "value", "range"?, "extra"?}]``
+criterion         Rust criterion's ``target/criterion/<id>/new/sample.json``
+                  (or its ``estimates.json``), or the ``target/criterion``
+                  directory: every benchmark under it
 ================  ==========================================================
 
 Empty, null and NaN values are skipped and counted (``missing``), never an error. A gzip-compressed file
@@ -23,9 +26,10 @@ Empty, null and NaN values are skipped and counted (``missing``), never an error
 
 Each revision keeps the distribution the file carries: the rounds (pytest-benchmark's ``stats.data`` with
 ``--benchmark-save-data``, asv's samples, Google Benchmark's repetitions, hyperfine's runs, JMH's and pyperf's
-values), else the summary the harness wrote (:class:`~quiho.history.Summary`: pytest-benchmark's min, quartiles,
-median, max, mean and rounds; asv's median and quartiles; Google Benchmark's mean and median aggregates;
-hyperfine's min, median, max, mean), whose centre is then the one repetition. A benchmark whose entry holds
+values, criterion's samples), else the summary the harness wrote (:class:`~quiho.history.Summary`: pytest-benchmark's
+min, quartiles, median, max, mean and rounds; asv's median and quartiles; Google Benchmark's mean and median
+aggregates; hyperfine's min, median, max, mean; criterion's mean and median estimates), whose centre is then the one
+repetition. A benchmark whose entry holds
 neither is refused: there is nothing to compare.
 """
 
@@ -324,6 +328,70 @@ def _pyperf(doc: Any, path: str, vals: _Values) -> ResultFile:
     return ResultFile(path, "pyperf", str(rev) if rev else None, tuple(out))
 
 
+def _criterion_name(new: Path) -> str:
+    """A criterion benchmark's id: ``full_id`` of ``new/benchmark.json``, else its directory under ``criterion/``."""
+    try:
+        meta = json.loads((new / "benchmark.json").read_text())
+        if isinstance(meta, dict) and isinstance(meta.get("full_id"), str) and meta["full_id"]:
+            return str(meta["full_id"])
+    except (OSError, ValueError):
+        pass
+    parts = new.resolve().parts[:-1]  # without "new" (or a baseline's name)
+    at = max((i for i, x in enumerate(parts) if x == "criterion"), default=len(parts) - 2)
+    return "/".join(parts[at + 1:]) or new.resolve().parent.name
+
+
+def _criterion_sample(doc: Any, path: str, vals: _Values, where: str) -> list[float]:
+    """Nanoseconds per iteration of each sample: ``times[i] / iters[i]`` (a sample's time is for all its iterations)."""
+    iters = vals.take(_need(doc, "iters", list, path, where), f"{where}.iters")
+    times = vals.take(_need(doc, "times", list, path, where), f"{where}.times")
+    if len(iters) != len(times) or any(n <= 0 for n in iters):
+        raise ImportDataError(f"{path}: {where}: criterion sample needs as many 'times' as 'iters' "
+                              f"({len(times)} and {len(iters)}) and positive iteration counts")
+    out = [t / n for t, n in zip(times, iters, strict=True)]
+    if not all(math.isfinite(x) for x in out):
+        raise ImportDataError(f"{path}: {where}: a criterion sample's time per iteration is not finite")
+    return out
+
+
+def _criterion(doc: Any, path: str, vals: _Values) -> ResultFile:
+    """One criterion benchmark: its samples (``sample.json``), else its mean and median (``estimates.json``).
+
+    Given ``estimates.json``, the ``sample.json`` beside it is read when it is there: the samples are the
+    distribution, the estimates only a summary of it. Criterion's default measurement is wall time in ns.
+    """
+    new = Path(path).parent
+    name = _criterion_name(new)
+    if "iters" in doc:
+        return ResultFile(path, "criterion", None, (Measurement(name, tuple(_criterion_sample(doc, path, vals,
+                                                                                              "top level")),
+                                                                "ns", "lower"),))
+    sample = new / "sample.json"
+    if sample.is_file():
+        other = _load_json(sample.read_text(), str(sample))
+        if _json_kind(other) == "criterion" and "iters" in other:
+            return _criterion(other, str(sample), vals)
+    stats = {k: (_need(doc, k, dict, path, "top level").get("point_estimate")) for k in ("mean", "median")}
+    summ = _summary(stats, {"mean": "mean", "median": "median"}, None, path, "estimates")
+    return ResultFile(path, "criterion", None, (_summarised(name, summ, "ns", "lower", {}, vals),))
+
+
+def _criterion_dir(p: Path) -> ResultFile:
+    """Every benchmark of a criterion output directory (``<id>/new/sample.json`` beneath it), by id."""
+    files = sorted(f for f in p.rglob("new/sample.json") if "report" not in f.parts)
+    if not files:
+        raise ImportDataError(f"{p} is a directory, not a result file (a criterion directory holds "
+                              "<benchmark>/new/sample.json)")
+    vals = _Values(str(p))
+    out: list[Measurement] = []
+    for f in files:
+        doc = _load_json(f.read_text(encoding="utf-8-sig"), str(f))
+        if _json_kind(doc) != "criterion":
+            raise ImportDataError(f"{f}: not a criterion sample file")
+        out += _criterion(doc, str(f), vals).measurements
+    return ResultFile(str(p), "criterion", None, tuple(out), vals.missing)
+
+
 _GO_LINE = re.compile(r"^(Benchmark\S+?)(?:-(\d+))?\s+(\d+)\s+(.*)$")
 
 
@@ -366,6 +434,9 @@ def _json_kind(doc: Any) -> str | None:
         if isinstance(doc.get("benchmarks"), list) and "version" in doc and all(
                 isinstance(b, dict) and isinstance(b.get("runs"), list) for b in doc["benchmarks"]):
             return "pyperf"
+        if ("sampling_mode" in doc and isinstance(doc.get("iters"), list)) or (
+                isinstance(doc.get("mean"), dict) and "point_estimate" in doc["mean"] and "median_abs_dev" in doc):
+            return "criterion"
         return None
     if isinstance(doc, list) and doc and all(isinstance(b, dict) for b in doc):
         if all("primaryMetric" in b for b in doc):
@@ -385,6 +456,7 @@ FORMATS: dict[str, Callable[[Any, str, _Values], ResultFile]] = {
     "jmh": _jmh,
     "custom": _custom,
     "pyperf": _pyperf,
+    "criterion": _criterion,
 }
 
 
@@ -470,6 +542,8 @@ def read_results(path: str | Path, fmt: str = "auto") -> ResultFile:
     ('custom', (5.0,), 1)
     """
     p = Path(path)
+    if p.is_dir() and fmt in ("auto", "criterion"):
+        return _criterion_dir(p)
     try:
         data = p.read_bytes()
         text = _unzipped(data, p).decode("utf-8-sig")
