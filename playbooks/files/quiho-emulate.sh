@@ -18,22 +18,50 @@
 # here again (the controller validated them already); nothing is evaluated as shell code.
 set -eu
 THP=/sys/kernel/mm/transparent_hugepage/enabled
-# The memory-capacity knob's watcher: every 20 ms (for at most SECONDS) the limit becomes the group's
-# unreclaimable memory plus the allowance (raised at once, lowered past a 4 MiB slack), and doubled under OOM
-# (a fast allocation waits a few looks, not one per allowance). Builtins only but for sleep: it must not load the CPU it shares with a co-runner.
-#   sh -c "$MEM_WATCH" sh CO_CGDIR MEMCG ALLOWANCE_MIB SECONDS
-MEM_WATCH='echo $$ > "$1/cgroup.procs"; m=$2; a=$(($3 * 1048576)); n=$(($4 * 50)); i=0
-while [ $i -lt $n ] && [ -d "$m" ]; do
-  r=0; s=0; k=0; o=0
-  while read -r f v; do case $f in rss) r=$v ;; shmem) s=$v ;; esac; done < "$m/memory.stat"
-  read -r k < "$m/memory.kmem.usage_in_bytes" 2>/dev/null || k=0
-  while read -r f v; do [ "$f" = under_oom ] && o=$v; done < "$m/memory.oom_control"
-  read -r l < "$m/memory.limit_in_bytes"
-  w=$((r + s + k + a))
-  [ "$o" = 1 ] && w=$((2 * l))
-  if [ $w -gt $l ] || [ $w -lt $((l - 4194304)) ]; then { echo $w > "$m/memory.limit_in_bytes"; } 2>/dev/null; fi
-  sleep 0.02; i=$((i + 1))
-done'
+# The memory-capacity knob's watcher (python3: it blocks between looks instead of forking a sleep 50 times a
+# second, which on a VM whose two vCPUs share a core slowed compute on the other CPU by a third): every 20 ms,
+# for at most SECONDS, the limit becomes the group's unreclaimable memory (anonymous, shmem, kernel) plus the
+# allowance, and while it grows twice its growth since the last look (raised at once, lowered past a 4 MiB slack:
+# an application that allocates should meet no limit, only one whose file data outgrows the allowance); the moment the group is under OOM (an eventfd on
+# memory.oom_control) the limit doubles, so an application that outgrows it waits microseconds, not a look.
+#   python3 -c "$MEM_WATCH" CO_CGDIR MEMCG ALLOWANCE_MIB SECONDS
+MEM_WATCH='
+import os, select, sys, time
+co, m, allowance, secs = sys.argv[1], sys.argv[2], int(sys.argv[3]) << 20, int(sys.argv[4])
+def read(name):
+    with open(os.path.join(m, name)) as fh:
+        return fh.read()
+def limit_to(n):
+    with open(os.path.join(m, "memory.limit_in_bytes"), "w") as fh:
+        fh.write(str(n))
+with open(os.path.join(co, "cgroup.procs"), "w") as fh:
+    fh.write(str(os.getpid()))
+efd = os.eventfd(0)
+oom = os.open(os.path.join(m, "memory.oom_control"), os.O_RDONLY)
+with open(os.path.join(m, "cgroup.event_control"), "w") as fh:
+    fh.write(f"{efd} {oom}")
+end, last = time.monotonic() + secs, 0
+while time.monotonic() < end:
+    ready = select.select([efd], [], [], 0.02)[0]
+    try:
+        limit = int(read("memory.limit_in_bytes"))
+        if ready:
+            os.read(efd, 8)
+            limit_to(2 * limit)
+            continue
+        stat = dict(line.split() for line in read("memory.stat").splitlines())
+        try:
+            kmem = int(read("memory.kmem.usage_in_bytes"))
+        except OSError:
+            kmem = 0
+        rss = int(stat["rss"])
+        want = rss + int(stat.get("shmem", 0)) + kmem + allowance + 2 * max(0, rss - last)
+        last = rss
+        if want > limit or want < limit - (4 << 20):
+            limit_to(want)
+    except OSError:
+        break
+'
 THP_SAVE=/run/quiho-thp.orig
 cmd=$1
 cg=$2
@@ -74,15 +102,16 @@ start)
     echo "${iops%:*} ${iops##*:}" > "/sys/fs/cgroup/blkio/$name/blkio.throttle.write_iops_device"
   fi
   if [ "$mem" -gt 0 ]; then
+    command -v python3 >/dev/null || { echo "quiho-emulate: the memory-capacity knob needs python3" >&2; exit 1; }
     # Memory capacity: the page cache may hold MEM_MIB beyond the group's own memory (anonymous, shmem, kernel),
     # which cannot be reclaimed without swap. A watcher on the last CPU keeps the limit there as that memory grows and
-    # shrinks; with the OOM killer off for the group, a limit the application outgrows between two looks pauses
-    # it until the watcher raises the limit, it never kills it.
+    # shrinks; with the OOM killer off for the group, an application that outgrows the limit is paused until the
+    # watcher raises it, never killed.
     m="/sys/fs/cgroup/memory/$name"
     mkdir -p "$m"
     echo 1 > "$m/memory.oom_control"
     echo $((mem * 1048576)) > "$m/memory.limit_in_bytes"
-    setsid taskset -c $(($(nproc) - 1)) sh -c "$MEM_WATCH" sh "$cg-co" "$m" "$mem" "$secs" </dev/null >/dev/null 2>&1 &
+    setsid taskset -c $(($(nproc) - 1)) python3 -c "$MEM_WATCH" "$cg-co" "$m" "$mem" "$secs" </dev/null >/dev/null 2>&1 &
   fi
   if [ "$net" != 0 ]; then
     ip netns add "qh-$name"
