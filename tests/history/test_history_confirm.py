@@ -493,3 +493,23 @@ def test_rerun_options_without_their_partner(tmp_path: Path, capsys, args: list[
     capsys.readouterr()
     assert main(["history", "detect", *args, "--store", str(db)]) == 2
     _one_error(capsys, "usage error", "--rerun")
+
+
+def test_alerts_of_the_same_revisions_share_one_rerun_stored_with_each(tmp_path: Path) -> None:
+    from quiho.history import run_gate
+    from quiho.history.gate import confirm_gate
+
+    root = tmp_path / "repo"
+    shas = make_repo(root, [bench()] * 7 + [bench(int(N * 1.3))])
+    db = _alert_store(tmp_path, shas, gate=False)  # series "loop"
+    assert main(["history", "import", str(tmp_path / "loop.csv"), "--series", "twin", "--unit", "s", "--store",
+                 str(db)]) == 0
+    with open_store(db) as st:
+        r = run_gate(st)
+        assert [a.series for a in r.open_alerts] == ["loop", "twin"] and r.failing
+        cg = confirm_gate(st, r, _target(root), ConfirmOptions(pairs=8))
+        rows = sa.confirmations_of(st)
+    assert len(cg.rerun) == 2 and [c.alert_id for c in rows] == [1, 2]
+    assert rows[0].pairs == rows[1].pairs  # one rerun (CMD is one benchmark), its pairs stored with each alert
+    assert {cg.gate.confirmations[i].id for i in (1, 2)} == {rows[0].id, rows[1].id}
+    assert cg.failing == (rows[0].verdict != "not confirmed")

@@ -44,8 +44,11 @@ class ConfirmedGate:
     def failing(self) -> bool:
         """Any ``new`` alert that its confirmation does not clear: confirmed, or too few pairs to decide.
 
-        "Not meaningful" fails: the rerun could not overrule the gate's evidence, so the gate's verdict stands.
+        "Not meaningful" fails: the rerun could not overrule the gate's evidence, so the gate's verdict stands. A
+        PR's check (``gate.base``) raises no alert and is rerun by nothing: its own verdict.
         """
+        if self.gate.base is not None:
+            return self.gate.failing
         conf = self.gate.confirmations
         return any(a.state == "new" and not _cleared(conf.get(a.id)) for a in self.gate.open_alerts)
 
