@@ -513,3 +513,28 @@ def test_alerts_of_the_same_revisions_share_one_rerun_stored_with_each(tmp_path:
     assert rows[0].pairs == rows[1].pairs  # one rerun (CMD is one benchmark), its pairs stored with each alert
     assert {cg.gate.confirmations[i].id for i in (1, 2)} == {rows[0].id, rows[1].id}
     assert cg.failing == (rows[0].verdict != "not confirmed")
+
+
+def test_alert_list_shows_each_alerts_newest_confirmation_interrupted_included(tmp_path: Path, capsys) -> None:
+    db = _alert_store(tmp_path, [f"{i:040x}" for i in range(1, 9)])  # alert #1, never rerun
+    nan = float("nan")
+    with open_store(db) as st:
+        a = sa.get_alert(st, 1)
+        row = sa.ConfirmationRow(0, 1, a.series, a.first_bad, f"{7:040x}", str(tmp_path), (), ("b",), "wall", False,
+                                 1, 0.95, 0.25, nan, nan, nan, "not meaningful", "not meaningful: 2 pairs; a 95% "
+                                 "interval needs at least 6", "interrupted", {}, (("baseline", 1.0, 1.3),
+                                                                                   ("suspect", 1.0, 1.2)))
+        cid = sa.insert_confirmation(st, row)
+    capsys.readouterr()
+    assert main(["history", "alert", "list", "--store", str(db)]) == 0
+    line = capsys.readouterr().out.splitlines()[1]
+    assert f"#{cid} interrupted, not meaningful: +25.0% [n/a, n/a] (95% interval), p = n/a, 2 pairs" in line
+    assert main(["history", "alert", "list", "--format", "markdown", "--store", str(db)]) == 0
+    assert "interrupted, not meaningful" in capsys.readouterr().out
+    assert main(["history", "alert", "list", "--json", "--store", str(db)]) == 0
+    c = json.loads(capsys.readouterr().out)["alerts"][0]["confirmation"]
+    assert (c["status"], c["verdict"], c["n_pairs"], c["magnitude"], c["ci"]) == ("interrupted", "not meaningful",
+                                                                                   2, 0.25, [None, None])
+    # the gate without --rerun shows it too, and still fails on the new alert
+    assert main(["history", "detect", "--all", "--fail-on-change", "--json", "--store", str(db)]) == 3
+    assert json.loads(capsys.readouterr().out)["alerts"][0]["confirmation"]["id"] == cid
