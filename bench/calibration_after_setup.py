@@ -35,12 +35,17 @@ def kept_sets(info: dict) -> tuple[frozenset[str], frozenset[str]]:
 
 
 def calibrate_into(py: Path, store: Path, log: Path) -> tuple[dict, list[float], list[float], float]:
-    """``quiho fleet calibrate --force --json`` with the venv ``py``; its info, loads before/after, wall seconds."""
+    """``quiho fleet calibrate --force --json`` with the venv ``py``; its info, loads before/after, wall seconds.
+
+    Run in the venv's checkout: ``python -m`` puts the working directory first on ``sys.path``, so from here it
+    would import this checkout's quiho, not the clone's (the first five-try run measured the working tree so).
+    """
     before = [round(x, 2) for x in os.getloadavg()]
     t0 = time.monotonic()
     with log.open("a") as err:
         out = subprocess.run([str(py), "-m", "quiho", "fleet", "calibrate", "--force", "--json",
-                              "--store", str(store)], stdout=subprocess.PIPE, stderr=err, text=True, check=True)
+                              "--store", str(store.resolve())], stdout=subprocess.PIPE, stderr=err, text=True,
+                             check=True, cwd=py.parents[2])
     wall = time.monotonic() - t0
     return json.loads(out.stdout), before, [round(x, 2) for x in os.getloadavg()], wall
 
@@ -87,6 +92,9 @@ def main() -> int:
     ref = kept_sets(info)
     print(f"\nreference: quiet calibration (1-min load {reached:.2f} when started): axes {fmt(ref[0])}; "
           f"knobs {fmt(ref[1])}; {wall:.0f} s\n")
+    if reached >= a.quiet_load:
+        print(f"NOT QUIET: the load stayed at or above {a.quiet_load} for 15 min; this reference is a busy "
+              "calibration and the count below does not answer the registered question\n")
     print("| try | set-up s | load before | load after | calibration s | axes kept | knobs kept | same as quiet |")
     print("|---|---|---|---|---|---|---|---|")
     agree = 0
