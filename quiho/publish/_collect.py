@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from quiho.errors import HistoryError, NotEnoughData, QuihoError
+from quiho.publish._drift import cached_drift
 from quiho.publish._irups import TargetView, read_targets
 from quiho.publish.options import PublishOptions
 from quiho.store import Store
@@ -179,7 +180,7 @@ def read_fleet(store: Store, options: PublishOptions, source: str = "fleet") -> 
     Only ``fleet`` hosts can be stale: the schedule fingerprints those, an import is as old as it was.
     """
     from quiho.fleet.show import fleet_show
-    from quiho.schedule.drift import detect_drift, fingerprint_history
+    from quiho.schedule.drift import fingerprint_history
 
     hist = fingerprint_history(store, source=source)
     group = _hardware(hist)
@@ -201,11 +202,7 @@ def read_fleet(store: Store, options: PublishOptions, source: str = "fleet") -> 
     hardware: dict[int, list[str]] = {}
     for h, g in sorted(group.items()):
         hardware.setdefault(g, []).append(h)
-    try:
-        drift, note = detect_drift(store, alpha=options.drift_alpha, min_change=options.drift_min_change,
-                                   source=source), ""
-    except NotEnoughData as exc:
-        drift, note = None, str(exc)
+    drift, note = cached_drift(store, hist, options, source)
     runs = int(hist["run_id"].nunique()) if not hist.empty else 0
     empty = "" if hosts else _EMPTY.get(source, _EMPTY_IMPORT)
     return FleetView(tuple(hosts), runs, {g: tuple(m) for g, m in hardware.items()}, drift, note, source, empty)

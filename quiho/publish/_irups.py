@@ -116,7 +116,8 @@ def compute_document(store: Store, target: str, settings: IrupSettings, params: 
     except QuihoError as exc:  # too few rows or machines, a constant metric: the page says why
         return {"error": str(exc)}
     # as the cache will give it back (tuples as lists, keys as text): a republish renders the very same bytes
-    return json.loads(json.dumps({"irup": irup.to_dict(), "class_shares": class_shares(irup)}, default=str))
+    return json.loads(json.dumps({"irup": irup.to_dict(), "class_shares": class_shares(irup)}, default=str,
+                                 sort_keys=True))
 
 
 def read_targets(store: Store, settings: IrupSettings) -> list[TargetView]:

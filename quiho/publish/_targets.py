@@ -98,8 +98,9 @@ def target_page(t: TargetView, site_title: str) -> str:
     if len(feats) > _TOP:
         body.append(f"<details><summary>{len(feats) - _TOP} more stressors</summary>"
                     f"{_features_table(feats[_TOP:], 'irup-rest', _TOP + 1)}</details>")
+    shares = sorted(t.class_shares.items(), key=lambda kv: (-kv[1], kv[0]))  # largest first, ties by name
     body += ["<h2>Class shares</h2>",
-             table(["class", "share of importance"], ([text(k), num(v, ".0%")] for k, v in t.class_shares.items()),
+             table(["class", "share of importance"], ([text(k), num(v, ".0%")] for k, v in shares),
                    table_id="class-shares", num=(1,)),
              "<h2>Fleet size</h2>", _advice_html(t, irup)]
     if irup.get("dropped"):

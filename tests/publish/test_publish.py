@@ -6,6 +6,7 @@ on any console message, script error, CSP violation or request that is not a loc
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -330,3 +331,23 @@ def test_an_unknown_detector_is_a_usage_error(store_path, tmp_path):
     with open_store(store_path, create=False) as st, pytest.raises(UsageError, match="unknown detector 'nope'"):
         publish(st, tmp_path / "site", PublishOptions(method="nope"))
     assert not (tmp_path / "site" / "index.html").exists()
+
+
+def test_fleet_hosts_older_than_the_schedule_period_are_stale(store_path, tmp_path):
+    """A host is stale once its newest fingerprint is older than ``stale_after_hours`` at ``now``, not before."""
+    from datetime import datetime, timedelta
+
+    from quiho.publish._collect import read_fleets
+
+    with open_store(store_path, create=False) as st:
+        (fleet,) = read_fleets(st, PublishOptions(fingerprints="fleet"))
+        newest = max(datetime.fromisoformat(str(h.last_time)) for h in fleet.hosts)
+        for hours, stale in ((23, 0), (25, 4)):
+            opts = PublishOptions(now=newest + timedelta(hours=hours), stale_after_hours=24.0)
+            (fleet,) = read_fleets(st, dataclasses.replace(opts, fingerprints="fleet"))
+            assert sum(h.stale for h in fleet.hosts) == stale
+            publish(st, tmp_path / f"site{hours}", opts)
+            page = (tmp_path / f"site{hours}" / "fleet" / "index.html").read_text()
+            assert page.count("class='badge stale'") == stale
+        (fleet,) = read_fleets(st, PublishOptions(fingerprints="fleet", stale_after_hours=None))
+        assert not any(h.stale for h in fleet.hosts)
