@@ -75,8 +75,9 @@ def test_a_directory_on_no_block_device_has_no_storage_knob_and_says_so() -> Non
     assert write_disk("/proc") is None
     cells, notes = knob_cells("/proc", vcpus=1)
     names = {k.name for k, _ in cells}
-    assert "storage" not in names and "core-sharing" not in names
+    assert "storage" not in names and "core-sharing" not in names and "memory-capacity" not in names
     assert any(n.startswith("storage:") and "no block device" in n for n in notes)
+    assert any(n.startswith("memory-capacity:") for n in notes)  # no block device, or no memory controller
     assert any(n.startswith("core-sharing:") for n in notes)
 
 
