@@ -128,8 +128,14 @@ def test_a_kill_9_mid_run_leaves_nothing_once_cleaned(tmp_path: Path) -> None:
         "import subprocess, sys, time; subprocess.run(['sh', sys.argv[1], 'start', sys.argv[2], '80', 'cpu', '60',"
         " 'keep', '20000', sys.argv[3], '256', 'rate:500'], check=True); time.sleep(60)"), str(script), cg, iops])
     name = cg.rsplit("/", 1)[1]
+    def started() -> bool:  # mid-run, not mid-start: the co-runner and the memory watcher are both in place
+        try:
+            return len(Path(f"{cg}-co/cgroup.procs").read_text().split()) >= 2
+        except OSError:
+            return False
+
     for _ in range(100):
-        if (NETNS_DIR / f"qh-{name}").exists() and Path(f"{cg}-co").exists():
+        if (NETNS_DIR / f"qh-{name}").exists() and started():
             break
         subprocess.run(["sleep", "0.1"], check=False)
     os.kill(child.pid, signal.SIGKILL)
