@@ -121,22 +121,26 @@ def cleanup_cgroups(prefix: str, root: Path = CGROUP_CPU) -> list[str]:
     for d in sorted(root.iterdir()):
         if not d.is_dir() or not d.name.startswith(prefix):
             continue
+        # a process may still join while the group is emptied (a start killed midway goes on starting its
+        # co-runner and watcher), so the group is emptied again until it can be removed
         for _ in range(100):
             try:
                 pids = [int(x) for x in (d / "cgroup.procs").read_text().split()]
             except OSError:
                 pids = []
-            if not pids:
-                break
             for pid in pids:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+            if not pids:
+                try:
+                    d.rmdir()
+                    removed.append(d.name)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    pass
             time.sleep(0.1)
-        try:
-            d.rmdir()
-            removed.append(d.name)
-        except OSError:
-            pass
     return removed
