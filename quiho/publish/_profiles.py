@@ -11,6 +11,7 @@ from typing import Any
 
 from quiho.publish._collect import ProfileView
 from quiho.publish._layout import badge, page, table
+from quiho.publish._report_svg import Bars, bars_svg, runs_svg
 from quiho.publish._safe import num, page_file, pct, text
 
 __all__ = ["profiles_index", "profile_page", "profile_file", "profile_key", "profile_cells"]
@@ -104,14 +105,35 @@ def _design_html(design: dict[str, Any], a: str, b: str) -> list[str]:
                   table_id="design-effects")]
 
 
+def _irup_bars(doc: dict[str, Any], a: str, b: str) -> str:
+    """Both versions' IRUPs side by side (the report's ``irups.png``): the top 15 stressors of either."""
+    irup = doc.get("irup") or {}
+    fa = {f["stressor"]: f for f in (irup.get("a") or {}).get("features") or []}
+    fb = {f["stressor"]: f for f in (irup.get("b") or {}).get("features") or []}
+    if not fa or not fb:
+        return ""
+    order = list(dict.fromkeys([*list(fa)[:15], *list(fb)[:15]]))[:15]
+    series = [Bars(v, tuple(f[s]["importance"] if s in f else None for s in order),
+                   tuple(f[s]["std"] if s in f else None for s in order)) for v, f in ((a, fa), (b, fb))]
+    return (f"<figure id='irup-bars'>{bars_svg(order, series, title=f'IRUP of {a} (black) and {b} (grey)')}"
+            f"<figcaption class='muted'>Importance (top = 100) of the top stressors of either version, "
+            f"{text(a)} black, {text(b)} grey; whiskers ± sd over seeds.</figcaption></figure>")
+
+
 def _metric_html(doc: dict[str, Any]) -> list[str]:
     m = _metric(doc)
     rows = ([text(h.get("host")), str(h.get("n_a")), str(h.get("n_b")), num(h.get("median_a")),
              num(h.get("median_b")), text(pct((h.get("ratio") or float("nan")) - 1)),
              num(h.get("mannwhitney_p"), ".3g"),
              num(h.get("cliffs_delta"), "+.2f")] for h in m.get("per_host") or [])
+    a, b = str(doc.get("version_a", "A")), str(doc.get("version_b", "B"))
+    runs = doc.get("runs") or []
+    svg = runs_svg(runs, (a, str(doc.get("label_b") or b)), unit=str(m.get("unit") or ""),
+                   title=f"metric per host: {a} (circles) and {b} (triangles)")
+    plot = (f"<figure id='runs-plot'>{svg}<figcaption class='muted'>Every successful run per host: {text(a)} "
+            f"circles, {text(b)} triangles; bars: medians; × no successful run.</figcaption></figure>") if runs else ""
     return ["<h2>Metric change</h2>",
-            f"<p>{text(m.get('reason', ''))}</p>",
+            f"<p>{text(m.get('reason', ''))}</p>", plot,
             table(["host", "n A", "n B", "median A", "median B", "change", "Mann-Whitney p", "Cliff's δ"], rows,
                   table_id="per-host", num=range(1, 8))]
 
@@ -142,6 +164,7 @@ def profile_page(p: ProfileView, site_title: str) -> str:
     body.append("<h2>Resource profile (IRUP) shift" + (" — the paper's view" if doc.get("design") else "") + "</h2>")
     irup = doc.get("irup") or {}
     cmp = irup.get("comparison")
+    body.append(_irup_bars(doc, a, b))
     body += _shift_html(cmp, a, b) if cmp else [f"<p>No comparison: {text(json.dumps(irup.get('errors') or {}))}</p>"]
     body.append("<h2>Hosts</h2>" + table(
         ["host", "fingerprinted", "ok A", "ok B", "failed", "why"],

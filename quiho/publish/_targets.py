@@ -10,6 +10,7 @@ from typing import Any
 
 from quiho.publish._irups import TargetView
 from quiho.publish._layout import badge, page, table
+from quiho.publish._report_svg import Bars, bars_svg
 from quiho.publish._safe import num, page_file, text
 
 __all__ = ["targets_index", "target_page", "target_file", "target_cells", "TARGET_HEAD"]
@@ -93,8 +94,12 @@ def target_page(t: TargetView, site_title: str) -> str:
     irup = t.irup
     feats = list(irup.get("features") or [])
     body += _validity_html(irup)
+    top = feats[:_TOP]
+    bars = bars_svg([f["stressor"] for f in top], [Bars(t.name, tuple(f["importance"] for f in top),
+                                                        tuple(f["std"] for f in top))],
+                    title=f"IRUP of {t.name}: importance ± sd of the top stressors")
     body += [f"<h2>Top stressors ({irup.get('importance')} importance, {irup.get('seeds')} seeds; top = 100)</h2>",
-             _features_table(feats[:_TOP], "irup")]
+             f"<figure id='irup-bars'>{bars}</figure>", _features_table(top, "irup")]
     if len(feats) > _TOP:
         body.append(f"<details><summary>{len(feats) - _TOP} more stressors</summary>"
                     f"{_features_table(feats[_TOP:], 'irup-rest', _TOP + 1)}</details>")

@@ -166,7 +166,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.mark.chromium
-def test_pages_render_cleanly_with_the_right_counts(site, browser, tmp_path):
+def test_pages_render_cleanly_with_the_right_counts(site, browser, tmp_path, planted_result):
     from _cdp import Tab
 
     from quiho.publish._fleet import host_file
@@ -202,6 +202,11 @@ def test_pages_render_cleanly_with_the_right_counts(site, browser, tmp_path):
     assert tab.problems() == []
     assert tab.eval("document.getElementById('verdict').textContent").count(batch) == 1
     assert tab.eval("document.querySelectorAll('#class-shares tbody tr').length") >= 2
+    # the report's plots, drawn from the document: a mark per successful run, a bar per version and stressor
+    ok = sum(1 for r in planted_result.runs.to_dict(orient="records") if r["status"] == "ok")
+    assert tab.eval("document.querySelectorAll('#runs-plot .run-a, #runs-plot .run-b').length") == ok
+    assert tab.eval("document.querySelectorAll('#irup-bars rect.bar-0').length") >= 3
+    assert tab.eval("document.querySelectorAll('#irup-bars rect.bar-1').length") >= 3
     _shot_ok(tab.screenshot(tmp_path / "profile.png"))
 
 

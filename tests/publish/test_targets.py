@@ -135,6 +135,7 @@ def test_target_pages_render_cleanly(walk, browser):
         assert tab.problems() == [], t
         assert tab.eval("document.querySelector('h1').textContent") == t
         assert tab.eval("document.querySelectorAll('#irup tbody tr').length") == 15
+        assert tab.eval("document.querySelectorAll('#irup-bars rect.bar-0').length") == 15
         assert tab.eval("document.querySelectorAll('#class-shares tbody tr').length") >= 2
     for rel in ("index.html", "fleet/index.html"):
         tab = Tab(browser, (root / rel).as_uri())
