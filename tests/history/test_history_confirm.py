@@ -232,13 +232,13 @@ def test_confirm_an_open_alert_through_the_cli(tmp_path: Path, capsys: pytest.Ca
     shas = make_repo(root, [bench()] * 7 + [bench(int(N * 1.3))])
     db = _alert_store(tmp_path, shas)
     capsys.readouterr()
-    args = ["history", "confirm", "--repo", str(root), "--bench", CMD, "--metric", "stdout", "--pairs", "16",
+    args = ["history", "confirm", "--repo", str(root), "--bench", CMD, "--metric", "stdout", "--pairs", "20",
             "--store", str(db)]
     assert main([*args, "--json"]) == 0  # the one open alert; exit 0 without --fail-on-change
     doc = json.loads(capsys.readouterr().out)
     assert doc["alert_id"] == 1 and doc["series"] == "loop" and doc["suspect"] == shas[-1]
     assert doc["baseline"] == shas[-2]  # the revision before the first bad one
-    assert doc["verdict"] == "confirmed" and doc["ci"][0] > 0 and len(doc["pairs"]) == 16
+    assert doc["verdict"] == "confirmed" and doc["ci"][0] > 0 and len(doc["pairs"]) == 20
     assert main([*args, "1", "--fail-on-change"]) == 3
     out = capsys.readouterr().out
     assert "confirmed: +" in out and "stored as confirmation #2 of alert #1" in out
