@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -11,10 +12,21 @@ import numpy as np
 from quiho.errors import HistoryError, NotEnoughData, QuihoError
 from quiho.publish._drift import cached_drift
 from quiho.publish._irups import TargetView, read_targets
+from quiho.publish._safe import page_file
+from quiho.publish._verdicts import page_key, series_keys, verdict_doc, verdict_from
 from quiho.publish.options import PublishOptions
 from quiho.store import Store
 from quiho.store.alerts import AlertRow
 from quiho.store.profiles import list_profiles
+from quiho.store.site_cache import cached_results, save_results, series_digests
+
+#: ``reuse(path, page key)``: is the page at ``path`` on disk as a page of this key is written?
+Reuse = Callable[[str, str], bool]
+
+
+def series_file(name: str) -> str:
+    """Path (from the site root) of the page of series ``name``."""
+    return "series/" + page_file("s", name)
 
 __all__ = ["SeriesView", "HostView", "FleetView", "ProfileView", "SiteData", "TargetView", "read_site", "read_fleets"]
 
@@ -37,6 +49,8 @@ class SeriesView:
     verdict: Any = None  # quiho.history.SeriesVerdict
     error: str = ""
     failed: tuple[tuple[str, str], ...] = ()  # (revision, reason) of each revision whose build or run failed
+    key: str = ""  # the page key (quiho.publish._verdicts.page_key); "" when the series could not be read
+    reused: bool = False  # its page is on disk as this key writes it: not rendered again, not read
 
 
 @dataclass(frozen=True)
@@ -101,31 +115,56 @@ class SiteData:
         return sum(len(f.hosts) for f in self.fleets)
 
 
-def read_series(store: Store, options: PublishOptions) -> list[SeriesView]:
-    """Every stored series with its verdict (:func:`quiho.history.verdict_of` with the options' detector)."""
+def read_series(store: Store, options: PublishOptions, reuse: Reuse | None = None,
+                alerts: tuple[AlertRow, ...] = ()) -> list[SeriesView]:
+    """Every stored series with its verdict (:func:`quiho.history.verdict_of` with the options' detector).
+
+    A verdict is judged once per changed series (:mod:`quiho.publish._verdicts`); a series whose page
+    ``reuse(path, page key)`` says is on disk as this key would write it is not even read (its view then has no
+    revisions, ``reused=True``).
+    """
     from quiho.history import list_series, load_history, load_state, make_detector, verdict_of
 
     make_detector(options.method)  # an unknown detector is a usage error, not a site of unanalysed series
+    keys = series_keys(series_digests(store), options)
+    have = cached_results(store, list(keys.values()))
+    by_series: dict[str, list[AlertRow]] = {}
+    for a in alerts:
+        by_series.setdefault(a.series, []).append(a)
+    pending: dict[str, tuple[str, dict[str, Any]]] = {}
     out = []
     for r in list_series(store):
         name = str(r["name"])
         base: dict[str, Any] = {"name": name, "unit": str(r["unit"] or ""), "source": str(r["source"] or ""),
                                 **{f"n_{k}": int(r[k] or 0) for k in ("ok", "failed", "pending")}}  # type: ignore[call-overload]
+        key = keys.get(name, "")
+        pkey = page_key(key, by_series.get(name, []), options)
+        doc = have.get(key)
+        v = verdict_from(doc["verdict"]) if doc and doc.get("verdict") else None
+        if doc is not None and (v is not None or doc.get("error")) and reuse is not None \
+                and reuse(series_file(name), pkey):
+            out.append(SeriesView(**{**base, "unit": doc["unit"]}, revisions=(), samples=(), verdict=v,
+                                  error=str(doc.get("error", "")), key=pkey, reused=True))
+            continue
         try:
             h = load_history(store, name)
         except QuihoError as exc:
             out.append(SeriesView(**base, revisions=(), samples=(), error=str(exc)))
             continue
         try:
-            v = verdict_of(h, options.method, alpha=options.alpha, min_size=options.min_size,
-                           magnitude_floor=options.magnitude_floor)
+            v = verdict_from(verdict_doc(verdict_of(h, options.method, alpha=options.alpha,
+                                                    min_size=options.min_size,
+                                                    magnitude_floor=options.magnitude_floor)))
             err = ""
         except (HistoryError, NotEnoughData, ValueError) as exc:  # a series the detector refuses: shown, with why
             v, err = None, str(exc)
+        pending[key] = (name, {"unit": h.unit or base["unit"], "verdict": None if v is None else verdict_doc(v),
+                               "error": err})
         failed = tuple((x.revision, x.reason or "") for x in load_state(store, name) if x.status == "failed") \
             if base["n_failed"] else ()
         out.append(SeriesView(**{**base, "unit": h.unit or base["unit"]}, revisions=h.revisions,
-                              samples=h.samples, verdict=v, error=err, failed=failed))
+                              samples=h.samples, verdict=v, error=err, failed=failed, key=pkey))
+    save_results(store, "series", pending)
     return out
 
 
@@ -231,11 +270,11 @@ def read_profiles(store: Store) -> list[ProfileView]:
     return out
 
 
-def read_site(store: Store, options: PublishOptions) -> SiteData:
-    """Everything the site shows, read once."""
+def read_site(store: Store, options: PublishOptions, reuse: Reuse | None = None) -> SiteData:
+    """Everything the site shows, read once; ``reuse`` (path, page key → kept?) lets unchanged series pages stay."""
     from quiho.history import list_alerts
 
-    return SiteData(tuple(read_series(store, options)), tuple(read_fleets(store, options)),
-                    tuple(read_profiles(store)), alerts=tuple(list_alerts(store)),
-                    targets=tuple(read_targets(store, options.irup)))
+    alerts = tuple(list_alerts(store))
+    return SiteData(tuple(read_series(store, options, reuse, alerts)), tuple(read_fleets(store, options)),
+                    tuple(read_profiles(store)), alerts=alerts, targets=tuple(read_targets(store, options.irup)))
 

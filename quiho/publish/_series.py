@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from quiho.history import ChangePoint
-from quiho.publish._collect import SeriesView
+from quiho.publish._collect import SeriesView, series_file
 from quiho.publish._layout import badge, page, table
 from quiho.publish._safe import json_script, num, page_file, pct, text
 from quiho.publish._svg import Mark, PerRevision, series_svg
@@ -15,11 +15,6 @@ __all__ = ["series_index", "series_page", "series_file", "newest_cells", "cp_lab
 
 #: Plot geometry shared by the SVG and the script's readout (pixel → revision).
 _W, _LEFT, _RIGHT = 760, 56, 12
-
-
-def series_file(name: str) -> str:
-    """Path (from the site root) of the page of series ``name``."""
-    return "series/" + page_file("s", name)
 
 
 def cp_label(c: ChangePoint, unit: str) -> str:

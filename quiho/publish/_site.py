@@ -7,6 +7,7 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from quiho._text import printable
@@ -33,7 +34,7 @@ _REL = re.compile(r"(?:[a-z]+/)?[a-z0-9][a-z0-9.-]*")
 
 
 def render_site(data: SiteData, options: PublishOptions) -> dict[str, bytes]:
-    """Every file of the site: path relative to its root → bytes (UTF-8)."""
+    """Every file of the site but the reused series pages: path relative to its root → bytes (UTF-8)."""
     t = options.title
     pages = {"index.html": index_page(data, options), "assets/site.css": CSS, "assets/site.js": JS,
              "series/index.html": series_index(list(data.series), t),
@@ -43,7 +44,8 @@ def render_site(data: SiteData, options: PublishOptions) -> dict[str, bytes]:
     alerts: dict[str, list[AlertRow]] = {}
     for a in data.alerts:
         alerts.setdefault(a.series, []).append(a)
-    pages.update((series_file(s.name), series_page(s, t, alerts.get(s.name, ()))) for s in data.series)
+    pages.update((series_file(s.name), series_page(s, t, alerts.get(s.name, ()))) for s in data.series
+                 if not s.reused)
     pages.update((host_file(h.name, f.source), host_page(h, f, t)) for f in data.fleets for h in f.hosts)
     for tg in data.targets:
         pages[target_file(tg.name)] = target_page(tg, t)
@@ -78,7 +80,7 @@ def _inside(root: Path, rel: str) -> Path:
 
 
 def _old_manifest(root: Path) -> dict[str, str]:
-    """Path → SHA-256 of the previous publish; empty for a new directory.
+    """Path → SHA-256 of the previous publish; empty for a new directory (:func:`_old_keys`: its page keys).
 
     Raises
     ------
@@ -106,6 +108,31 @@ def _old_manifest(root: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in files.items()}
 
 
+def _old_keys(root: Path) -> dict[str, str]:
+    """Path → page key the previous publish recorded (only series pages have one); read after :func:`_old_manifest`."""
+    try:
+        keys = json.loads((root / MANIFEST).read_text(encoding="utf-8")).get("keys") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return {str(k): str(v) for k, v in keys.items()} if isinstance(keys, dict) else {}
+
+
+def _reuse(root: Path, old: dict[str, str]) -> tuple[Callable[[str, str], bool], dict[str, str]]:
+    """(may this page stay?, the pages it let stay → their SHA-256): same key, and the file on disk is as recorded."""
+    keys, kept = _old_keys(root), {}
+
+    def reuse(rel: str, key: str) -> bool:
+        if not key or keys.get(rel) != key or rel not in old or not _REL.fullmatch(rel):
+            return False
+        p = _inside(root, rel)
+        if not p.is_file() or hashlib.sha256(p.read_bytes()).hexdigest() != old[rel]:
+            return False
+        kept[rel] = old[rel]
+        return True
+
+    return reuse, kept
+
+
 def _write(p: Path, data: bytes) -> None:
     """Replace ``p`` atomically: a reader (a static host mid-sync) sees the old file or the new one."""
     p.parent.mkdir(parents=True, exist_ok=True)
@@ -120,13 +147,19 @@ def _write(p: Path, data: bytes) -> None:
         raise
 
 
-def write_site(root: Path, files: dict[str, bytes]) -> tuple[list[str], int, list[str]]:
-    """Write changed files, remove the previous publish's files that are gone; (written, unchanged, removed)."""
+def write_site(root: Path, files: dict[str, bytes], kept: dict[str, str] | None = None,
+               keys: dict[str, str] | None = None) -> tuple[list[str], int, list[str]]:
+    """Write changed files, remove the previous publish's files that are gone; (written, unchanged, removed).
+
+    ``kept``: pages left as they are (path → SHA-256, checked on disk by the caller), counted unchanged; ``keys``:
+    page keys recorded in the manifest for the next publish.
+    """
     old = _old_manifest(root)
     root.mkdir(parents=True, exist_ok=True)
-    new = {rel: hashlib.sha256(b).hexdigest() for rel, b in files.items()}
+    kept = {rel: sha for rel, sha in (kept or {}).items() if rel not in files}
+    new = {**kept, **{rel: hashlib.sha256(b).hexdigest() for rel, b in files.items()}}
     paths = {rel: _inside(root, rel) for rel in sorted(files)}  # every path checked before anything is written
-    written, unchanged = [], 0
+    written, unchanged = [], len(kept)
     for rel, p in paths.items():
         data = files[rel]
         if old.get(rel) == new[rel] and p.is_file() and hashlib.sha256(p.read_bytes()).hexdigest() == new[rel]:
@@ -140,7 +173,9 @@ def write_site(root: Path, files: dict[str, bytes]) -> tuple[list[str], int, lis
             p.unlink()
             removed.append(rel)
     manifest = json.dumps({"schema": "quiho.publish", "schema_version": MANIFEST_SCHEMA_VERSION,
-                           "quiho_version": __version__, "files": dict(sorted(new.items()))}, indent=1) + "\n"
+                           "quiho_version": __version__, "files": dict(sorted(new.items())),
+                           "keys": dict(sorted((k, v) for k, v in (keys or {}).items() if k in new))},
+                          indent=1) + "\n"
     m = root / MANIFEST
     if not m.is_file() or m.read_text(encoding="utf-8") != manifest:
         _write(m, manifest.encode())
@@ -189,12 +224,14 @@ def publish(store: Store, directory: str | os.PathLike[str], options: PublishOpt
     options = options or PublishOptions()
     root = Path(directory)
     try:
-        _old_manifest(root)  # refuse a foreign directory before reading the store
-        data = read_site(store, options)
+        reuse, kept = _reuse(root, _old_manifest(root))  # refuses a foreign directory before reading the store
+        data = read_site(store, options, reuse)
         files = render_site(data, options)
-        written, unchanged, removed = write_site(root, files)
+        keys = {series_file(s.name): s.key for s in data.series if s.key}
+        written, unchanged, removed = write_site(root, files, kept, keys)
     except OSError as exc:  # a name too long, a parent that is a file, no space, no permission
         raise QuihoError(f"cannot write the site into {printable(root)}: {exc.strerror or exc}") from None
-    return PublishResult(root, len(data.series), data.hosts, len(data.profiles), len(files), tuple(written),
+    return PublishResult(root, len(data.series), data.hosts, len(data.profiles), len(files) + len(kept),
+                         tuple(written),
                          unchanged, tuple(removed), data.warnings, targets=len(data.targets),
                          irups_computed=sum(t.computed for t in data.targets))

@@ -4,7 +4,7 @@ A published site shows an IRUP per target; computing one takes about a second, s
 store would spend minutes on answers it already has. Each result is stored under the SHA-256 of everything it was
 computed from (the target's runs, the fingerprints they pair with, the model options, the quiho version); a changed
 input has a new key, so a stale result can never be read back. The inputs are read here too, as the rows the
-publish hashes (a read of ``app_runs`` and ``measurements`` for the site's own answer).
+publish hashes (a read of ``app_runs``, ``measurements`` and the history tables for the site's own answer).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from quiho._version import __version__
 from quiho.store._db import SCHEMA, TEXT, Store, Tables, register_component, utcnow
 
 __all__ = ["SITE_RESULTS", "cached_results", "save_results", "target_inputs", "fingerprint_inputs",
-           "fingerprint_sources"]
+           "fingerprint_sources", "series_digests"]
 
 #: One row per computed answer; ``kind`` says what it is (``irup``), ``subject`` what it is about (a target).
 SITE_RESULTS = sa.Table(
@@ -85,6 +85,27 @@ def fingerprint_inputs(store: Store, run_ids: Sequence[int]) -> pd.DataFrame:
             f"SELECT {', '.join(cols)} FROM measurements WHERE status = 'ok' AND run_id IN "
             f"({','.join('?' * len(chunk))})", chunk))
     return pd.concat(parts, ignore_index=True)
+
+
+def series_digests(store: Store) -> dict[str, tuple[object, ...]]:
+    """Series name → a digest of its stored rows: counts, sums and largest ids of its revisions and points.
+
+    Two aggregate queries for every series at once (reading each of 300,000 points would take seconds). A change
+    that keeps every count, sum, sum of squares and id alike is not seen; appending, measuring, failing, editing a
+    value or replacing a series is.
+    """
+    rev = {str(r[0]): tuple(r[1:]) for r in store.conn.execute(
+        "SELECT s.name, s.id, s.unit, s.source, s.config_json, COUNT(r.id), MAX(r.id), SUM(r.ord), "
+        "SUM(CASE r.status WHEN 'ok' THEN 1 WHEN 'failed' THEN 1000003 ELSE 7 END * (r.ord + 1)), "
+        "SUM(LENGTH(COALESCE(r.reason, ''))), SUM(LENGTH(COALESCE(r.summary_json, ''))), "
+        "SUM(LENGTH(r.revision)) FROM history_series s LEFT JOIN history_revisions r ON r.series_id = s.id "
+        "GROUP BY s.id, s.name, s.unit, s.source, s.config_json").fetchall()}
+    pts = {str(r[0]): tuple(r[1:]) for r in store.conn.execute(
+        "SELECT s.name, COUNT(p.id), MAX(p.id), SUM(p.value), SUM(p.value * p.value), "
+        "SUM(p.value * (r.ord + 1)), SUM(p.value * (p.repetition + 1)) FROM history_series s "
+        "JOIN history_revisions r ON r.series_id = s.id JOIN history_points p ON p.revision_id = r.id "
+        "GROUP BY s.id, s.name").fetchall()}
+    return {name: (*r, *pts.get(name, ())) for name, r in rev.items()}
 
 
 def fingerprint_sources(store: Store) -> list[str]:

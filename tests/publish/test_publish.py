@@ -356,3 +356,29 @@ def test_fleet_hosts_older_than_the_schedule_period_are_stale(store_path, tmp_pa
             assert page.count("class='badge stale'") == stale
         (fleet,) = read_fleets(st, PublishOptions(fingerprints="fleet", stale_after_hours=None))
         assert not any(h.stale for h in fleet.hosts)
+
+
+def test_unchanged_series_pages_stay_without_being_read_again(store_path, tmp_path):
+    """A republish keeps a series page whose key is unchanged and whose file is as written; anything else is redone."""
+    from quiho.publish._collect import read_site
+    from quiho.publish._series import series_file
+
+    shutil.copy(store_path, tmp_path / "q.db")
+    site = tmp_path / "site"
+    with open_store(tmp_path / "q.db", create=False) as st:
+        first = publish(st, site)
+        keys = json.loads((site / MANIFEST).read_text())["keys"]
+        assert set(keys) == {series_file(series_name(n)) for n in NAMES}
+        kept = []
+        data = read_site(st, PublishOptions(), lambda rel, key: kept.append(rel) is None and keys.get(rel) == key)
+        assert all(s.reused for s in data.series) and sorted(kept) == sorted(keys)
+        # the verdicts read back from the cache are the ones judged: same cells on the lists
+        assert [s.verdict for s in data.series] == [s.verdict for s in read_site(st, PublishOptions()).series]
+        gone = site / series_file(series_name("bench1"))
+        gone.unlink()
+        (site / series_file(series_name("bench2"))).write_text("edited by hand")
+        again = publish(st, site)
+        assert sorted(again.written) == sorted([series_file(series_name("bench1")), series_file(series_name("bench2"))])
+        assert again.pages == first.pages and gone.is_file()
+        retitled = publish(st, site, PublishOptions(title="another title"))
+        assert set(keys) <= set(retitled.written)
