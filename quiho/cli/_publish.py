@@ -57,9 +57,10 @@ def publish_(
     if json_out:
         emit_json(r.to_dict())
         return
-    err(f"published {r.series} series, {r.hosts} hosts, {r.targets} targets ({r.irups_computed} IRUPs computed, the "
-        f"others unchanged), {r.profiles} profiles into {printable(r.directory)}: {len(r.written)} of {r.pages} files "
-        f"written, {r.unchanged} unchanged, {len(r.removed)} removed")
+    computed = f" ({r.irups_computed} IRUPs computed, {r.targets - r.irups_computed} cached)" if r.targets else ""
+    err(f"published {r.series} series, {r.hosts} hosts, {r.targets} targets{computed}, {r.profiles} profiles into "
+        f"{printable(r.directory)}: {len(r.written)} of {r.pages} files written, {r.unchanged} unchanged, "
+        f"{len(r.removed)} removed")
     for w in r.warnings:
         err(f"note: {printable(w)}")
     print(printable(r.directory / "index.html"))

@@ -275,6 +275,8 @@ def read_site(store: Store, options: PublishOptions, reuse: Reuse | None = None)
     from quiho.history import list_alerts
 
     alerts = tuple(list_alerts(store))
-    return SiteData(tuple(read_series(store, options, reuse, alerts)), tuple(read_fleets(store, options)),
-                    tuple(read_profiles(store)), alerts=alerts, targets=tuple(read_targets(store, options.irup)))
+    fleets = tuple(read_fleets(store, options))
+    notes = tuple(f"fingerprint source {f.source}: {f.note}" for f in fleets if f.note)  # why a source is empty
+    return SiteData(tuple(read_series(store, options, reuse, alerts)), fleets, tuple(read_profiles(store)),
+                    warnings=notes, alerts=alerts, targets=tuple(read_targets(store, options.irup)))
 

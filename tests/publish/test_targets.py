@@ -57,9 +57,10 @@ def walk(shared_data, tmp_path_factory: pytest.TempPathFactory) -> dict[str, obj
     store = str(tmp / "q.db")
     quiho("import", "quiho-popper", str(sub), "--store", store)
     cold = json.loads(quiho("publish", str(tmp / "site"), "--store", store, "--json").stdout)
+    text = quiho("publish", str(tmp / "text-site"), "--store", store).stderr
     warm = json.loads(quiho("publish", str(tmp / "site"), "--store", store, "--json").stdout)
     targets = [t["target"] for t in json.loads(quiho("targets", "--store", store, "--json").stdout)]
-    return {"root": tmp / "site", "store": store, "cold": cold, "warm": warm, "targets": targets}
+    return {"root": tmp / "site", "store": store, "cold": cold, "warm": warm, "targets": targets, "text": text}
 
 
 def test_every_imported_target_and_host_is_published(walk):
@@ -75,6 +76,9 @@ def test_every_imported_target_and_host_is_published(walk):
     # the empty 'fleet' source says why, the import is its own section
     fleet = (root / "fleet" / "index.html").read_text()
     assert "fleet: 0 hosts" in fleet and "quiho-popper: 51 hosts" in fleet and "id='note-0'" in fleet
+    # the command says it too: counts (IRUPs read from the cache by then), and why a source is empty
+    assert "published 0 series, 51 hosts, 3 targets (0 IRUPs computed, 3 cached)" in walk["text"]
+    assert "note: fingerprint source fleet: no host fingerprinted" in walk["text"]
 
 
 def test_the_site_shows_the_irup_quiho_irup_prints(walk):
