@@ -1,7 +1,8 @@
 """Every target's IRUP for the site: computed as ``quiho irup`` computes it, once per changed input.
 
 The key of a target's IRUP is the SHA-256 of the rows it is computed from (its ``ok`` application runs, the
-``ok`` measurements of the fingerprint runs they pair with), the model options and the quiho version; a result
+``ok`` measurements of the fingerprint runs they pair with), the model options, the quiho version and the IRUP
+package's source; a result
 found under its key in the store (:mod:`quiho.store.site_cache`) is shown as stored, any other is computed and
 stored. Hashing every input costs a few hundred milliseconds on the quiho paper's data, against about a second per
 computed IRUP.
@@ -9,9 +10,11 @@ computed IRUP.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -63,6 +66,17 @@ def _run_digests(store: Store, run_ids: list[int]) -> dict[int, str]:
     return {int(ids[a]): hashlib.sha256(h[a:b].tobytes()).hexdigest() for a, b in zip(starts, ends, strict=True)}
 
 
+@functools.cache
+def _engine() -> str:
+    """SHA-256 of the IRUP package's source: an IRUP computed by other code is computed again."""
+    import quiho.irup
+
+    h = hashlib.sha256()
+    for p in sorted(Path(quiho.irup.__file__).parent.glob("*.py")):
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
 def input_keys(store: Store, targets: pd.DataFrame, settings: IrupSettings) -> list[str]:
     """The cache key of each row of ``targets`` (:func:`quiho.irup.list_targets`' table), in its order.
 
@@ -72,7 +86,7 @@ def input_keys(store: Store, targets: pd.DataFrame, settings: IrupSettings) -> l
     apps = target_inputs(store)
     runs = apps["fingerprint_run_id"].dropna().astype(int).unique().tolist()
     digests = _run_digests(store, runs)
-    head = json.dumps([CACHE_VERSION, __version__, list(settings.key())]).encode()
+    head = json.dumps([CACHE_VERSION, __version__, _engine(), list(settings.key())]).encode()
     apps = apps.sort_values(list(apps.columns), kind="stable", na_position="first").reset_index(drop=True)
     hashes = pd.util.hash_pandas_object(apps, index=False).to_numpy() if len(apps) else np.zeros(0, np.uint64)
     run_col = apps["fingerprint_run_id"].to_numpy()
