@@ -382,3 +382,33 @@ def test_unchanged_series_pages_stay_without_being_read_again(store_path, tmp_pa
         assert again.pages == first.pages and gone.is_file()
         retitled = publish(st, site, PublishOptions(title="another title"))
         assert set(keys) <= set(retitled.written)
+
+
+def test_series_pages_show_their_open_alerts_with_state(store_path, tmp_path):
+    """An open alert is on its series' page with its state; acknowledging it changes that page (and no other)."""
+    from quiho.publish._series import series_file
+    from quiho.store.alerts import AlertRow, insert_alert, update_alert
+
+    shutil.copy(store_path, tmp_path / "q.db")
+    name = series_name("bench0")
+    with open_store(tmp_path / "q.db", create=False) as st:
+        first = publish(st, tmp_path / "site")
+        row = AlertRow(id=0, series=name, first_bad="rev0040", baseline_from="rev0010", last_revision="rev0059",
+                       found_by="test", baseline=100.0, level=115.0, magnitude=0.15, ci_low=0.12, ci_high=0.18,
+                       p_value=1e-6, n_baseline=30, state="new", fixed_at=None, fixed_by=None,
+                       fix_magnitude=float("nan"), fix_ci_low=float("nan"), fix_ci_high=float("nan"),
+                       fix_p_value=float("nan"), created_at="2026-11-28T10:00:00+00:00",
+                       updated_at="2026-11-28T10:00:00+00:00")
+        aid = insert_alert(st, row)
+        second = publish(st, tmp_path / "site")
+        page = (tmp_path / "site" / series_file(name)).read_text()
+        assert "<table id='series-alerts'>" in page and f"#{aid}" in page and "badge new'>new" in page
+        assert "rev0040" in page and "+15.0% [+12.0%, +18.0%]" in page
+        assert set(second.written) == {series_file(name), "index.html"}
+        update_alert(st, aid, state="acknowledged")
+        third = publish(st, tmp_path / "site")
+        page = (tmp_path / "site" / series_file(name)).read_text()
+        assert "badge acknowledged'>acknowledged" in page and "badge new'>new" not in page
+        assert series_file(name) in third.written and series_file(series_name("bench2")) not in third.written
+    other = (tmp_path / "site" / series_file(series_name("bench1"))).read_text()
+    assert "<h2>Open alerts</h2><p>None.</p>" in other and first.pages == third.pages
