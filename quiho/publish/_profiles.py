@@ -138,6 +138,32 @@ def _metric_html(doc: dict[str, Any]) -> list[str]:
                   table_id="per-host", num=range(1, 8))]
 
 
+def _traces_html(traces: dict[str, Any] | None) -> list[str]:
+    """The traced runs' per-function verdicts, as the report's trace section tabulates them.
+
+    No plot: the samples behind the report's ``functions.png`` are not in the stored document.
+    """
+    if not traces:
+        return []
+    fns = traces.get("functions") or []
+    def ci(f: dict[str, Any]) -> str:
+        lo, hi = (f.get("ci") or [None, None])[:2]
+        return f"{text(pct(lo))}, {text(pct(hi))}"
+
+    rows = ([text(f.get("function"), 120), badge(str(f.get("verdict", "–"))), text(f.get("kind") or "–"),
+             text(pct(f.get("magnitude"))), ci(f),
+             f"{text(f.get('hosts_flagged', '–'))} of {text(f.get('hosts', '–'))}", num(f.get("share"), ".0%")]
+            for f in fns)
+    notes = "".join(f"<li>{text(h)}: {text(m)}</li>" for h, m in sorted((traces.get("hosts") or {}).items()))
+    return ["<h2>Traced functions</h2>",
+            f"<p class='muted'>{text(traces.get('traced_runs', '–'))} traced runs; {text(traces.get('detector', ''))}"
+            "</p>",
+            table(["function", "verdict", "kind", "change", "95 % CI over hosts", "hosts flagged", "share of the "
+                   "metric change"], rows, table_id="trace-functions", num=(3, 6)) if fns
+            else "<p>No function changed.</p>",
+            f"<ul class='muted'>{notes}</ul>" if notes else ""]
+
+
 def profile_page(p: ProfileView, site_title: str) -> str:
     """A profile's full report: verdict, metric per host, IRUP shift and class story, hints, hosts, parameters."""
     r, doc = p.row, p.document or {}
@@ -166,6 +192,7 @@ def profile_page(p: ProfileView, site_title: str) -> str:
     cmp = irup.get("comparison")
     body.append(_irup_bars(doc, a, b))
     body += _shift_html(cmp, a, b) if cmp else [f"<p>No comparison: {text(json.dumps(irup.get('errors') or {}))}</p>"]
+    body += _traces_html(doc.get("traces"))
     body.append("<h2>Hosts</h2>" + table(
         ["host", "fingerprinted", "ok A", "ok B", "failed", "why"],
         ([text(h.get("host")), "yes" if h.get("fingerprinted") else "MISSING", str(h.get("ok_a")), str(h.get("ok_b")),

@@ -79,7 +79,11 @@ def _site(names: list[str]) -> SiteData:
                                   "verdict": n, "irup_verdict": n, "created_at": n},
                                  {"metric": {"reason": n, "per_host": [{"host": n}]}, "hints": [{"message": n}],
                                   "partial": [n], "irup": {"comparison": {"reason": n, "walk": [{"why": n}],
-                                                                          "class_shares": {"a": {n: 0.5}}}}})
+                                                                          "class_shares": {"a": {n: 0.5}}}},
+                                  "runs": [{"host": n, "version": n, "status": "ok", "value": 1.0}],
+                                  "traces": {"functions": [{"function": n, "verdict": n, "kind": n, "ci": [n, n],
+                                                            "hosts_flagged": n, "hosts": n}],
+                                             "hosts": {n: n}, "detector": n}})
                      for n in names)
     fleets = (FleetView(hosts, 1, {0: tuple(names)}), FleetView(hosts, 1, {0: tuple(names)}, source=names[0]),
               FleetView((), 0, {}, source=names[-1], note=names[-1]))

@@ -412,3 +412,23 @@ def test_series_pages_show_their_open_alerts_with_state(store_path, tmp_path):
         assert series_file(name) in third.written and series_file(series_name("bench2")) not in third.written
     other = (tmp_path / "site" / series_file(series_name("bench1"))).read_text()
     assert "<h2>Open alerts</h2><p>None.</p>" in other and first.pages == third.pages
+
+
+def test_a_profile_page_tabulates_its_traced_functions(planted_result):
+    """The report's trace section, from the stored document: one row per function with its verdict and share."""
+    from quiho.publish._collect import ProfileView
+    from quiho.publish._profiles import profile_page
+
+    doc = json.loads(json.dumps(planted_result.to_dict(), default=str))
+    doc["traces"] = {"functions": [
+        {"function": "parse", "verdict": "degradation", "kind": "shift", "magnitude": 0.3, "ci": [0.2, 0.4],
+         "hosts_flagged": 3, "hosts": 4, "share": 0.8},
+        {"function": "<b>emit</b>", "verdict": "no change", "kind": None, "magnitude": None, "ci": [None, None],
+         "hosts_flagged": 0, "hosts": 4, "share": None}], "hosts": {"h1": "no traced run"}, "traced_runs": 8}
+    row = {"batch": "b", "application": "app", "version_a": "v1", "version_b": "v2", "status": "complete",
+           "verdict": "regression", "irup_verdict": "different", "created_at": "now"}
+    page = profile_page(ProfileView(row, doc), "site")
+    body = page[page.index("<table id='trace-functions'>"):]
+    body = body[:body.index("</table>")]
+    assert body.count("<tr>") == 3 and "+30.0%" in body and "+20.0%, +40.0%" in body and "3 of 4" in body
+    assert "&lt;b&gt;emit&lt;/b&gt;" in body and "<b>emit" not in page and "h1: no traced run" in page
