@@ -45,9 +45,11 @@ def publish_(
     json_out: JsonOpt = False,
 ) -> None:
     """Publish series, fleets, each target's IRUP and profiles as a static site (no server, no network)."""
+    from quiho.irup import ModelParams
     from quiho.publish import IrupSettings, PublishOptions, publish
     from quiho.store import open_store
 
+    ModelParams.preset(irup_model)  # a bad preset is a usage error before the store is opened (the cache writes)
     opts = PublishOptions(method=method, alpha=alpha, min_size=min_size, recent=recent,
                           drift_min_change=drift_min_change, fingerprints=fingerprints, title=title,
                           irup=IrupSettings(model=irup_model, seeds=irup_seeds, n_jobs=jobs, enabled=targets),
