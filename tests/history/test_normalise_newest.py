@@ -111,11 +111,12 @@ def test_an_extra_variance_term_widens_the_comparison():
     assert wide.ci[0] < plain.ci[0] and wide.ci[1] > plain.ci[1] and wide.df != plain.df
 
 
-def test_cli_prints_the_newest_revision_and_exits_3_on_its_regression(tmp_path, popper_csv, capsys):
-    import json
+def _history_on_seen_machines(tmp_path, popper_csv):  # noqa: ANN001, ANN202 - pytest fixtures' values
+    """A store of the paper's fleet and 31 revisions drawn on 6 of its machines, the newest on one seen before.
 
+    Returns the store's path, each revision's host and its value (1e4 / the host's stream speed, 0.5 % noise).
+    """
     from quiho.cli.main import main
-    from quiho.history.normalise import attach_machine, stored_host
     from quiho.store import open_store
     from quiho.store.fingerprints import fingerprinted_hosts, host_fingerprint
 
@@ -127,7 +128,17 @@ def test_cli_prints_the_newest_revision_and_exits_3_on_its_regression(tmp_path, 
     rng = np.random.default_rng(7)
     drawn = [hosts[i] for i in rng.integers(0, len(hosts), size=30)]
     drawn.append(drawn[3])  # the newest on a machine the history has seen
-    values = [1e4 / speed[h] * np.exp(rng.normal(0, 0.005)) for h in drawn]
+    return db, drawn, [1e4 / speed[h] * np.exp(rng.normal(0, 0.005)) for h in drawn]
+
+
+def test_cli_prints_the_newest_revision_and_exits_3_on_its_regression(tmp_path, popper_csv, capsys):
+    import json
+
+    from quiho.cli.main import main
+    from quiho.history.normalise import attach_machine, stored_host
+    from quiho.store import open_store
+
+    db, drawn, values = _history_on_seen_machines(tmp_path, popper_csv)
     for slower, code in ((1.0, 0), (1.3, 3)):
         csv = tmp_path / f"h{code}.csv"
         pd.DataFrame({"revision": [f"r{i:02d}" for i in range(31)], "value": [*values[:-1], values[-1] * slower]}
@@ -235,17 +246,8 @@ def test_cli_normalise_fits_the_whole_history_once_and_the_history_before_its_ne
     from quiho.history import normalise
     from quiho.history.normalise import _detect, attach_machine, stored_host
     from quiho.store import open_store
-    from quiho.store.fingerprints import fingerprinted_hosts, host_fingerprint
 
-    db = str(tmp_path / "q.db")
-    assert main(["import", "quiho-popper", str(popper_csv), "--store", db]) == 0
-    with open_store(db) as st:
-        hosts = fingerprinted_hosts(st)[:6]
-        speed = {h: float(host_fingerprint(st, h).medians()["stream"]) for h in hosts}
-    rng = np.random.default_rng(7)
-    drawn = [hosts[i] for i in rng.integers(0, len(hosts), size=30)]
-    drawn.append(drawn[3])  # the history of the test above: its newest revision on a machine the history has seen
-    values = [1e4 / speed[h] * np.exp(rng.normal(0, 0.005)) for h in drawn]
+    db, drawn, values = _history_on_seen_machines(tmp_path, popper_csv)
     pd.DataFrame({"revision": [f"r{i:02d}" for i in range(31)], "value": values}).to_csv(tmp_path / "h.csv")
     assert main(["history", "import", str(tmp_path / "h.csv"), "--series", "s", "--unit", "s", "--store", db]) == 0
     with open_store(db) as st:
