@@ -11,7 +11,7 @@ import numpy as np
 
 from quiho.errors import HistoryError, NotEnoughData, QuihoError
 from quiho.publish._drift import cached_drift
-from quiho.publish._irups import TargetView, read_targets
+from quiho.publish._irups import TargetView, check_settings, read_targets
 from quiho.publish._safe import page_file
 from quiho.publish._verdicts import page_key, series_keys, verdict_doc, verdict_from
 from quiho.publish.options import PublishOptions
@@ -271,9 +271,14 @@ def read_profiles(store: Store) -> list[ProfileView]:
 
 
 def read_site(store: Store, options: PublishOptions, reuse: Reuse | None = None) -> SiteData:
-    """Everything the site shows, read once; ``reuse`` (path, page key → kept?) lets unchanged series pages stay."""
-    from quiho.history import list_alerts
+    """Everything the site shows, read once; ``reuse`` (path, page key → kept?) lets unchanged series pages stay.
 
+    Bad options are usage errors before anything is read or cached: a failing publish leaves the store as it was.
+    """
+    from quiho.history import list_alerts, make_detector
+
+    make_detector(options.method)
+    check_settings(options.irup)
     alerts = tuple(list_alerts(store))
     fleets = tuple(read_fleets(store, options))
     notes = tuple(f"fingerprint source {f.source}: {f.note}" for f in fleets if f.note)  # why a source is empty

@@ -26,7 +26,7 @@ from quiho.publish.options import IrupSettings
 from quiho.store import Store
 from quiho.store.site_cache import cached_results, fingerprint_inputs, save_results, target_inputs
 
-__all__ = ["TargetView", "read_targets", "CACHE_VERSION"]
+__all__ = ["TargetView", "check_settings", "read_targets", "CACHE_VERSION"]
 
 #: Bumped when what a cached document holds changes: every older result is then recomputed.
 CACHE_VERSION = 1
@@ -102,7 +102,7 @@ def input_keys(store: Store, targets: pd.DataFrame, settings: IrupSettings) -> l
     return keys
 
 
-def _check(settings: IrupSettings) -> Any:
+def check_settings(settings: IrupSettings) -> Any:
     """The model parameters of ``settings``; a bad option is a usage error before any target is computed."""
     from quiho.irup import FORMULAS, ModelParams
 
@@ -146,7 +146,7 @@ def read_targets(store: Store, settings: IrupSettings) -> list[TargetView]:
 
     if not settings.enabled:
         return []
-    params = _check(settings)
+    params = check_settings(settings)
     targets = list_targets(store)
     if targets.empty:
         return []

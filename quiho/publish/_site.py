@@ -117,6 +117,29 @@ def _old_keys(root: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in keys.items()} if isinstance(keys, dict) else {}
 
 
+def _check_destination(root: Path) -> None:
+    """Refuse a site directory that cannot be made, before the store is read (nothing computed, nothing cached).
+
+    Raises
+    ------
+    QuihoError
+        The nearest ancestor that exists is not a directory or cannot be written.
+    OSError
+        A name too long for the file system (the caller turns it into a QuihoError).
+    """
+    missing = []
+    at = root.absolute()
+    while not at.exists() and at != at.parent:
+        missing.append(at.name)
+        at = at.parent
+    if not missing:
+        return
+    if not at.is_dir():
+        raise QuihoError(f"cannot write the site into {printable(root)}: {printable(at)} is not a directory")
+    if not os.access(at, os.W_OK | os.X_OK):
+        raise QuihoError(f"cannot write the site into {printable(root)}: {printable(at)} is not writable")
+
+
 def _reuse(root: Path, old: dict[str, str]) -> tuple[Callable[[str, str], bool], dict[str, str]]:
     """(may this page stay?, the pages it let stay → their SHA-256): same key, and the file on disk is as recorded."""
     keys, kept = _old_keys(root), {}
@@ -224,6 +247,7 @@ def publish(store: Store, directory: str | os.PathLike[str], options: PublishOpt
     options = options or PublishOptions()
     root = Path(directory)
     try:
+        _check_destination(root)
         reuse, kept = _reuse(root, _old_manifest(root))  # refuses a foreign directory before reading the store
         data = read_site(store, options, reuse)
         files = render_site(data, options)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from quiho.errors import UsageError
+from quiho.errors import QuihoError, UsageError
 from quiho.publish import MANIFEST, IrupSettings, PublishOptions, publish
 from quiho.store import history as history_store
 from quiho.store import open_store
@@ -119,6 +119,15 @@ def test_refuses_a_foreign_or_newer_directory(store_path, tmp_path):
         (tmp_path / "file").write_text("x")
         with pytest.raises(UsageError, match="is a file"):
             publish(st, tmp_path / "file")
+    before = store_path.read_bytes()
+    with open_store(store_path, create=False) as st:
+        # refused before the store is read: nothing computed, so nothing cached (the store stays byte for byte)
+        with pytest.raises(QuihoError, match="file is not a directory"):
+            publish(st, tmp_path / "file" / "site")
+        with pytest.raises(QuihoError, match="too long"):
+            publish(st, tmp_path / ("n" * 300) / "site")
+    assert store_path.read_bytes() == before
+    with open_store(store_path, create=False) as st:
         publish(st, tmp_path / "site")
         m = tmp_path / "site" / MANIFEST
         m.write_text(m.read_text().replace('"schema_version": 1', '"schema_version": 99'))
