@@ -41,11 +41,12 @@ def test_sum(benchmark):
     benchmark(sum, NUMS)
 """
 
-GOOD, SLOW = 8_000, 16_000
-#: the gate as CI runs it on a shared machine: CPU time of one process still shifts between runs (caches,
-#: frequency, the other core's load; Kalibera & Jones 2013): +3 % idle, +10 % once on a 2-core machine at load 8,
-#: so changes below 20 % raise no alert; the planted regression doubles the sort (> +50 %)
-GATE = ("history", "detect", "--all", "--fail-on-change", "--magnitude-floor", "0.2")
+GOOD, SLOW = 8_000, 64_000
+#: the gate as CI runs it on a shared machine: CPU time of one process shifts between runs (caches, frequency, the
+#: other core's load; Kalibera & Jones 2013). On a VM whose vCPUs share cores with other tenants, a whole process
+#: runs 1x or up to 2x slower (the unchanged 20 000-int sum: 0.10 ms or 0.16-0.19 ms per process, for seconds at a
+#: time), so changes below 150 % raise no alert here; the planted regression makes the sort ~10x slower
+GATE = ("history", "detect", "--all", "--fail-on-change", "--magnitude-floor", "1.5")
 
 
 def git(root: Path, *args: str) -> str:
@@ -90,7 +91,7 @@ def test_gate_stays_red_until_ack_and_closes_when_fixed(repo: Path, tmp_path: Pa
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     store = str(tmp_path / "q.db")
     walk = [GOOD] * 6 + [SLOW] * 4 + [GOOD]  # commit 6 regresses, 7-9 stay slow, 10 restores the speed
-    codes, alerts = [], []
+    codes, alerts, sort = [], [], []
     for i, n in enumerate(walk):
         if i == 9:  # a person acknowledges the alert before commit 9
             code, _, err = quiho("history", "alert", "ack", str(alerts[-1]["id"]), "--store", store, capsys=capsys)
@@ -103,14 +104,15 @@ def test_gate_stays_red_until_ack_and_closes_when_fixed(repo: Path, tmp_path: Pa
         d = json.loads(doc)
         alerts.append(d["alerts"][0] if d["alerts"] else None)
         by = {s["series"].split("::")[-1].split("[")[0]: s for s in d["series"]}
+        sort.append(by["test_sort"]["newest"])
         assert by["test_sum"]["alert"] is None, (i, by["test_sum"]["newest"])  # the unchanged benchmark: no alert
-    assert codes == [0] * 6 + [3, 3, 3, 0, 0], codes
+    assert codes == [0] * 6 + [3, 3, 3, 0, 0], (codes, sort)
     first = alerts[6]
     assert first["state"] == "new" and first["found_by"] == "newest revision" and "test_sort" in first["series"]
     assert first["magnitude"] > 0.5 and first["ci"][0] > 0 and first["p_value"] < 0.01
     assert alerts[7]["id"] == alerts[8]["id"] == first["id"]  # the same alert, not a new one per commit
     assert alerts[9]["state"] == "acknowledged"
-    assert alerts[10] is None  # no open alert left
+    assert alerts[10] is None, sort[10]  # no open alert left
     code, doc, _ = quiho("history", "alert", "list", "--all", "--json", "--store", store, capsys=capsys)
     (closed,) = json.loads(doc)["alerts"]
     fix = closed["fix"]
@@ -135,8 +137,9 @@ def test_base_compares_a_pr_with_main_at_its_merge_base(repo: Path, tmp_path: Pa
     assert quiho("history", "import", str(out), "--store", store, capsys=capsys)[0] == 0
     code, doc, _ = quiho(*GATE, "--base", base[:10], "--json", "--store", store, capsys=capsys)
     d = json.loads(doc)
-    assert code == 3 and d["base"] == base and d["alerts"] == []  # a PR check raises no alert in main's store
     verdicts = {s["series"].split("::")[-1].split("[")[0]: s["newest"]["verdict"] for s in d["series"]}
+    # a PR check raises no alert in main's store
+    assert code == 3 and d["base"] == base and d["alerts"] == [], [s["newest"] for s in d["series"]]
     assert verdicts["test_sort"] == "regression" and verdicts["test_sum"] != "regression"
     assert json.loads(quiho("history", "alert", "list", "--all", "--json", "--store", store,
                             capsys=capsys)[1])["alerts"] == []

@@ -37,11 +37,14 @@ N = 300_000  # loop iterations: ~0.03-0.05 s of CPU on the 2-vCPU test machine
 BENCH = """import os, sys, time
 N = {n}
 {extra}
-t0 = time.process_time()
-s = 0
-for i in range(N):
-    s += i
-print(time.process_time() - t0)
+best = float("inf")
+for _ in range(3):  # the fastest of three loops: a run beside a busy sibling vCPU takes up to 2x its time
+    t0 = time.process_time()
+    s = 0
+    for i in range(N):
+        s += i
+    best = min(best, time.process_time() - t0)
+print(best)
 """
 #: the benchmark as an argv list: this interpreter, no shell
 CMD = f"{sys.executable} bench.py"
@@ -187,11 +190,13 @@ def test_a_true_30_percent_slowdown_is_confirmed_with_its_paired_interval(repo, 
         c = confirm_revisions(st, _target(root), shas[2], shas[1], ConfirmOptions(pairs=16))
         row = sa.get_confirmation(st, c.id)
     ch = c.change
-    assert ch.verdict == "confirmed" and ch.n == 16 and ch.p_value < 0.05
+    ratios = [round(p.ratio, 3) for p in c.pairs]
+    assert ch.verdict == "confirmed" and ch.n == 16 and ch.p_value < 0.05, (ch, ratios)
     lo, hi = ch.ci
     # planted: +30 % loop iterations. On the 2-vCPU test machine beside another test suite a run took 1x or 2x
     # its time (the other vCPU busy or not), single pairs' ratios ranged 0.65-2.6, and 8 pairs missed the
-    # regression 3 times in 15; 16 pairs confirmed it 10 times in 10, estimates +28 % to +35 %
+    # regression 3 times in 15; 16 pairs confirmed it 10 times in 10, estimates +28 % to +35 %, and missed it
+    # once in CI on a busy EPYC runner: each run now reports the fastest of three loops
     assert 0 < lo <= ch.magnitude <= hi and 0.1 < ch.magnitude < 1.0
     assert [p.first for p in c.pairs] == ["baseline", "suspect"] * 8  # the order alternates within pairs
     assert row is not None and row.status == "complete" and row.verdict == "confirmed"
