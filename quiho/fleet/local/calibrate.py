@@ -38,8 +38,9 @@ so they are the same before and after the quota cells are probed.
 - **knobs** (:mod:`quiho.fleet.local.knobs`, screened between the two phases): where one is kept the hosts are a
   two-level screening design (:func:`design_factors`, :mod:`quiho.fleet.local.screening`) with the quota at 100 %
   and one level at least 1.5x slower; otherwise the quota x page size x co-runner grid above.
-- **re-probing**: a memory axis or knob dropped with an effect beyond 5 % but within 3 SE gets one more batch of
-  rounds, and is decided on all of them (a busy minute widens the noise; it does not remove the effect).
+- **re-probing**: a memory axis dropped while its rounds cannot rule out a 5 % effect (beyond 5 %, or within 5 %
+  only by less than 2 SE) gets one more batch of rounds, and is decided on all of them (a busy minute widens the
+  noise; it does not remove the effect). The first round is preceded by one unmeasured run of each probe.
 
 How these rules were arrived at, and on which machines, is in the docs' design page (local-fleet calibration).
 """
@@ -675,9 +676,14 @@ def measure_responses(runner: ProbeRunner, facts: dict[str, Any], reps: int = UN
     return resp
 
 
-def undecided(effect: float | None, kept: bool) -> bool:
-    """A dropped axis or knob whose effect is beyond 5 % but not beyond its noise: more rounds may decide it."""
-    return not kept and effect is not None and abs(effect) > MIN_STEP
+def undecided(effect: float | None, kept: bool, se: float | None = None) -> bool:
+    """A dropped axis whose rounds neither show a 5 % effect nor rule one out: more rounds may decide it.
+
+    Ruled out: the effect and two of its SEs stay within 5 % (a dropped axis is kept from 5 % and 3 SE on).
+    """
+    if kept or effect is None:
+        return False
+    return abs(effect) > MIN_STEP or (se is not None and abs(effect) + 2 * se > MIN_STEP)
 
 
 def _reprobe_undecided(runner: ProbeRunner, resp: dict[str, Any], unthrottled: list[tuple[Cell, int]],
@@ -691,7 +697,7 @@ def _reprobe_undecided(runner: ProbeRunner, resp: dict[str, Any], unthrottled: l
     """
     first = _first_phase(resp)
     by_axis = {"page-size": Cell(100, "always"), "co-runner": Cell(100, "never", corunner="stream")}
-    todo = [a.name for a in (first.page, first.co) if undecided(a.effect_memory, a.kept)
+    todo = [a.name for a in (first.page, first.co) if undecided(a.effect_memory, a.kept, a.se_memory)
             and any(c == by_axis[a.name] for c, _ in unthrottled)]
     if not todo:
         return

@@ -448,6 +448,27 @@ def test_an_axis_left_undecided_by_a_noisy_minute_is_probed_again_and_its_rounds
     json.dumps(resp)  # still JSON
 
 
+def test_an_axis_whose_noise_cannot_rule_out_an_effect_is_probed_again() -> None:
+    from quiho.fleet.local.calibrate import MIN_STEP, _first_phase, _reprobe_undecided
+    from quiho.fleet.local.probes import Cell
+
+    # a busy minute: the co-runner's rounds average ~0 % but scatter +-20 %; 0 is no evidence of no effect
+    resp = {"schema_version": 1, "cells": [
+        {"quota_pct": 100, "thp": "never", "period_us": 20000, "corunner": "none", "iops": "0", "mem_mib": 0,
+         "net": "0", "syscall_rules": 0, "memory": [0.30] * 6, "cpu": [0.2] * 6},
+        {"quota_pct": 100, "thp": "never", "period_us": 20000, "corunner": "stream", "iops": "0", "mem_mib": 0,
+         "net": "0", "syscall_rules": 0, "memory": [0.37, 0.27, 0.37, 0.27], "cpu": [0.2] * 4}]}
+    co = _first_phase(resp).co
+    assert not co.kept and abs(co.effect_memory) < MIN_STEP < abs(co.effect_memory) + 2 * co.se_memory
+    runner = _Rounds({(100, "never", "none"): {"memory": [0.3] * 6, "cpu": [0.2] * 6},
+                      (100, "never", "stream"): {"memory": [0.36] * 6, "cpu": [0.2] * 6}})
+    _reprobe_undecided(runner, resp, [(Cell(100, "never"), 6), (Cell(100, "never", corunner="stream"), 4)],
+                       ["memory", "cpu"], 6)  # type: ignore[arg-type]
+    assert resp["reprobed"] == ["co-runner"]
+    # decided on all 10 rounds: the quiet ones (+20 %) move the estimate, the busy ones still widen its SE
+    assert _first_phase(resp).co.effect_memory > co.effect_memory + MIN_STEP
+
+
 def test_a_decided_axis_is_not_probed_again() -> None:
     from quiho.fleet.local.calibrate import _reprobe_undecided
     from quiho.fleet.local.probes import Cell
