@@ -23,17 +23,23 @@ THP=/sys/kernel/mm/transparent_hugepage/enabled
 # for at most SECONDS, the limit becomes the group's unreclaimable memory (anonymous, shmem, kernel) plus the
 # allowance, and while it grows twice its growth since the last look (raised at once, lowered past a 4 MiB slack:
 # an application that allocates should meet no limit, only one whose file data outgrows the allowance); the moment the group is under OOM (an eventfd on
-# memory.oom_control) the limit doubles, so an application that outgrows it waits microseconds, not a look.
+# memory.oom_control) the limit doubles, so an application that outgrows it waits microseconds, not a look. A
+# lowering the kernel refuses (EBUSY: the page cache cannot be reclaimed that fast) keeps the old limit: the
+# watcher must outlive it, since without the watcher a group with the OOM killer off would stay frozen.
 #   python3 -c "$MEM_WATCH" CO_CGDIR MEMCG ALLOWANCE_MIB SECONDS
 MEM_WATCH='
-import os, select, sys, time
+import errno, os, select, sys, time
 co, m, allowance, secs = sys.argv[1], sys.argv[2], int(sys.argv[3]) << 20, int(sys.argv[4])
 def read(name):
     with open(os.path.join(m, name)) as fh:
         return fh.read()
 def limit_to(n):
-    with open(os.path.join(m, "memory.limit_in_bytes"), "w") as fh:
-        fh.write(str(n))
+    try:
+        with open(os.path.join(m, "memory.limit_in_bytes"), "w") as fh:
+            fh.write(str(n))
+    except OSError as exc:
+        if exc.errno != errno.EBUSY:
+            raise
 with open(os.path.join(co, "cgroup.procs"), "w") as fh:
     fh.write(str(os.getpid()))
 efd = os.eventfd(0)
