@@ -242,43 +242,30 @@ class ProbeRunner:
         """
         each = probes_of or [probes] * len(cells)
         out: list[dict[str, list[float]]] = [{p: [] for p in ps} for ps in each]
-        if not self._warm and cells:
-            self._warm_up(cells[0][0], each[0])
+        if not self._warm and cells:  # one unmeasured run of each probe: a calibration's first run is slow
+            self._warm = True
+            self._visit(cells[0][0], each[0])
         for r in range(max((n for _, n in cells), default=0)):
             for (cell, n), res in zip(cells, out, strict=True):
-                if r >= n:
-                    continue
-                self._n += 1
-                cg = str(CGROUP_CPU / f"{self.prefix}-{self._n}")
-                self._emulate("start", cg, str(cell.quota_pct), cell.corunner, "120", cell.thp, str(cell.period_us),
-                              cell.iops, str(cell.mem_mib), cell.net)
-                if cell.corunner != "none":
-                    time.sleep(CORUNNER_SETTLE_S)
-                try:
-                    for p in res:
-                        res[p].append(self._one(cg, PROBES[p], min(self.prefault_mib, PREFAULT_MIB_OF[p]),
-                                                cell.syscall_rules))
-                finally:
-                    self._emulate("stop", cg)
+                if r < n:
+                    for p, t in self._visit(cell, list(res)).items():
+                        res[p].append(t)
             self.on_step(f"calibration: round {r + 1}: " + "; ".join(
                 f"{c.label} " + " ".join(f"{p} {v[-1]:.3f}" for p, v in res.items() if v)
                 for (c, n), res in zip(cells, out, strict=True) if r < n))
         return out
 
-    def _warm_up(self, cell: Cell, probes: list[str]) -> None:
-        """One unmeasured run of each probe in ``cell`` before the first round: a calibration's first run is slow.
-
-        Its time is the machine's first touch of the probe (memory the VM gave back to its host, cold caches), not
-        the cell's: it inflated the reference cell's first memory run by 35-100 % in 3 of 5 calibrations.
-        """
-        self._warm = True
+    def _visit(self, cell: Cell, probes: list[str]) -> dict[str, float]:
+        """One repetition of ``cell``: its emulation started, each probe run once, the emulation stopped."""
         self._n += 1
         cg = str(CGROUP_CPU / f"{self.prefix}-{self._n}")
         self._emulate("start", cg, str(cell.quota_pct), cell.corunner, "120", cell.thp, str(cell.period_us),
                       cell.iops, str(cell.mem_mib), cell.net)
+        if cell.corunner != "none":
+            time.sleep(CORUNNER_SETTLE_S)
         try:
-            for p in probes:
-                self._one(cg, PROBES[p], min(self.prefault_mib, PREFAULT_MIB_OF[p]), cell.syscall_rules)
+            return {p: self._one(cg, PROBES[p], min(self.prefault_mib, PREFAULT_MIB_OF[p]), cell.syscall_rules)
+                    for p in probes}
         finally:
             self._emulate("stop", cg)
 
