@@ -123,9 +123,8 @@ def read_series(store: Store, options: PublishOptions, reuse: Reuse | None = Non
     ``reuse(path, page key)`` says is on disk as this key would write it is not even read (its view then has no
     revisions, ``reused=True``).
     """
-    from quiho.history import list_series, load_history, load_state, make_detector, verdict_of
+    from quiho.history import list_series, load_history, load_state, verdict_of
 
-    make_detector(options.method)  # an unknown detector is a usage error, not a site of unanalysed series
     keys = series_keys(series_digests(store), options)
     have = cached_results(store, list(keys.values()))
     by_series: dict[str, list[AlertRow]] = {}
@@ -277,7 +276,7 @@ def read_site(store: Store, options: PublishOptions, reuse: Reuse | None = None)
     """
     from quiho.history import list_alerts, make_detector
 
-    make_detector(options.method)
+    make_detector(options.method)  # an unknown detector is a usage error, not a site of unanalysed series
     check_settings(options.irup)
     alerts = tuple(list_alerts(store))
     fleets = tuple(read_fleets(store, options))

@@ -127,12 +127,10 @@ def _check_destination(root: Path) -> None:
     OSError
         A name too long for the file system (the caller turns it into a QuihoError).
     """
-    missing = []
     at = root.absolute()
     while not at.exists() and at != at.parent:
-        missing.append(at.name)
         at = at.parent
-    if not missing:
+    if at == root.absolute():
         return
     if not at.is_dir():
         raise QuihoError(f"cannot write the site into {printable(root)}: {printable(at)} is not a directory")
