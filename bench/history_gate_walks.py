@@ -52,7 +52,7 @@ def one_walk(seed: int, tmp: Path) -> dict[str, dict[str, Any]]:
     codes: dict[str, list[int]] = {g: [] for g in GATES}
     shas = []
     for i, n in enumerate(SIZES, start=1):
-        out = w.commit_and_bench(root, n, f"commit {i}: sort {n}", save_data=save, hogs=int(i in hogged))
+        out = w.commit_and_bench(root, n, f"commit {i}: sort {n}", hogs=int(i in hogged))[0 if save else 1]
         shas.append(w.git(root, "rev-parse", "HEAD").strip())
         for g, st in stores.items():
             assert w.quiho("history", "import", str(out), "--store", st)[0] == 0
