@@ -6,7 +6,7 @@ the fastest of three runs of it) with three commits: the loop, the same loop, th
 Per try, two real reruns of ``--pairs`` pairs each: the +30 % commit against its parent (power) and the identical
 commits against each other (false positives). The verdicts at fewer pairs are those of the first 8, 12 or 16
 pairs of the same reruns (an even prefix keeps the alternating order balanced), so every column is measured on the
-same runs. Counts come with their 95 % Wilson interval. About 40 s per try on an idle 2-vCPU VM.
+same runs. Counts come with their 95 % Wilson interval. About 15 s per try on a 2-vCPU VM.
 """
 
 from __future__ import annotations

@@ -50,8 +50,8 @@ class ConfirmOptions:
     ----------
     pairs : int, default 20
         Pairs of runs (each revision runs once per pair); at least :func:`min_pairs` (``level``) for a verdict. 20
-        because a run on a busy 2-vCPU machine took 1x or 2x its time by chance: 10 pairs missed a +30 % step 2
-        times in 6, 16 and 30 pairs never (in 10 and 6 tries).
+        because single runs here take 1x to 2.5x their time by chance: 8 pairs confirm +30 % about half the time,
+        20 pairs every time (``bench/confirm_power.py``).
     warmup : int, default 1
         Runs of each revision before the pairs, discarded (cold page cache, compiled bytecode, CPU frequency).
     level : float, default 0.95
