@@ -429,6 +429,18 @@ def test_the_gate_with_rerun_fails_on_a_confirmed_regression(tmp_path: Path, cap
     gate = json.loads(capsys.readouterr().out)
     assert gate["rerun"] == [] and gate["failing"] and gate["alerts"][0]["confirmation"]["id"] == row.id
     assert _stored(db) == (1, 20) and _worktrees(root) == 1
+    # another magnitude floor decides the same pairs again: nothing is run, the new verdict is stored with them
+    from quiho.history import run_gate
+    from quiho.history.gate import confirm_gate
+
+    with open_store(db) as st:
+        cg = confirm_gate(st, run_gate(st), _target(root), ConfirmOptions(magnitude_floor=10.0))
+        rows = sa.confirmations_of(st, 1)
+    assert cg.rerun == () and not cg.failing and [r.verdict for r in rows] == ["confirmed", "not confirmed"]
+    assert rows[1].pairs == rows[0].pairs and rows[1].machine == rows[0].machine and "floor" in rows[1].reason
+    assert (rows[1].magnitude, rows[1].ci_low, rows[1].p_value) == (rows[0].magnitude, rows[0].ci_low,
+                                                                   rows[0].p_value)
+    assert cg.gate.confirmations[1].id == rows[1].id
 
 
 def test_the_gate_with_rerun_passes_an_identical_pair_not_confirmed(tmp_path: Path, capsys) -> None:

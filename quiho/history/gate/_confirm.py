@@ -245,15 +245,20 @@ def confirm_revisions(store: Store | None, target: GitBench, suspect: str, basel
     return decided(interrupted=False)
 
 
-def _stored(store: Store | None, target: GitBench, options: ConfirmOptions, c: Confirmation) -> Confirmation:
-    """``c`` with its id once written to ``store`` with its pairs (one transaction); unchanged without a store."""
+def _stored(store: Store | None, target: GitBench, options: ConfirmOptions, c: Confirmation,
+            machine: dict[str, Any] | None = None) -> Confirmation:
+    """``c`` with its id once written to ``store`` with its pairs (one transaction); unchanged without a store.
+
+    ``machine``: the facts of the machine the pairs ran on (default: this one, where they just ran).
+    """
     if store is None:
         return c
     ch = c.change
     cid = sa.insert_confirmation(store, ConfirmationRow(
         0, c.alert_id, c.series, c.suspect, c.baseline, str(target.repo.resolve()), target.build, target.bench,
         target.metric, c.higher_is_better, options.warmup, options.level, ch.magnitude, ch.ci[0], ch.ci[1],
-        ch.p_value, ch.verdict, ch.reason, "interrupted" if c.interrupted else "complete", local_facts().to_dict(),
+        ch.p_value, ch.verdict, ch.reason, "interrupted" if c.interrupted else "complete",
+        local_facts().to_dict() if machine is None else machine,
         tuple((p.first, p.baseline, p.suspect) for p in c.pairs)))
     return replace(c, id=cid)
 

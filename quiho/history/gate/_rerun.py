@@ -16,6 +16,7 @@ from datetime import datetime
 from quiho.errors import BuildFailed, GitError
 from quiho.history.gate._alerts import GateResult
 from quiho.history.gate._confirm import Confirmation, ConfirmOptions, _stored, alert_revisions, confirm_revisions
+from quiho.history.gate._paired import paired_change
 from quiho.history.sources import GitBench
 from quiho.store import Store
 from quiho.store import alerts as sa
@@ -99,8 +100,7 @@ def confirm_gate(store: Store, result: GateResult, target: GitBench, options: Co
         stored = [r for r in sa.confirmations_of(store, a.id) if _same_rerun(r, target, options, (a.first_bad,
                                                                                                  baseline))]
         if stored and stored[-1].higher_is_better == hib:
-            conf[a.id] = Confirmation.from_row(stored[-1])
-            log(f"alert #{a.id} ({a.series}): confirmation #{stored[-1].id} of the same rerun is reused")
+            conf[a.id] = _reused(store, a, stored[-1], target, replace(options, higher_is_better=hib), log)
             continue
         key = (a.first_bad, baseline, hib)
         c = _rerun(store, a, key, target, replace(options, higher_is_better=hib), shared.get(key), log)
@@ -108,6 +108,25 @@ def confirm_gate(store: Store, result: GateResult, target: GitBench, options: Co
         conf[a.id] = c
         rerun.append(int(c.id or 0))
     return ConfirmedGate(replace(result, confirmations=conf), tuple(rerun))
+
+
+def _reused(store: Store, a: AlertRow, row: ConfirmationRow, target: GitBench, options: ConfirmOptions,
+            log: Callable[[str], None]) -> Confirmation:
+    """A stored rerun of the same revisions and settings: its pairs decided by today's magnitude floor.
+
+    The floor is not part of what was run, so the pairs stand; a verdict the floor changes is stored anew with
+    them (what the gate decides is what ``alert list`` shows).
+    """
+    c = Confirmation.from_row(row)
+    b, s = [p.baseline for p in c.pairs], [p.suspect for p in c.pairs]
+    again = paired_change(b, s, level=options.level, higher_is_better=c.higher_is_better,
+                          magnitude_floor=options.magnitude_floor)
+    if again.verdict == c.change.verdict:
+        log(f"alert #{a.id} ({a.series}): confirmation #{c.id} of the same rerun is reused")
+        return c
+    log(f"alert #{a.id} ({a.series}): the pairs of confirmation #{c.id} decided again at magnitude floor "
+        f"{options.magnitude_floor:.1%}: {again.verdict} (was {c.change.verdict})")
+    return _stored(store, target, options, replace(c, id=None, change=again), row.machine)
 
 
 def _rerun(store: Store, a: AlertRow, revs: tuple[str, str, bool], target: GitBench, options: ConfirmOptions,
