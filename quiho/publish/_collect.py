@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from quiho.errors import HistoryError, NotEnoughData, QuihoError
-from quiho.publish._drift import cached_drift
+from quiho.publish._drift import cached_drift, prune_drift
 from quiho.publish._irups import TargetView, check_settings, read_targets
 from quiho.publish._safe import page_file
 from quiho.publish._verdicts import page_key, series_keys, verdict_doc, verdict_from
@@ -18,7 +18,7 @@ from quiho.publish.options import PublishOptions
 from quiho.store import Store
 from quiho.store.alerts import AlertRow
 from quiho.store.profiles import list_profiles
-from quiho.store.site_cache import cached_results, save_results, series_digests
+from quiho.store.site_cache import cached_results, prune_results, save_results, series_digests
 
 #: ``reuse(path, page key)``: is the page at ``path`` on disk as a page of this key is written?
 Reuse = Callable[[str, str], bool]
@@ -126,6 +126,7 @@ def read_series(store: Store, options: PublishOptions, reuse: Reuse | None = Non
     from quiho.history import list_series, load_history, load_state, verdict_of
 
     keys = series_keys(series_digests(store), options)
+    prune_results(store, "series", keys)
     have = cached_results(store, list(keys.values()))
     by_series: dict[str, list[AlertRow]] = {}
     for a in alerts:
@@ -252,8 +253,9 @@ def read_fleets(store: Store, options: PublishOptions) -> list[FleetView]:
 
     if options.fingerprints is not None:
         return [read_fleet(store, options, options.fingerprints)]
-    others = [s for s in fingerprint_sources(store) if s != "fleet"]
-    return [read_fleet(store, options, s) for s in ["fleet", *others]]
+    sources = ["fleet", *(s for s in fingerprint_sources(store) if s != "fleet")]
+    prune_drift(store, sources)
+    return [read_fleet(store, options, s) for s in sources]
 
 
 def read_profiles(store: Store) -> list[ProfileView]:

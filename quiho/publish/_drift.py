@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -18,7 +19,7 @@ from quiho._version import __version__
 from quiho.errors import NotEnoughData
 from quiho.publish.options import PublishOptions
 from quiho.store import Store
-from quiho.store.site_cache import cached_results, save_results
+from quiho.store.site_cache import cached_results, prune_results, save_results
 
 __all__ = ["cached_drift"]
 
@@ -65,3 +66,8 @@ def cached_drift(store: Store, hist: pd.DataFrame, options: PublishOptions, sour
             doc = {"note": str(exc)}
         save_results(store, _KIND, {key: (source, doc)})
     return (_report(doc["report"]), "") if "report" in doc else (None, str(doc["note"]))
+
+
+def prune_drift(store: Store, sources: Sequence[str]) -> None:
+    """Drop the cached drift reports of fingerprint sources the store no longer holds (``sources``: all it holds)."""
+    prune_results(store, _KIND, sources)

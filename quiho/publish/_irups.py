@@ -24,7 +24,7 @@ from quiho._version import __version__
 from quiho.errors import QuihoError, UsageError
 from quiho.publish.options import IrupSettings
 from quiho.store import Store
-from quiho.store.site_cache import cached_results, fingerprint_inputs, save_results, target_inputs
+from quiho.store.site_cache import cached_results, fingerprint_inputs, prune_results, save_results, target_inputs
 
 __all__ = ["TargetView", "check_settings", "read_targets", "CACHE_VERSION"]
 
@@ -148,6 +148,7 @@ def read_targets(store: Store, settings: IrupSettings) -> list[TargetView]:
         return []
     params = check_settings(settings)
     targets = list_targets(store)
+    prune_results(store, _KIND, [str(t) for t in targets["target"]] if not targets.empty else [])
     if targets.empty:
         return []
     keys = input_keys(store, targets, settings)

@@ -10,7 +10,7 @@ publish hashes (a read of ``app_runs``, ``measurements`` and the history tables 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from quiho._version import __version__
 from quiho.store._db import SCHEMA, TEXT, Store, Tables, register_component, utcnow
 
-__all__ = ["SITE_RESULTS", "cached_results", "save_results", "target_inputs", "fingerprint_inputs",
+__all__ = ["SITE_RESULTS", "cached_results", "save_results", "prune_results", "target_inputs", "fingerprint_inputs",
            "fingerprint_sources", "series_digests"]
 
 #: One row per computed answer; ``kind`` says what it is (``irup``), ``subject`` what it is about (a target).
@@ -63,6 +63,27 @@ def save_results(store: Store, kind: str, results: Mapping[str, tuple[str, Mappi
             "created_at = excluded.created_at, quiho_version = excluded.quiho_version",
             [(key, kind, subject, json.dumps(doc, sort_keys=True, default=str), now, __version__)
              for key, (subject, doc) in results.items()])
+
+
+def prune_results(store: Store, kind: str, subjects: Collection[str]) -> int:
+    """Drop the results of ``kind`` whose subject is not in ``subjects`` (gone from the store); how many.
+
+    ``save_results`` keeps one result per subject; this removes the subjects themselves once a publish has seen
+    every subject of the kind (a deleted series or target, an import removed), so the table stays the size of
+    the store's current answers.
+    """
+    keep = set(subjects)
+    gone = [str(r[0]) for r in store.conn.execute("SELECT DISTINCT subject FROM site_results WHERE kind = ?",
+                                                  (kind,)).fetchall() if str(r[0]) not in keep]
+    if not gone:
+        return 0
+    n = 0
+    with store.transaction() as c:
+        for i in range(0, len(gone), 500):  # bounded IN lists on both backends
+            chunk = gone[i:i + 500]
+            n += c.execute(f"DELETE FROM site_results WHERE kind = ? AND subject IN ({','.join('?' * len(chunk))})",
+                           (kind, *chunk)).rowcount
+    return n
 
 
 def target_inputs(store: Store) -> pd.DataFrame:

@@ -393,6 +393,26 @@ def test_unchanged_series_pages_stay_without_being_read_again(store_path, tmp_pa
         assert set(keys) <= set(retitled.written)
 
 
+def test_a_republish_forgets_the_cached_answers_of_what_left_the_store(store_path, tmp_path):
+    """The cache keeps one answer per series, target and fingerprint source the store still holds."""
+    shutil.copy(store_path, tmp_path / "q.db")
+    with open_store(tmp_path / "q.db", create=False) as st:
+        publish(st, tmp_path / "site")
+
+        def cached(kind: str) -> set[str]:
+            return {str(r[0]) for r in st.conn.execute("SELECT subject FROM site_results WHERE kind = ?",
+                                                        (kind,)).fetchall()}
+
+        assert cached("series") == {series_name(n) for n in NAMES} and cached("drift") == {"fleet"}
+        with st.transaction() as c:  # a series removed, and a drift report of a source no longer stored
+            c.execute("DELETE FROM history_series WHERE name = ?", (series_name("bench3"),))
+            c.execute("INSERT INTO site_results(input_key, kind, subject, result_json, created_at, quiho_version) "
+                      "VALUES ('old', 'drift', 'gone-import', '{}', '', '')")
+        publish(st, tmp_path / "site")
+        assert cached("series") == {series_name(n) for n in NAMES if n != "bench3"}
+        assert cached("drift") == {"fleet"}
+
+
 def test_series_pages_show_their_open_alerts_with_state(store_path, tmp_path):
     """An open alert is on its series' page with its state; acknowledging it changes that page (and no other)."""
     from quiho.publish._series import series_file
