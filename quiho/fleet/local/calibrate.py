@@ -817,6 +817,9 @@ def calibrate(
     elapsed = time.monotonic() - t0
     responses["elapsed_s"] = elapsed
     choice = choose(responses)
+    if on_step is not None:  # the axes' verdicts, as the knobs' were said when screened
+        for a in choice.axes:
+            on_step(f"calibration: {a.name}: {'kept' if a.kept else 'dropped'}: {a.reason}")
     path = _inventory_path(store, key)
     text = inventory_text(choice, facts, key)
     if choice.hosts:

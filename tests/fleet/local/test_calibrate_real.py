@@ -23,7 +23,8 @@ pytestmark = [pytest.mark.root, pytest.mark.stressng, pytest.mark.slow]
 def test_calibration_probes_once_stores_writes_the_inventory_and_reprobes_on_new_facts(tmp_path: Path) -> None:
     thp_before = THP_PATH.read_text()
     store = open_store(tmp_path / "q.db")
-    first = calibrate(store, reps=2, knob_reps=3)
+    steps: list[str] = []
+    first = calibrate(store, reps=2, knob_reps=3, on_step=steps.append)
     assert not first.reused and first.probe_runs >= 2 * 2 * 3  # both probes, >= 2 reps, >= 3 cells
     # the knobs were screened: each measured or said; a kept one makes the hosts a screening design
     said = {k["name"] for k in first.choice["knobs"]} | {n.split(":")[0] for n in first.choice["knob_notes"]}
@@ -39,6 +40,11 @@ def test_calibration_probes_once_stores_writes_the_inventory_and_reprobes_on_new
     assert all(len(c["memory"]) >= 2 and all(t > 0 for t in c["memory"] + c["cpu"]) for c in cells)
     assert {a["name"] for a in first.choice["axes"]} == {"quota", "page-size", "co-runner"}
     assert all(a["reason"] for a in first.choice["axes"])
+    # each axis's verdict is said as it is stored, as each knob's is
+    for a in first.choice["axes"]:
+        assert f"calibration: {a['name']}: {'kept' if a['kept'] else 'dropped'}: {a['reason']}" in steps
+    for k in first.choice["knobs"]:
+        assert f"calibration: knob {k['name']}: {'kept' if k['kept'] else 'dropped'}: {k['reason']}" in steps
     inv_path = Path(first.inventory)
     assert inv_path.parent == (tmp_path).resolve() and inv_path.name == f"local-fleet-{first.facts_key[:8]}.yml"
     if first.choice["hosts"]:
