@@ -528,6 +528,9 @@ def _fleet_hosts(levels: tuple[int, ...], page: bool, co: bool, knobs: tuple[dic
     if left_out:
         warnings.append(f"a screening design takes {DESIGN_MAX_FACTORS} factors: {', '.join(left_out)} kept by its "
                         "probe but left out of the hosts")
+    if co and any(k["kept"] and k["name"] == "core-sharing" for k in knobs):
+        warnings.append("core-sharing kept by its probe but left out of the hosts: its compute co-runner would take "
+                        "the other CPU, where the stream co-runner runs")
     return hosts, {"kind": kind, "factors": [f[0] for f in factors], "left_out": left_out}
 
 

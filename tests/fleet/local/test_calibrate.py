@@ -384,7 +384,7 @@ def test_without_a_kept_knob_the_fleet_stays_the_quota_by_page_size_grid() -> No
 
 
 def test_design_factors_take_the_stream_co_runner_before_core_sharing() -> None:
-    from quiho.fleet.local.calibrate import design_factors
+    from quiho.fleet.local.calibrate import _fleet_hosts, design_factors
 
     knobs = [_knob("core-sharing", "cpu"), _knob("storage", "8:0:100")]
     with_stream, _ = design_factors(67, page=False, co=True, knobs=knobs)
@@ -393,6 +393,14 @@ def test_design_factors_take_the_stream_co_runner_before_core_sharing() -> None:
     assert [(n, v, lev) for n, v, lev in without] == [("cpu-quota", "quiho_cpu_quota_pct", 67),
                                                       ("storage", "quiho_write_iops", "8:0:100"),
                                                       ("core-sharing", "quiho_corunner", "cpu")]
+    # a kept knob left out is said: the fleet's warnings name it and why
+    warnings: list[str] = []
+    _fleet_hosts((100, 67), False, True, tuple(knobs), warnings)
+    assert warnings == ["core-sharing kept by its probe but left out of the hosts: its compute co-runner would take "
+                        "the other CPU, where the stream co-runner runs"]
+    warnings.clear()
+    _fleet_hosts((100, 67), False, False, tuple(knobs), warnings)
+    assert warnings == []
 
 
 def test_every_kept_class_comes_before_a_second_memory_axis_and_the_design_keeps_seven() -> None:
