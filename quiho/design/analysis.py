@@ -157,7 +157,7 @@ def _story(effects: VersionEffects, axes: Mapping[str, AxisClass], labels: Mappi
         pos = position(by[f], axes[f], higher_is_better) if f in axes else None
         why = ("within the noise" if not by[f].excludes_zero() else f"not shown beyond ±{100 * floor:.0f} %"
                + (f", {pos:.2f} of the way to the {resource[f]} stressor" if pos is not None else ""))
-        return f"{labels[f]} {by[f].text()} {why}"
+        return f"{labels[f]} {by[f].text()}" + (" (both versions)" if f in pooled else "") + f" {why}"
 
     if cpu and mem_axes:
         return ClassStory("CPU-bound", ("cpu",), cite(cpu) + "; " + ", ".join(small(f) for f in mem_axes))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -207,3 +208,7 @@ def test_a_fold_over_design_visiting_each_host_once_names_the_storage_bound_vers
     assert b["storage"].ci_low < 1.20 < b["storage"].ci_high and res.visits == 16
     assert res.story_b.label == "storage-bound" and res.story_a.label.startswith("CPU")
     assert res.verdict == "different" and "storage" in {c.factor for c in res.moved}
+    # a factor whose effect did not change is pooled over both versions, and each line says so where it cites it
+    ev = res.story_a.evidence
+    assert re.search(r"huge pages [^\[]*\[[^\]]*\] \(both versions\) within the noise", ev), ev
+    assert re.search(r"CPU quota [^\[]*\[[^\]]*\];", ev), ev  # its effect changed: this version's own
