@@ -18,7 +18,7 @@ from quiho.errors import NotEnoughData, UnknownTargetError
 from quiho.store import Store
 from quiho.store.irup import app_values, fingerprint_values, target_counts
 
-__all__ = ["TargetData", "load_target", "list_targets", "parse_target", "load_fingerprints"]
+__all__ = ["TargetData", "load_target", "list_targets", "parse_target", "target_name", "load_fingerprints"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,11 @@ def list_targets(store: Store) -> pd.DataFrame:
     df = target_counts(store)
     df["target"] = [_target_name(a, v, t) for a, v, t in zip(df.application, df.version, df.test, strict=True)]
     return df
+
+
+def target_name(app: str, version: str, test: str) -> str:
+    """The target's name: ``app@version``, with ``/test`` when the test is not named after the application."""
+    return _target_name(app, version, test)
 
 
 def _target_name(app: str, version: str, test: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -283,6 +283,30 @@ def read_site(store: Store, options: PublishOptions, reuse: Reuse | None = None)
     alerts = tuple(list_alerts(store))
     fleets = tuple(read_fleets(store, options))
     notes = tuple(f"fingerprint source {f.source}: {f.note}" for f in fleets if f.note)  # why a source is empty
-    return SiteData(tuple(read_series(store, options, reuse, alerts)), fleets, tuple(read_profiles(store)),
-                    warnings=notes, alerts=alerts, targets=tuple(read_targets(store, options.irup)))
+    profiles = tuple(read_profiles(store))
+    targets = designed_targets(store, read_targets(store, options.irup), profiles)
+    return SiteData(tuple(read_series(store, options, reuse, alerts)), fleets, profiles,
+                    warnings=notes, alerts=alerts, targets=tuple(targets))
+
+
+def designed_targets(store: Store, targets: list[TargetView], profiles: tuple[ProfileView, ...]) -> list[TargetView]:
+    """``targets`` with, for each, the stored profiles on a designed fleet that measured it and its side in them.
+
+    A profile measured the target whose application, version (its stored label) and test its runs carry; the
+    target page shows that profile's per-version factor effects, the numbers the profile stored.
+    """
+    from quiho.irup.data import target_name
+    from quiho.store.app_runs import profile_tests
+
+    tests = profile_tests(store)
+    found: dict[str, list[tuple[ProfileView, str]]] = {}
+    for p in profiles:
+        doc = p.document or {}
+        if not doc.get("design"):
+            continue
+        sides = {str(doc.get("version_a")): "a", str(doc.get("label_b") or doc.get("version_b")): "b"}
+        for app, version, test in sorted(tests.get(str(p.row["batch"]), ())):
+            if version in sides:
+                found.setdefault(target_name(app, version, test), []).append((p, sides[version]))
+    return [replace(t, designed=tuple(found.get(t.name, ()))) for t in targets]
 

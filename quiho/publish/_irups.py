@@ -41,6 +41,7 @@ class TargetView:
 
     ``class_shares``: share of the total importance per primary stressor class
     (:func:`quiho.irup.class_shares`). ``computed``: this publish computed it (False: read from the cache).
+    ``designed``: the profiles on a designed fleet that measured it (:func:`quiho.publish._collect.designed_targets`).
     """
 
     name: str
@@ -51,6 +52,8 @@ class TargetView:
     class_shares: dict[str, float]
     error: str = ""
     computed: bool = False
+    #: stored profiles on a designed fleet that measured this target, each with the target's side ("a" or "b")
+    designed: tuple[tuple[Any, str], ...] = ()
 
 
 def _run_digests(store: Store, run_ids: list[int]) -> dict[int, str]:
@@ -96,7 +99,7 @@ def input_keys(store: Store, targets: pd.DataFrame, settings: IrupSettings) -> l
         pos = where.get((t.application, t.version, t.test), np.zeros(0, dtype=np.int64))
         h = hashlib.sha256(head + b"\0" + str(t.target).encode("utf-8", "surrogatepass") + b"\0")
         h.update(hashes[pos].tobytes())
-        for r in sorted({int(x) for x in run_col[pos] if x == x}):  # x == x: not NaN (a run without fingerprint)
+        for r in sorted({int(x) for x in run_col[pos] if pd.notna(x)}):  # NaN/None: a run without fingerprint
             h.update(f"{r}:{digests.get(r, '')};".encode())
         keys.append(h.hexdigest())
     return keys

@@ -14,7 +14,7 @@ from quiho.publish._layout import badge, page, table
 from quiho.publish._report_svg import Bars, bars_svg, runs_svg
 from quiho.publish._safe import num, page_file, pct, text
 
-__all__ = ["profiles_index", "profile_page", "profile_file", "profile_key", "profile_cells"]
+__all__ = ["profiles_index", "profile_page", "profile_file", "profile_key", "profile_cells", "effect_text"]
 
 
 def profile_key(p: ProfileView) -> str:
@@ -74,7 +74,7 @@ def _shift_html(cmp: dict[str, Any], a: str, b: str) -> list[str]:
     return out
 
 
-def _effect(e: dict[str, Any]) -> str:
+def effect_text(e: dict[str, Any]) -> str:
     """``+25 % [+16, +35]``, as quiho.design.Effect.text formats the same numbers."""
     ci = e.get("ci") or [None, None]
     if e.get("effect") is None or None in ci:
@@ -95,8 +95,8 @@ def _design_html(design: dict[str, Any], a: str, b: str) -> list[str]:
         p_txt = "n/a" if c is None or c.get("p_value") is None else \
             f"{c['p_value']:.3g} (Holm {c.get('p_adjusted') or float('nan'):.3g})"
         rows.append([text(f"{f['label']} {f['reference']} → {f['far']}"), text(axes.get(f["name"], "none")),
-                     _effect(fa.get(f["name"], {})), _effect(fb.get(f["name"], {})),
-                     _effect(c or {}), text(p_txt)])
+                     effect_text(fa.get(f["name"], {})), effect_text(fb.get(f["name"], {})),
+                     effect_text(c or {}), text(p_txt)])
     return [f"<p id='design'>{badge(str(design.get('verdict', '–')))} {text(design.get('reason', ''))}</p>",
             f"<p><b>{text(a)}</b>: {text((story.get('a') or {}).get('label', ''))} — "
             f"{text((story.get('a') or {}).get('evidence', ''))}<br><b>{text(b)}</b>: "

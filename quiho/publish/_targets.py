@@ -10,6 +10,7 @@ from typing import Any
 
 from quiho.publish._irups import TargetView
 from quiho.publish._layout import badge, page, table
+from quiho.publish._profiles import effect_text, profile_file
 from quiho.publish._report_svg import Bars, bars_svg
 from quiho.publish._safe import num, page_file, text
 
@@ -84,13 +85,37 @@ def _advice_html(t: TargetView, irup: dict[str, Any]) -> str:
             "target).</p>")
 
 
+def _designed_html(t: TargetView) -> list[str]:
+    """Each designed-fleet profile of the target: its class and factor effects here, as the profile stored them."""
+    if not t.designed:
+        return []
+    out = ["<h2>On a designed fleet: what moves it</h2>"]
+    for i, (p, side) in enumerate(t.designed):
+        doc = p.document or {}
+        design = doc.get("design") or {}
+        story = (design.get("story") or {}).get(side) or {}
+        effects = {e["factor"]: e for e in ((design.get("effects") or {}).get(side) or {}).get("effects") or []}
+        axes = {x["factor"]: x["resource"] for x in design.get("axes") or []}
+        pair = f"{doc.get('application')}@{doc.get('version_a')} → @{doc.get('label_b') or doc.get('version_b')}"
+        out.append(f"<p><a href='../{profile_file(p)}'>profile {text(p.row.get('batch'))}</a> ({text(pair)}): "
+                   f"<b>{text(story.get('label', '–'))}</b> — {text(story.get('evidence', ''))}</p>")
+        rows = [[text(f"{f['label']} {f['reference']} → {f['far']}"), text(axes.get(f["name"], "none")),
+                 effect_text(effects.get(f["name"], {}))]
+                for f in (design.get("factors") or {}).get("factors") or []]
+        out.append(table(["factor", "loads", "effect (95 % CI)"], rows, table_id=f"designed-{i}"))
+    return out
+
+
 def target_page(t: TargetView, site_title: str) -> str:
-    """One target: validity, top stressors with their spread over seeds, class shares, advice, method."""
+    """One target: validity, top stressors with their spread over seeds, class shares, advice, method.
+
+    A target measured by a profile on a designed fleet also shows that profile's factor effects on it.
+    """
     body = [f"<h1>{text(t.name)}</h1>",
             f"<p class='muted'>{t.runs} runs on {t.hosts} hosts · metric in {text(t.unit or '–')}</p>"]
     if t.irup is None:
         body.append(f"<p id='validity'>{badge('no IRUP')} {text(t.error)}</p>")
-        return page(t.name, site_title, body, 1)
+        return page(t.name, site_title, body + _designed_html(t), 1)
     irup = t.irup
     feats = list(irup.get("features") or [])
     body += _validity_html(irup)
@@ -103,6 +128,7 @@ def target_page(t: TargetView, site_title: str) -> str:
     if len(feats) > _TOP:
         body.append(f"<details><summary>{len(feats) - _TOP} more stressors</summary>"
                     f"{_features_table(feats[_TOP:], 'irup-rest', _TOP + 1)}</details>")
+    body += _designed_html(t)
     shares = sorted(t.class_shares.items(), key=lambda kv: (-kv[1], kv[0]))  # largest first, ties by name
     body += ["<h2>Class shares</h2>",
              table(["class", "share of importance"], ([text(k), num(v, ".0%")] for k, v in shares),

@@ -17,7 +17,8 @@ from quiho.store.hosts import host_id, set_host_status
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["AppRunRow", "AppRunBatch", "insert_app_runs", "hosts_with_runs", "visits_with_runs", "profile_runs"]
+__all__ = ["AppRunRow", "AppRunBatch", "insert_app_runs", "hosts_with_runs", "visits_with_runs", "profile_runs",
+           "profile_tests"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,15 @@ def visits_with_runs(store: Store, batch: str, application: str) -> set[tuple[st
         "WHERE a.batch = ? AND a.application = ? AND a.status = 'ok'", (batch, application),
     ).fetchall()
     return {(str(r["name"]), int(json.loads(r["extra_json"] or "{}").get("round", 0))) for r in rows}
+
+
+def profile_tests(store: Store) -> dict[str, set[tuple[str, str, str]]]:
+    """Profile batch → the (application, version, test) its stored runs are of (the targets it measured)."""
+    out: dict[str, set[tuple[str, str, str]]] = {}
+    for r in store.conn.execute("SELECT DISTINCT batch, application, version, test FROM app_runs "
+                                "WHERE source = 'profile'").fetchall():
+        out.setdefault(str(r[0]), set()).add((str(r[1]), str(r[2]), str(r[3])))
+    return out
 
 
 def profile_runs(store: Store, application: str, labels: tuple[str, str], batch: str) -> pd.DataFrame:
