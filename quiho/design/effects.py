@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from quiho._factors import FACTORS
 from quiho._text import json_number
 from quiho.design.factors import FactorTable
 
@@ -47,9 +48,9 @@ __all__ = ["Effect", "VersionEffects", "AxisClass", "DesignSettings", "version_e
 #: What the local fleet's knobs load: the calibration measured it on this machine with a memory and a CPU probe
 #: (a quota is kept as a speed axis whose levels slow both probes as they say; page size and co-runner only when
 #: they move the memory probe beyond 3 SE and more than the CPU probe).
-FALLBACK_CLASSES: dict[str, str] = {"cpu-quota": "cpu", "huge-pages": "memory", "co-runner": "memory",
-                                    "core-sharing": "cpu", "storage": "storage", "kernel-entry": "kernel-entry",
-                                    "network": "network", "memory-capacity": "memory-capacity"}
+FALLBACK_CLASSES: dict[str, str] = {f.name: f.resource for f in FACTORS}
+#: The calibration probe that showed a class's axis move its resource (the classes beyond CPU).
+_PROBE_OF_CLASS: dict[str, str] = {f.resource: f.probe for f in FACTORS if f.resource != "cpu"}
 
 
 @dataclass(frozen=True)
@@ -409,8 +410,7 @@ def _knob_class(name: str, j: int, effects: Mapping[str, tuple[Effect, ...]],
         top = max(strong, key=lambda e: abs(e.estimate))
         ce[resource] = (top.estimate, top.se)
     moved = ", ".join(f"{c} {_pct(e)}" for c, (e, _s) in sorted(ce.items()))
-    probe = {"memory": "memory", "storage": "fsync", "kernel-entry": "syscall", "network": "network",
-             "memory-capacity": "reread"}.get(resource)
+    probe = _PROBE_OF_CLASS.get(resource)
     why = ("the calibration kept it as a speed axis" if resource == "cpu" else
            f"the calibration kept it as a {resource} axis (its {probe} probe moved beyond 3 SE, more than its CPU "
            "probe)") + (f"; stressors: {moved}" if moved else "")

@@ -16,20 +16,14 @@ from typing import Any
 
 import numpy as np
 
+from quiho._factors import FACTOR_BY_NAME, FACTORS
+
 __all__ = ["Factor", "FactorTable", "factor_table", "local_fleet_vars", "KNOB_FACTORS"]
 
 #: The local fleet's emulation knobs as factors: host variable -> (factor name, what it emulates).
-KNOB_FACTORS: dict[str, tuple[str, str]] = {
-    "quiho_cpu_quota_pct": ("cpu-quota", "CPU quota"),
-    "quiho_thp": ("huge-pages", "huge pages"),
-    "quiho_corunner": ("co-runner", "co-runner"),
-    "quiho_write_iops": ("storage", "write-IOPS limit"),
-    "quiho_syscall_rules": ("kernel-entry", "seccomp rules"),
-    "quiho_net": ("network", "loopback shaping"),
-    "quiho_mem_cache_mib": ("memory-capacity", "page-cache allowance"),
-}
+KNOB_FACTORS: dict[str, tuple[str, str]] = {f.host_var: (f.name, f.label) for f in FACTORS if f.name != "core-sharing"}
 #: A compute co-runner (``quiho_corunner: cpu``) is the core-sharing knob, not a memory co-runner: its own factor.
-CORE_SHARING = ("core-sharing", "core sharing")
+CORE_SHARING = (FACTOR_BY_NAME["core-sharing"].name, FACTOR_BY_NAME["core-sharing"].label)
 
 
 @dataclass(frozen=True)

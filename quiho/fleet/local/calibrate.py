@@ -58,6 +58,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from quiho._factors import FACTORS
 from quiho.errors import InventoryError
 from quiho.fleet.local.emulate import local_fleet_lock
 from quiho.fleet.local.knobs import KNOB_REPS, paired_mean, screen_knobs
@@ -536,12 +537,7 @@ def _fleet_hosts(levels: tuple[int, ...], page: bool, co: bool, knobs: tuple[dic
 
 #: Each factor a designed fleet may set: host variable, its off level and, for the emulation axes, the on level
 #: (a knob's on level is the one its calibration measured).
-_DESIGN_VARS: dict[str, tuple[str, Any, Any]] = {
-    "cpu-quota": ("quiho_cpu_quota_pct", 100, None), "huge-pages": ("quiho_thp", "never", "always"),
-    "co-runner": ("quiho_corunner", "none", "stream"), "core-sharing": ("quiho_corunner", "none", "cpu"),
-    "storage": ("quiho_write_iops", "0", None), "kernel-entry": ("quiho_syscall_rules", 0, None),
-    "network": ("quiho_net", "0", None), "memory-capacity": ("quiho_mem_cache_mib", 0, None),
-}
+_DESIGN_VARS: dict[str, tuple[str, Any, Any]] = {f.name: (f.host_var, f.off, f.on) for f in FACTORS}
 
 
 def design_factors(quota: int | None, page: bool, co: bool, knobs: Iterable[dict[str, Any]],

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from quiho._factors import FACTOR_BY_NAME
 from quiho.fleet.local.probes import Cell, ProbeRunner
 
 __all__ = ["Knob", "KNOBS", "LOOK_AT", "KnobEffect", "KNOB_REPS", "decide_knob", "knob_cells", "screen_knobs",
@@ -77,24 +78,30 @@ class Knob:
 
 
 #: The catalogue, in the order the screening design lists its factors.
+def _knob(name: str, resource: str, emulates: str, look_at: str) -> Knob:
+    """A catalogue entry whose class, probe and host variable are the factor table's (:mod:`quiho._factors`)."""
+    f = FACTOR_BY_NAME[name]
+    return Knob(name, resource, f.resource, f.probe, f.host_var, emulates, look_at)
+
+
 KNOBS: tuple[Knob, ...] = (
-    Knob("core-sharing", "core sharing", "cpu", "cpu", "quiho_corunner",
-         "a busy sibling: a compute co-runner on the other CPU (on VMs two vCPUs may share one physical core)",
-         "instruction throughput: hot loops, vector width, work a sibling thread competes for"),
-    Knob("storage", "storage", "storage", "fsync", "quiho_write_iops",
-         "a slower disk: a write-IOPS limit on the disk the application writes to (cgroup blkio)",
-         "fsync and synchronous writes: commit/flush frequency, write batching, journal mode, O_SYNC/O_DIRECT"),
-    Knob("kernel-entry", "kernel entry", "kernel-entry", "syscall", "quiho_syscall_rules",
-         "a dearer system call: a seccomp filter every system call of the application passes",
-         "system calls per unit of work: small reads/writes, polling, stat/open loops, unbuffered I/O"),
-    Knob("network", "network", "network", "network", "quiho_net",
-         "a slower network: the application's namespace loopback delays packets (netem) or limits the rate (tbf)",
-         "round trips and bytes on the wire: requests per operation, connection reuse, batching, payload size"),
-    Knob("memory-capacity", "memory capacity", "memory-capacity", "reread", "quiho_mem_cache_mib",
-         "less free memory: the page cache holds at most a fixed allowance beyond the application's own memory "
-         "(a cgroup memory limit that follows it; a run is paused at the limit, never killed)",
-         "file data read more than once: working sets larger than the cache, scans that an index or a stream "
-         "would avoid, temporary files, mmap'd files"),
+    _knob("core-sharing", "core sharing",
+          "a busy sibling: a compute co-runner on the other CPU (on VMs two vCPUs may share one physical core)",
+          "instruction throughput: hot loops, vector width, work a sibling thread competes for"),
+    _knob("storage", "storage",
+          "a slower disk: a write-IOPS limit on the disk the application writes to (cgroup blkio)",
+          "fsync and synchronous writes: commit/flush frequency, write batching, journal mode, O_SYNC/O_DIRECT"),
+    _knob("kernel-entry", "kernel entry",
+          "a dearer system call: a seccomp filter every system call of the application passes",
+          "system calls per unit of work: small reads/writes, polling, stat/open loops, unbuffered I/O"),
+    _knob("network", "network",
+          "a slower network: the application's namespace loopback delays packets (netem) or limits the rate (tbf)",
+          "round trips and bytes on the wire: requests per operation, connection reuse, batching, payload size"),
+    _knob("memory-capacity", "memory capacity",
+          "less free memory: the page cache holds at most a fixed allowance beyond the application's own memory "
+          "(a cgroup memory limit that follows it; a run is paused at the limit, never killed)",
+          "file data read more than once: working sets larger than the cache, scans that an index or a stream "
+          "would avoid, temporary files, mmap'd files"),
 )
 _BY_NAME = {k.name: k for k in KNOBS}
 #: Where to look when a version leans more or less on a knob's resource class (the classes beyond CPU and memory).
