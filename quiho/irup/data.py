@@ -58,16 +58,12 @@ def parse_target(target: str) -> tuple[str, str, str]:
 def list_targets(store: Store) -> pd.DataFrame:
     """Every target with data: application, version, test, rows, hosts, unit."""
     df = target_counts(store)
-    df["target"] = [_target_name(a, v, t) for a, v, t in zip(df.application, df.version, df.test, strict=True)]
+    df["target"] = [target_name(a, v, t) for a, v, t in zip(df.application, df.version, df.test, strict=True)]
     return df
 
 
 def target_name(app: str, version: str, test: str) -> str:
     """The target's name: ``app@version``, with ``/test`` when the test is not named after the application."""
-    return _target_name(app, version, test)
-
-
-def _target_name(app: str, version: str, test: str) -> str:
     base = f"{app}@{version}" if version else app
     return base if test == app else f"{base}/{test}"
 

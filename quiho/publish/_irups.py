@@ -151,7 +151,7 @@ def read_targets(store: Store, settings: IrupSettings) -> list[TargetView]:
         return []
     params = check_settings(settings)
     targets = list_targets(store)
-    prune_results(store, _KIND, [str(t) for t in targets["target"]] if not targets.empty else [])
+    prune_results(store, _KIND, [str(t) for t in targets["target"]])
     if targets.empty:
         return []
     keys = input_keys(store, targets, settings)

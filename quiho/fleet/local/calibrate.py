@@ -58,7 +58,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from quiho._factors import FACTORS
+from quiho._factors import FACTOR_BY_NAME
 from quiho.errors import InventoryError
 from quiho.fleet.local.emulate import local_fleet_lock
 from quiho.fleet.local.knobs import KNOB_REPS, paired_mean, screen_knobs
@@ -535,9 +535,6 @@ def _fleet_hosts(levels: tuple[int, ...], page: bool, co: bool, knobs: tuple[dic
     return hosts, {"kind": kind, "factors": [f[0] for f in factors], "left_out": left_out}
 
 
-#: Each factor a designed fleet may set: host variable, its off level and, for the emulation axes, the on level
-#: (a knob's on level is the one its calibration measured).
-_DESIGN_VARS: dict[str, tuple[str, Any, Any]] = {f.name: (f.host_var, f.off, f.on) for f in FACTORS}
 
 
 def design_factors(quota: int | None, page: bool, co: bool, knobs: Iterable[dict[str, Any]],
@@ -556,7 +553,8 @@ def design_factors(quota: int | None, page: bool, co: bool, knobs: Iterable[dict
     order += [(n, None) for n in memory[1:]]
     if "core-sharing" in kept and not co:
         order.append(("core-sharing", None))
-    out = [(n, _DESIGN_VARS[n][0], level if level is not None else _DESIGN_VARS[n][2]) for n, level in order]
+    out = [(n, FACTOR_BY_NAME[n].host_var, level if level is not None else FACTOR_BY_NAME[n].on)
+           for n, level in order]
     return out[:DESIGN_MAX_FACTORS], [n for n, _v, _l in out[DESIGN_MAX_FACTORS:]]
 
 
@@ -567,7 +565,7 @@ def _design_hosts(factors: list[tuple[str, str, Any]]) -> tuple[tuple[tuple[str,
     for host in design.hosts:  # round 1's hosts, then the fold-over's (a split design's round 2 only)
         v: dict[str, Any] = {"quiho_cpu_quota_pct": 100, "quiho_thp": "never", "quiho_corunner": "none"}
         for (fname, var, on), level in zip(factors, host.levels, strict=True):
-            v[var] = on if level else _DESIGN_VARS[fname][1]
+            v[var] = on if level else FACTOR_BY_NAME[fname].off
         if design.split_rounds:
             v["quiho_design_rounds"] = list(host.rounds)
         rep = host.name.rsplit("-r", 1)[1] if re.search(r"-r\d+$", host.name) else None
