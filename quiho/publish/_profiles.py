@@ -7,6 +7,7 @@ so 100 profiles publish in well under a second. Its JSON is published beside the
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from quiho.publish._collect import ProfileView
@@ -14,7 +15,8 @@ from quiho.publish._layout import badge, page, table
 from quiho.publish._report_svg import Bars, bars_svg, runs_svg
 from quiho.publish._safe import num, page_file, pct, text
 
-__all__ = ["profiles_index", "profile_page", "profile_file", "profile_key", "profile_cells", "effect_text"]
+__all__ = ["profiles_index", "profile_page", "profile_file", "profile_key", "profile_cells", "effect_text",
+           "factor_rows"]
 
 
 def profile_key(p: ProfileView) -> str:
@@ -82,21 +84,27 @@ def effect_text(e: dict[str, Any]) -> str:
     return f"{100 * e['effect']:+.0f} % [{100 * ci[0]:+.0f}, {100 * ci[1]:+.0f}]"
 
 
+def factor_rows(design: dict[str, Any], sides: Sequence[str]) -> list[list[str]]:
+    """Per factor of a stored design: its levels, what it loads, and its effect on each version of ``sides``."""
+    effects = {side: {e["factor"]: e for e in ((design.get("effects") or {}).get(side) or {}).get("effects") or []}
+               for side in sides}
+    axes = {x["factor"]: x["resource"] for x in design.get("axes") or []}
+    return [[text(f"{f['label']} {f['reference']} → {f['far']}"), text(axes.get(f["name"], "none")),
+             *(effect_text(effects[side].get(f["name"], {})) for side in sides)]
+            for f in (design.get("factors") or {}).get("factors") or []]
+
+
 def _design_html(design: dict[str, Any], a: str, b: str) -> list[str]:
     """The designed fleet's answer as the profile stored it: verdict, each version's class, the factor table."""
     story = design.get("story") or {}
-    fa = {e["factor"]: e for e in (design.get("effects") or {}).get("a", {}).get("effects") or []}
-    fb = {e["factor"]: e for e in (design.get("effects") or {}).get("b", {}).get("effects") or []}
     ch = {e["factor"]: e for e in design.get("changes") or []}
-    axes = {x["factor"]: x["resource"] for x in design.get("axes") or []}
     rows = []
-    for f in (design.get("factors") or {}).get("factors") or []:
+    for f, row in zip((design.get("factors") or {}).get("factors") or [], factor_rows(design, ("a", "b")),
+                      strict=True):
         c = ch.get(f["name"])
         p_txt = "n/a" if c is None or c.get("p_value") is None else \
             f"{c['p_value']:.3g} (Holm {c.get('p_adjusted') or float('nan'):.3g})"
-        rows.append([text(f"{f['label']} {f['reference']} → {f['far']}"), text(axes.get(f["name"], "none")),
-                     effect_text(fa.get(f["name"], {})), effect_text(fb.get(f["name"], {})),
-                     effect_text(c or {}), text(p_txt)])
+        rows.append([*row, effect_text(c or {}), text(p_txt)])
     return [f"<p id='design'>{badge(str(design.get('verdict', '–')))} {text(design.get('reason', ''))}</p>",
             f"<p><b>{text(a)}</b>: {text((story.get('a') or {}).get('label', ''))} — "
             f"{text((story.get('a') or {}).get('evidence', ''))}<br><b>{text(b)}</b>: "

@@ -10,7 +10,7 @@ from typing import Any
 
 from quiho.publish._irups import TargetView
 from quiho.publish._layout import badge, page, table
-from quiho.publish._profiles import effect_text, profile_file
+from quiho.publish._profiles import factor_rows, profile_file
 from quiho.publish._report_svg import Bars, bars_svg
 from quiho.publish._safe import num, page_file, text
 
@@ -94,15 +94,11 @@ def _designed_html(t: TargetView) -> list[str]:
         doc = p.document or {}
         design = doc.get("design") or {}
         story = (design.get("story") or {}).get(side) or {}
-        effects = {e["factor"]: e for e in ((design.get("effects") or {}).get(side) or {}).get("effects") or []}
-        axes = {x["factor"]: x["resource"] for x in design.get("axes") or []}
         pair = f"{doc.get('application')}@{doc.get('version_a')} → @{doc.get('label_b') or doc.get('version_b')}"
         out.append(f"<p><a href='../{profile_file(p)}'>profile {text(p.row.get('batch'))}</a> ({text(pair)}): "
                    f"<b>{text(story.get('label', '–'))}</b> — {text(story.get('evidence', ''))}</p>")
-        rows = [[text(f"{f['label']} {f['reference']} → {f['far']}"), text(axes.get(f["name"], "none")),
-                 effect_text(effects.get(f["name"], {}))]
-                for f in (design.get("factors") or {}).get("factors") or []]
-        out.append(table(["factor", "loads", "effect (95 % CI)"], rows, table_id=f"designed-{i}"))
+        out.append(table(["factor", "loads", "effect (95 % CI)"], factor_rows(design, (side,)),
+                         table_id=f"designed-{i}"))
     return out
 
 
