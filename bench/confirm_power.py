@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import binomtest
 
 from quiho.history.gate import ConfirmOptions, confirm_revisions, paired_change
 
@@ -27,14 +28,6 @@ _spec = importlib.util.spec_from_file_location("confirm_tests", HERE.parent / "t
 assert _spec is not None and _spec.loader is not None
 t = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(t)
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The Wilson score interval of ``k`` successes in ``n`` tries."""
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def one_try(tmp: Path, pairs: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -78,7 +71,8 @@ def main() -> None:
         cells = []
         for name in ("+30 %", "identical"):
             c = confirmed[name][k]
-            lo, hi = wilson(c, n)
+            ci = binomtest(c, n).proportion_ci(0.95, method="wilson")
+            lo, hi = ci.low, ci.high
             cells.append(f"{c:2d} / {n} [{lo:.2f}, {hi:.2f}]")
         print(f"{k:>5}  {cells[0]:<24}  {cells[1]:<28}")
     print(f"\nestimates of the +30 % step at {args.pairs} pairs: median {np.median(estimates):+.1%}, "
