@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-FAST, SLOW = 30_000_000, 90_000_000  # loop iterations: ~0.06 s and ~0.19 s on the 2-core test machine
+# loop iterations: ~0.04 s and ~0.4 s on the 2-core test machines. 10x, not 3x: a whole run on the CI's VM is at
+# times 1.2-2.4x slower by chance, and one such revision beside a 3x step once left bisection "not meaningful"
+FAST, SLOW = 20_000_000, 200_000_000
 
 PROG = """#include <stdio.h>
 /* revision {i}: {note} */
@@ -23,7 +25,7 @@ int main(void) {{
 
 
 def make_slowdown_repo(root: Path, n_commits: int = 24, slow_at: int = 15, broken_at: int | None = 6) -> list[str]:
-    """Create ``root`` with ``n_commits`` commits; the loop gets 3x longer at commit ``slow_at``.
+    """Create ``root`` with ``n_commits`` commits; the loop gets 10x longer at commit ``slow_at``.
 
     Commit ``broken_at`` does not compile (fixed by the next commit). Returns the shas oldest first.
     """

@@ -1,4 +1,4 @@
-"""A real history: a git repository whose commit 15 makes a C program 3x slower.
+"""A real history: a git repository whose commit 15 makes a C program 10x slower.
 
 ``quiho history sample`` measures a few commits (wall-clock seconds of the
 program, 3 repetitions each) and ``quiho history bisect`` then finds commit
@@ -42,15 +42,15 @@ def test_sample_then_bisect_find_the_slow_commit(slowdown_repo, tmp_path, capsys
     measured = {m["index"]: m["mean"] for m in doc["measured"]}
     fast = [v for i, v in measured.items() if i < 15]
     slow = [v for i, v in measured.items() if i >= 15]
-    # 3x more loop iterations in the code. Medians, not min/max: on a loaded machine one fast commit once took
-    # 0.022 s against 0.011 s for the others (slow: 0.035 s), which failed "min(slow) > 2 max(fast)" in CI
-    assert fast and slow and statistics.median(slow) > 2 * statistics.median(fast)
+    # 10x more loop iterations in the code. Medians, not min/max: on a loaded machine one fast commit once took
+    # 2x the others, which failed "min(slow) > 2 max(fast)" in CI
+    assert fast and slow and statistics.median(slow) > 4 * statistics.median(fast)
 
     assert main(["history", "bisect", "--repo", str(repo), "--build", BUILD, "--bench", "./prog",
                  "--series", "prog", "--store", db, "--json", *METRIC]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["meaningful"] and res["first_bad"] == shas[15] and res["last_good"] == shas[14]
-    assert res["magnitude"] > 0.5 and res["p_value"] < 0.01  # planted +200 %; margin for a noisy commit
+    assert res["magnitude"] > 0.5 and res["p_value"] < 0.01  # planted +900 %; margin for a noisy commit
     assert res["reused"] == len(doc["measured"]) == 8 - len(doc["failed"])  # commit 6 may be among the 8 tried
     assert all(f["index"] == 6 for f in doc["failed"])
     assert res["new_builds"] < plain_bisection_builds(24) == 7
