@@ -113,7 +113,7 @@ def _fleet_of(inventory: Path | None, st: Store) -> tuple[Path, int]:
 
 def fingerprint_cmd(
     inventory: InventoryOpt = None,
-    battery: Annotated[str, typer.Option("--battery", help="quick, default or paper.")] = "default",
+    battery: Annotated[str, typer.Option("--battery", help="quick, resources, default or paper.")] = "default",
     seconds: Annotated[int | None, typer.Option("--seconds", min=1, max=86400, help="Seconds per stressor.")] = None,
     repetitions: Annotated[int | None, typer.Option("--repetitions", min=1, max=10_000, help="Repetitions.")] = None,
     warmup: Annotated[int | None, typer.Option("--warmup", min=0, max=86400, help="Warm-up seconds per stressor "

@@ -43,7 +43,7 @@ def profile_cmd(
     project: Annotated[Path | None, typer.Option("--project", help="Project file (default ./quiho.yml).")] = None,
     inventory: Annotated[Path | None, typer.Option("-i", "--inventory", help="Ansible inventory (default: the "
                                                                               "local fleet).")] = None,
-    battery: Annotated[str | None, typer.Option("--battery", help="Battery of a new fingerprint (default quick)."
+    battery: Annotated[str | None, typer.Option("--battery", help="Battery of a new fingerprint (default resources)."
                                                 )] = None,
     max_age: Annotated[str | None, typer.Option("--max-age", help="Reuse fingerprints at most this old (e.g. 6h; "
                                                                   "0 = always fingerprint). Default 24h.")] = None,

@@ -59,7 +59,7 @@ def _group(app: typer.Typer, name: str, help_: str) -> typer.Typer:
 def install(
     inventory: Annotated[Path | None, typer.Option("-i", "--inventory", help="Ansible inventory.")] = None,
     every: Annotated[str, typer.Option("--every", help="DAILY or a number of hours (1-23).")] = "daily",
-    battery: Annotated[str, typer.Option("--battery", help="quick, default or paper.")] = "default",
+    battery: Annotated[str, typer.Option("--battery", help="quick, resources, default or paper.")] = "default",
     store: StoreOpt = None,
     name: NameOpt = "quiho-fingerprint",
     root: RootOpt = Path("/"),
@@ -110,7 +110,7 @@ def remove(name: NameOpt = "quiho-fingerprint", root: RootOpt = Path("/")) -> No
 
 def run(
     inventory: Annotated[Path | None, typer.Option("-i", "--inventory", help="Ansible inventory.")] = None,
-    battery: Annotated[str, typer.Option("--battery", help="quick, default or paper.")] = "default",
+    battery: Annotated[str, typer.Option("--battery", help="quick, resources, default or paper.")] = "default",
     store: StoreOpt = None,
     if_busy: Annotated[str, typer.Option("--if-busy", help="skip or wait when another measurement runs.")]
     = "skip",

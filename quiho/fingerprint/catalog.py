@@ -14,10 +14,11 @@ from quiho.errors import CatalogError
 __all__ = ["Stressor", "Catalog", "load_catalog", "stressors_dir", "ANALYSIS_CLASSES"]
 
 CATALOG_SCHEMA_VERSION = 1
-#: The classes an IRUP is summarised by (class shares, colours).
-ANALYSIS_CLASSES: tuple[str, ...] = ("cpu", "cpu-cache", "memory", "vm", "os")
+#: The classes an IRUP is summarised by (class shares, colours). The last three are the local fleet's knob
+#: classes, named as the designed fleet names them, so both views of a profile speak of the same resources.
+ANALYSIS_CLASSES: tuple[str, ...] = ("cpu", "cpu-cache", "memory", "vm", "os", "storage", "network", "memory-capacity")
 
-PrimaryClass = Literal["cpu", "cpu-cache", "memory", "vm", "os"]
+PrimaryClass = Literal["cpu", "cpu-cache", "memory", "vm", "os", "storage", "network", "memory-capacity"]
 
 
 class Stressor(BaseModel):

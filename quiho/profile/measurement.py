@@ -260,7 +260,7 @@ def run_profile(
         Where fingerprints, runs and the profile go.
     options : ProfileOptions, optional
         What is measured and how it is analysed (default ``ProfileOptions()``: the calibrated local fleet,
-        the quick battery, fingerprints up to a day old ...).
+        the resources battery, fingerprints up to a day old ...).
     fleet : ResolvedFleet, optional
         The fleet already resolved from ``options.measure.inventory``
         (:func:`quiho.fleet.local.calibrate.resolve_fleet`; a CLI does it first to size its progress bar);

@@ -65,7 +65,7 @@ class MeasureOptions(BaseModel):
     model_config = _FROZEN
 
     inventory: str | None = None
-    battery: str = "quick"
+    battery: str = "resources"
     max_age: str | float = "24h"
     fingerprint_seconds: int | None = Field(default=None, ge=1)
     fingerprint_repetitions: int | None = Field(default=None, ge=1)

@@ -26,6 +26,9 @@ CLASS_STYLE: dict[str, tuple[str, str]] = {
     "memory": ("#d95f02", ".."),
     "vm": ("#e7298a", "xx"),
     "os": ("#66a61e", "\\\\"),
+    "storage": ("#e6ab02", "++"),
+    "network": ("#a6761d", "oo"),
+    "memory-capacity": ("#1f78b4", "**"),
     "unknown": ("#999999", "--"),
 }
 
