@@ -39,8 +39,9 @@ so they are the same before and after the quota cells are probed.
   two-level screening design (:func:`design_factors`, :mod:`quiho.fleet.local.screening`) with the quota at 100 %
   and one level at least 1.5x slower; otherwise the quota x page size x co-runner grid above.
 - **re-probing**: a memory axis dropped while its rounds cannot rule out a 5 % effect (beyond 5 %, or within 5 %
-  only by less than 2 SE) gets one more batch of rounds, and is decided on all of them (a busy minute widens the
-  noise; it does not remove the effect). The first round is preceded by one unmeasured run of each probe.
+  only by less than 2 SE) gets another batch of rounds, and is decided on all of them, up to
+  :data:`REPROBE_BATCHES` batches (a busy minute widens the noise; it does not remove the effect). The first
+  round is preceded by one unmeasured run of each probe.
 
 How these rules were arrived at, and on which machines, is in the docs' design page (local-fleet calibration).
 """
@@ -91,6 +92,8 @@ UNTHROTTLED_REPS = 6
 PREFAULT_MIB = 512
 #: Runs per host and version in a profile (the demo's --repetitions 5): the sample size of a host's median.
 FLEET_REPS = 5
+#: Most batches of extra rounds for an undecided memory axis (each costs ~20 s: the cap bounds a busy calibration).
+REPROBE_BATCHES = 2
 _MEDIAN_SE = 1.2533  # sqrt(pi/2): SE of a median relative to that of a mean (normal noise)
 
 
@@ -685,28 +688,33 @@ def undecided(effect: float | None, kept: bool, se: float | None = None) -> bool
 
 def _reprobe_undecided(runner: ProbeRunner, resp: dict[str, Any], unthrottled: list[tuple[Cell, int]],
                        probes: list[str], reps: int) -> None:
-    """Probe once more, ``reps`` rounds, the memory axes whose first rounds left them undecided (:func:`undecided`).
+    """Probe undecided memory axes (:func:`undecided`) again: ``reps`` rounds a batch, up to :data:`REPROBE_BATCHES`.
 
     A busy minute (the main job's own set-up) widens the noise, and "> 3 SE" then drops an axis the machine has.
     The new rounds measure the reference cell with the undecided ones, appended to their times so the rounds
     still pair (a shorter cell is padded with ``None``, a round it was not measured in); the rules then decide
-    on all rounds. ``resp["reprobed"]`` names the axes probed again.
+    on all rounds, and an axis still undecided gets the next batch. ``resp["reprobed"]`` names the axes probed
+    again, ``resp["reprobe_batches"]`` counts the batches.
     """
-    first = _first_phase(resp)
     by_axis = {"page-size": Cell(100, "always"), "co-runner": Cell(100, "never", corunner="stream")}
-    todo = [a.name for a in (first.page, first.co) if undecided(a.effect_memory, a.kept, a.se_memory)
-            and any(c == by_axis[a.name] for c, _ in unthrottled)]
-    if not todo:
-        return
-    runner.on_step(f"calibration: {', '.join(todo)} undecided within the noise: {reps} more rounds")
-    cells = [(Cell(100, "never"), reps)] + [(by_axis[n], reps) for n in todo]
-    stored = {json.dumps({k: c[k] for k in asdict(Cell())}, sort_keys=True): c for c in resp["cells"]}
-    width = max(len(c.get("memory") or []) for c in resp["cells"])
-    for (cell, _), res in zip(cells, runner.rounds(cells, probes), strict=True):
-        row = stored[json.dumps(asdict(cell), sort_keys=True)]
-        for p in probes:
-            row[p] = list(row.get(p) or []) + [None] * (width - len(row.get(p) or [])) + res[p]
-    resp["reprobed"] = todo
+    names: list[str] = []
+    for batch in range(REPROBE_BATCHES):
+        first = _first_phase(resp)
+        todo = [a.name for a in (first.page, first.co) if undecided(a.effect_memory, a.kept, a.se_memory)
+                and any(c == by_axis[a.name] for c, _ in unthrottled)]
+        if not todo:
+            break
+        runner.on_step(f"calibration: {', '.join(todo)} undecided within the noise: {reps} more rounds"
+                       + (f" (batch {batch + 1} of at most {REPROBE_BATCHES})" if batch else ""))
+        cells = [(Cell(100, "never"), reps)] + [(by_axis[n], reps) for n in todo]
+        stored = {json.dumps({k: c[k] for k in asdict(Cell())}, sort_keys=True): c for c in resp["cells"]}
+        width = max(len(c.get("memory") or []) for c in resp["cells"])
+        for (cell, _), res in zip(cells, runner.rounds(cells, probes), strict=True):
+            row = stored[json.dumps(asdict(cell), sort_keys=True)]
+            for p in probes:
+                row[p] = list(row.get(p) or []) + [None] * (width - len(row.get(p) or [])) + res[p]
+        names += [n for n in todo if n not in names]
+        resp["reprobed"], resp["reprobe_batches"] = names, batch + 1
 
 
 # --- the generated inventory and the store ------------------------------------------------------

@@ -477,6 +477,26 @@ def test_an_axis_whose_noise_cannot_rule_out_an_effect_is_probed_again() -> None
     assert _first_phase(resp).co.effect_memory > co.effect_memory + MIN_STEP
 
 
+def test_an_axis_still_undecided_gets_another_batch_and_no_more_than_the_cap() -> None:
+    from quiho.fleet.local.calibrate import REPROBE_BATCHES, _first_phase, _reprobe_undecided
+    from quiho.fleet.local.probes import Cell
+
+    # every batch scatters +-20 % around ~+5 %: neither shown nor ruled out, however many rounds come
+    scatter = [0.37, 0.27, 0.36, 0.27, 0.37, 0.28]
+    resp = {"schema_version": 1, "cells": [
+        {"quota_pct": 100, "thp": "never", "period_us": 20000, "corunner": "none", "iops": "0", "mem_mib": 0,
+         "net": "0", "syscall_rules": 0, "memory": [0.30] * 6, "cpu": [0.2] * 6},
+        {"quota_pct": 100, "thp": "never", "period_us": 20000, "corunner": "stream", "iops": "0", "mem_mib": 0,
+         "net": "0", "syscall_rules": 0, "memory": scatter[:4], "cpu": [0.2] * 4}]}
+    runner = _Rounds({(100, "never", "none"): {"memory": [0.3] * 6, "cpu": [0.2] * 6},
+                      (100, "never", "stream"): {"memory": scatter, "cpu": [0.2] * 6}})
+    _reprobe_undecided(runner, resp, [(Cell(100, "never"), 6), (Cell(100, "never", corunner="stream"), 4)],
+                       ["memory", "cpu"], 6)  # type: ignore[arg-type]
+    assert REPROBE_BATCHES >= 2 and len(runner.asked) == resp["reprobe_batches"] == REPROBE_BATCHES
+    assert resp["reprobed"] == ["co-runner"] and not _first_phase(resp).co.kept
+    assert len(resp["cells"][1]["memory"]) == 6 + 6 * REPROBE_BATCHES  # padded to the reference, then each batch
+
+
 def test_a_decided_axis_is_not_probed_again() -> None:
     from quiho.fleet.local.calibrate import _reprobe_undecided
     from quiho.fleet.local.probes import Cell
