@@ -124,6 +124,29 @@ def _right(expected: str | None, got: str) -> bool:
     return expected.lower() in got.lower()
 
 
+#: the IRUP's (paper view's) primary classes in the design's words, to say where the two views agree
+_IRUP_CLASS = {"cpu": "CPU", "cpu-cache": "memory", "memory": "memory", "vm": "memory", "os": "kernel-entry",
+               "storage": "storage", "network": "network", "memory-capacity": "memory-capacity"}
+
+
+def _irup_top(lines: list[str]) -> tuple[str, str, str]:
+    """(comparison verdict, largest class of A, of B) from the ``IRUP comparison (paper view)`` line, or ``?``."""
+    line = next((ln for ln in lines if ln.startswith("IRUP comparison")), "")
+    if "class shares:" not in line:
+        return "?", "?", "?"
+    verdict = line.split(":", 1)[1].split()[0]
+    shares: dict[str, tuple[float, float]] = {}
+    name = ""
+    for part in line.split("class shares:", 1)[1].split():
+        if "%→" in part:
+            a, b = part.rstrip("%").split("%→")
+            shares[name] = (float(a), float(b))
+        else:
+            name = part
+    tops = [max(shares, key=lambda c: shares[c][i]) if shares else "?" for i in (0, 1)]
+    return verdict, *(_IRUP_CLASS.get(c, c) for c in tops)
+
+
 def run(out: Path, pairs: list[str], runs: int) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for r in range(1, runs + 1):
@@ -152,8 +175,9 @@ def run(out: Path, pairs: list[str], runs: int) -> None:
 
 
 def table(out: Path) -> None:
-    print("| run | pair | expected | class A | class B | right | wall s | resource profile line |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| run | pair | expected | class A | class B | right | IRUP (paper view): verdict, largest class A → B "
+          "| views agree | wall s | resource profile line |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     right: dict[str, list[bool]] = {}
     for rd in sorted(out.glob("run-*")):
         for pd in sorted(p for p in rd.iterdir() if p.is_dir()):
@@ -171,8 +195,13 @@ def table(out: Path) -> None:
                   all(_right(e, c) for e, c in zip(exp, cls, strict=True)))
             right.setdefault(pd.name, []).append(ok)
             story = prof.removeprefix("resource profile:").strip()[:90]
+            verdict, top_a, top_b = _irup_top(lines)
+            # the views agree when each version's largest IRUP class is the class its design story names
+            agree = "?" if "?" in (top_a, top_b) else (
+                "yes" if all(t.lower() in c.lower() for t, c in zip((top_a, top_b), cls, strict=True)) else "no")
             print(f"| {rd.name} | {pd.name} | {exp[0] or '-'} / {exp[1] or '-'} | {cls[0]} | {cls[1]} | "
-                  f"{'yes' if ok else 'NO'} | {meta.get('wall_s', 0):.0f} | {story} |")
+                  f"{'yes' if ok else 'NO'} | {verdict}, {top_a} → {top_b} | {agree} | {meta.get('wall_s', 0):.0f} "
+                  f"| {story} |")
     print()
     for name, oks in right.items():
         print(f"{name}: right in {sum(oks)} of {len(oks)} runs")
