@@ -5,13 +5,13 @@
 # core sharing, storage, kernel entry, the network and memory capacity act here, ~1-2 min, and writes the fleet to
 # .quiho/local-fleet-<key>.yml: a two-level screening design of the kept factors, 8 hosts for up to 4, 16 (a
 # fold-over) for 5-7; `quiho fleet show` prints the levels, measured effects and the design), i.e. fingerprint
-# the fleet (quick battery), run both versions of the STREAM-like example interleaved on every host in two
-# blocked rounds, and print the verdict (regression/improvement/no-change/inconclusive) with its size, CI and
-# p-value, the designed fleet's answer (each factor's effect per version: memory-bound -> CPU-bound), both IRUPs
-# and the hints. Quick mode (default; fingerprint 7 stressors x 1 s x 2 repetitions, then 2 rounds x 3 runs per
-# version per host): 16 min 9 s from a fresh clone on a 2-vCPU AMD EPYC microVM with six factors kept (16 hosts;
-# set-up 1.5 min, calibration 1.8 min), 9 min 38 s with the former 8-host grid (docs/design.md);
-# QUIHO_DEMO_MODE=default uses the 43-stressor battery (much longer).
+# the fleet (the resources battery: a stressor for each class the knobs vary), run both versions of the
+# STREAM-like example interleaved on every host in two blocked rounds, and print the verdict
+# (regression/improvement/no-change/inconclusive) with its size, CI and p-value, the designed fleet's answer (each
+# factor's effect per version: memory-bound -> CPU-bound), both IRUPs and the hints. Default mode (fingerprint
+# 8 stressors x 1 s, one repetition; then 2 rounds x 3 runs per version per host): the profile took 10.4 min on a
+# 2-vCPU AMD EPYC microVM with six factors kept (16 hosts; calibration 2.1 min), plus ~1.5 min of set-up
+# (docs/design.md, "A battery the knobs move"); QUIHO_DEMO_MODE=default uses the 43-stressor battery (much longer).
 # Needs root (cgroups); the report lands in .quiho/profile-report/report.html.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,9 +21,9 @@ if [ "$(id -u)" != 0 ]; then
   echo "demo: the local fleet emulates hosts with cgroups and needs root; rerun as root" >&2
   exit 1
 fi
-BATTERY=quick
+BATTERY=resources
 [ "${QUIHO_DEMO_MODE:-quick}" = default ] && BATTERY=default
-# Quick mode: the quick battery (7 stressors x 1 s x 2 repetitions) and 5 runs per version per host.
+# Default mode: the resources battery (8 stressors x 1 s, one repetition) and 5 runs per version per host.
 REPS=(--repetitions 5)
 [ "$BATTERY" = default ] && REPS=()
 .venv/bin/quiho profile stream@nadds1 stream@nadds30 --battery "$BATTERY" --max-age 6h "${REPS[@]}" \
