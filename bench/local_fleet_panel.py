@@ -129,8 +129,11 @@ _IRUP_CLASS = {"cpu": "CPU", "cpu-cache": "memory", "memory": "memory", "vm": "m
                "storage": "storage", "network": "network", "memory-capacity": "memory-capacity"}
 
 
-def _irup_top(lines: list[str]) -> tuple[str, str, str]:
-    """(comparison verdict, largest class of A, of B) from the ``IRUP comparison (paper view)`` line, or ``?``."""
+def _irup_top(lines: list[str], versions: list[str]) -> tuple[str, str, str]:
+    """(comparison verdict, largest class of A, of B) from the ``IRUP comparison (paper view)`` line, or ``?``.
+
+    A version whose IRUP is not meaningful (its own ``IRUP <version>:`` line says so) has no class: ``n/m``.
+    """
     line = next((ln for ln in lines if ln.startswith("IRUP comparison")), "")
     if "class shares:" not in line:
         return "?", "?", "?"
@@ -144,7 +147,8 @@ def _irup_top(lines: list[str]) -> tuple[str, str, str]:
         else:
             name = part
     tops = [max(shares, key=lambda c: shares[c][i]) if shares else "?" for i in (0, 1)]
-    return verdict, *(_IRUP_CLASS.get(c, c) for c in tops)
+    meaningful = [any(ln.startswith(f"IRUP {v}:") and "[meaningful" in ln for ln in lines) for v in versions]
+    return verdict, *(_IRUP_CLASS.get(c, c) if ok else "n/m" for c, ok in zip(tops, meaningful, strict=True))
 
 
 def run(out: Path, pairs: list[str], runs: int) -> None:
@@ -195,10 +199,12 @@ def table(out: Path) -> None:
                   all(_right(e, c) for e, c in zip(exp, cls, strict=True)))
             right.setdefault(pd.name, []).append(ok)
             story = prof.removeprefix("resource profile:").strip()[:90]
-            verdict, top_a, top_b = _irup_top(lines)
-            # the views agree when each version's largest IRUP class is the class its design story names
-            agree = "?" if "?" in (top_a, top_b) else (
-                "yes" if all(t.lower() in c.lower() for t, c in zip((top_a, top_b), cls, strict=True)) else "no")
+            verdict, top_a, top_b = _irup_top(lines, vers)
+            # the views agree when each version's largest IRUP class is the class its design story names; a
+            # version whose IRUP is not meaningful (n/m) says nothing either way
+            said = [(t, c) for t, c in zip((top_a, top_b), cls, strict=True) if t != "n/m"]
+            agree = "?" if "?" in (top_a, top_b) or not said else (
+                "yes" if all(t.lower() in c.lower() for t, c in said) else "no")
             print(f"| {rd.name} | {pd.name} | {exp[0] or '-'} / {exp[1] or '-'} | {cls[0]} | {cls[1]} | "
                   f"{'yes' if ok else 'NO'} | {verdict}, {top_a} → {top_b} | {agree} | {meta.get('wall_s', 0):.0f} "
                   f"| {story} |")
