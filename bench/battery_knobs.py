@@ -32,15 +32,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from quiho._factors import FACTORS  # noqa: E402
+from quiho.fleet.inventory import load_inventory  # noqa: E402
 
 QUIHO = str(REPO / ".venv" / "bin" / "quiho")
 
 
 def factor_hosts(fleet: Path) -> tuple[dict, dict[str, dict]]:
     """(the fleet's group vars, {host: vars}): a baseline and one host per factor the fleet sets to another level."""
-    doc = yaml.safe_load(fleet.read_text())
-    group = doc["all"]
-    hosts = [h for child in group.get("children", {}).values() for h in (child.get("hosts") or {}).values()]
+    hosts = list(load_inventory(fleet).design_vars().values())
     base = {f.host_var: f.off for f in FACTORS}
     out = {"base": dict(base)}
     for f in FACTORS:
@@ -50,7 +49,7 @@ def factor_hosts(fleet: Path) -> tuple[dict, dict[str, dict]]:
         if levels:
             level = next(h[f.host_var] for h in hosts if str(h.get(f.host_var, f.off)) in levels)
             out[f.name] = {**base, f.host_var: level}
-    return group.get("vars", {}), out
+    return yaml.safe_load(fleet.read_text())["all"].get("vars", {}), out
 
 
 def inventory(group_vars: dict, hosts: dict[str, dict]) -> str:
@@ -58,10 +57,10 @@ def inventory(group_vars: dict, hosts: dict[str, dict]) -> str:
         f"bk-{name}": vars_ for name, vars_ in hosts.items()}}}}}, sort_keys=False)
 
 
-def table(db: Path) -> pd.DataFrame:
+def table(db: Path, run_id: int) -> pd.DataFrame:
     con = sqlite3.connect(db)
     df = pd.read_sql("SELECT h.name AS host, m.repetition AS rep, m.stressor, m.value, m.status FROM measurements m "
-                     "JOIN hosts h ON h.id = m.host_id WHERE m.run_id = (SELECT MAX(id) FROM fingerprint_runs)", con)
+                     "JOIN hosts h ON h.id = m.host_id WHERE m.run_id = ?", con, params=(run_id,))
     failed = df[df.status != "ok"]
     for row in failed.itertuples():
         print(f"failed: {row.host} {row.stressor} repetition {row.rep}", file=sys.stderr)
@@ -99,7 +98,7 @@ def main() -> int:
     print("levels: " + "; ".join(f"{n}: {v[f.host_var]}" for f in FACTORS for n, v in hosts.items() if n == f.name))
     print(f"fingerprint run {doc['run_id']}, status {doc['status']}\n")
     print("effect of each factor on each stressor, % against the baseline host (median of the repetitions):\n")
-    print(table(a.store).to_string())
+    print(table(a.store, int(doc["run_id"])).to_string())
     return 0
 
 

@@ -129,26 +129,22 @@ _IRUP_CLASS = {"cpu": "CPU", "cpu-cache": "memory", "memory": "memory", "vm": "m
                "storage": "storage", "network": "network", "memory-capacity": "memory-capacity"}
 
 
-def _irup_top(lines: list[str], versions: list[str]) -> tuple[str, str, str]:
-    """(comparison verdict, largest class of A, of B) from the ``IRUP comparison (paper view)`` line, or ``?``.
+def _irup_top(report: Path) -> tuple[str, str, str]:
+    """(comparison verdict, largest class of A, of B) from ``quiho profile``'s ``report.json``, or ``?``.
 
-    A version whose IRUP is not meaningful (its own ``IRUP <version>:`` line says so) has no class: ``n/m``.
+    A version whose IRUP is not meaningful has no class: ``n/m``.
     """
-    line = next((ln for ln in lines if ln.startswith("IRUP comparison")), "")
-    if "class shares:" not in line:
+    irup = (json.loads(report.read_text()).get("irup") or {}) if report.exists() else {}
+    comp = irup.get("comparison") or {}
+    shares = comp.get("class_shares") or {}
+    if not shares:
         return "?", "?", "?"
-    verdict = line.split(":", 1)[1].split()[0]
-    shares: dict[str, tuple[float, float]] = {}
-    name = ""
-    for part in line.split("class shares:", 1)[1].split():
-        if "%→" in part:
-            a, b = part.rstrip("%").split("%→")
-            shares[name] = (float(a), float(b))
-        else:
-            name = part
-    tops = [max(shares, key=lambda c: shares[c][i]) if shares else "?" for i in (0, 1)]
-    meaningful = [any(ln.startswith(f"IRUP {v}:") and "[meaningful" in ln for ln in lines) for v in versions]
-    return verdict, *(_IRUP_CLASS.get(c, c) if ok else "n/m" for c, ok in zip(tops, meaningful, strict=True))
+    tops = []
+    for side in ("a", "b"):
+        meaningful = ((irup.get(side) or {}).get("validity") or {}).get("verdict") == "meaningful"
+        top = max(shares[side], key=shares[side].get)
+        tops.append(_IRUP_CLASS.get(top, top) if meaningful else "n/m")
+    return str(comp.get("verdict", "?")), tops[0], tops[1]
 
 
 def run(out: Path, pairs: list[str], runs: int) -> None:
@@ -199,7 +195,7 @@ def table(out: Path) -> None:
                   all(_right(e, c) for e, c in zip(exp, cls, strict=True)))
             right.setdefault(pd.name, []).append(ok)
             story = prof.removeprefix("resource profile:").strip()[:90]
-            verdict, top_a, top_b = _irup_top(lines, vers)
+            verdict, top_a, top_b = _irup_top(pd / "report.json")
             # the views agree when each version's largest IRUP class is the class its design story names; a
             # version whose IRUP is not meaningful (n/m) says nothing either way
             said = [(t, c) for t, c in zip((top_a, top_b), cls, strict=True) if t != "n/m"]
