@@ -293,8 +293,8 @@ def gp_bisect(measure: Measure, n: int, plan: BisectPlan = BisectPlan(), *,
     step fits the GP (Brownian kernel by default, measurement noise from the
     repetitions) to the measured means and brackets the change between the two
     adjacent measured revisions whose posterior means differ most in units of
-    their posterior sigma (with single values, whose noise is unknown, the
-    largest raw difference); it then
+    their posterior sigma, on the log scale for a positive metric (with single
+    values, whose noise is unknown, the largest raw difference); it then
     builds the revision nearest the middle of that bracket. It stops when the
     bracket holds no buildable revision. Reusing earlier measurements is where
     the saving over plain bisection comes from; with nothing known it costs
@@ -331,8 +331,16 @@ def gp_bisect(measure: Measure, n: int, plan: BisectPlan = BisectPlan(), *,
 
 
 def _bracket(n: int, samples: Mapping[int, np.ndarray], kernel: str, random_state: int | None) -> tuple[int, int]:
-    """The two adjacent measured revisions between which the GP mean jumps most (in posterior sigmas)."""
+    """The two adjacent measured revisions between which the GP mean jumps most (in posterior sigmas).
+
+    Positive values are compared on the log scale, where a performance metric's noise is about the same at
+    every level.
+    """
     pos = sorted(samples)
+    if all(np.all(samples[p] > 0) for p in pos):
+        # timings' noise grows with their level: in linear units a 2x blip of a fast revision with tight
+        # repetitions outranked a 10x step whose slow side was noisier; on the log scale noise is comparable
+        samples = {p: np.log(samples[p]) for p in pos}
     if noise_of_means([samples[p] for p in pos]) is None:
         # single values: a GP with a fitted white-noise term smooths the step away and sent the search
         # into empty brackets; compare the measured values themselves
