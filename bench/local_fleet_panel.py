@@ -1,7 +1,7 @@
 """A panel of real programs from Debian's packages on a local fleet designed over the knobs (issue 47).
 
 Usage (root; one profile per pair, ~5-12 min each on 2 vCPUs):
-    python bench/local_fleet_panel.py --out /tmp/panel [--pairs sqlite-commit,dd-blocks] [--runs 1]
+    python bench/local_fleet_panel.py --out /tmp/panel [--pairs sqlite-commit,dd-blocks] [--runs 1] [--first 2]
     python bench/local_fleet_panel.py --table /tmp/panel       # the table of earlier runs, nothing run
 
 Every pair's *expected* class story is written below, in PAIRS, before anything runs: the class each version
@@ -147,10 +147,12 @@ def _irup_top(report: Path) -> tuple[str, str, str]:
     return str(comp.get("verdict", "?")), tops[0], tops[1]
 
 
-def run(out: Path, pairs: list[str], runs: int) -> None:
+def run(out: Path, pairs: list[str], runs: int, first: int = 1) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    for r in range(1, runs + 1):
+    for r in range(first, first + runs):
         rd = out / f"run-{r}"
+        if (rd / "quiho.db").exists():
+            sys.exit(f"panel: {rd} has a store already; a fresh run needs its own (--first {r + 1})")
         rd.mkdir(exist_ok=True)
         store = rd / "quiho.db"
         cal = _calibration(store)
@@ -216,6 +218,7 @@ def main() -> None:
     ap.add_argument("--pairs", default=",".join(PAIRS), help="comma-separated names of PAIRS and SELF_PAIRS "
                     "(default: PAIRS; --pairs self: the ten self-pairs)")
     ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--first", type=int, default=1, help="number of the first run (run-N: a fresh store each)")
     ap.add_argument("--table", type=Path, help="print the table of an earlier --out and run nothing")
     args = ap.parse_args()
     if args.table:
@@ -225,7 +228,7 @@ def main() -> None:
     unknown = [p for p in names if p not in ALL_PAIRS]
     if unknown:
         sys.exit(f"panel: unknown pair(s) {', '.join(unknown)}; known: {', '.join(ALL_PAIRS)}")
-    run(args.out, names, args.runs)
+    run(args.out, names, args.runs, args.first)
 
 
 if __name__ == "__main__":

@@ -109,19 +109,19 @@ class DesignAnalysis:
         }
 
 
-def position(effect: Effect, axis: AxisClass, higher_is_better: bool) -> float | None:
-    """Where a version sits on a factor between the cpu stressors (0) and the stressors of the class it loads (1).
+def _stressor_reference(axis: AxisClass, higher_is_better: bool) -> str:
+    """What the factor does to the stressors of its class and to the cpu ones, in the metric's direction.
 
-    The stressors are throughputs; a lower-is-better metric's effect is turned into a speed first. None when the
-    factor's class effects are unknown.
+    A version's effect is read against these (a position between them would hide its sign and scale); the
+    stressors are throughputs, so for a lower-is-better metric their effect is given as time per operation.
     """
     ce = axis.class_effects
     if axis.resource not in ce:
-        return None
-    cpu = ce["cpu"][0] if "cpu" in ce else 0.0
-    span = ce[axis.resource][0] - cpu
-    speed = effect.estimate if higher_is_better else -effect.estimate
-    return (speed - cpu) / span if span else None
+        return ""
+    sign, unit = (1.0, "ops/s") if higher_is_better else (-1.0, "time per op")
+    parts = [f"{c} stressors {100 * math.expm1(sign * ce[c][0]):+.0f} %" for c in dict.fromkeys((axis.resource, "cpu"))
+             if c in ce]
+    return ", ".join(parts) + f" in {unit}"
 
 
 def _moved(changes: tuple[Effect, ...], settings: DesignSettings) -> tuple[Effect, ...]:
@@ -135,8 +135,8 @@ def _story(effects: VersionEffects, axes: Mapping[str, AxisClass], labels: Mappi
     """A version's class: the most specific resource whose axes are shown to move it by at least the floor.
 
     "Shown": the whole 95 % interval lies beyond ±floor (the floor is quiho's smallest change that matters, the
-    metric's ``--min-change``), so an effect that only may be that large does not name a class. A version's
-    position between computation and the class's stressor (:func:`position`) is reported, not decisive.
+    metric's ``--min-change``), so an effect that only may be that large does not name a class. A small effect
+    is cited beside what the factor does to its class's stressors and the cpu ones; that is not decisive.
     """
     by = effects.by_factor()
     resource = {f: ax.resource for f, ax in axes.items()}
@@ -154,9 +154,9 @@ def _story(effects: VersionEffects, axes: Mapping[str, AxisClass], labels: Mappi
     cpu = [f for f in leaning if resource.get(f) == "cpu"]
 
     def small(f: str) -> str:
-        pos = position(by[f], axes[f], higher_is_better) if f in axes else None
+        ref = _stressor_reference(axes[f], higher_is_better) if f in axes else ""
         why = ("within the noise" if not by[f].excludes_zero() else f"not shown beyond ±{100 * floor:.0f} %"
-               + (f", {pos:.2f} of the way to the {resource[f]} stressor" if pos is not None else ""))
+               + (f" ({ref})" if ref else ""))
         return f"{labels[f]} {by[f].text()}" + (" (both versions)" if f in pooled else "") + f" {why}"
 
     if cpu and mem_axes:

@@ -181,6 +181,19 @@ def test_round_plan_visits_a_fold_over_host_in_its_own_round_only():
     assert all(len(order) == 16 for _r, order, _n in round_plan(hosts, 2, 5, "batch-1"))
 
 
+def test_a_small_memory_effect_is_cited_beside_what_the_factor_does_to_the_stressors():
+    # a position "-1.66 of the way to the memory stressor" hid sign and scale; the stressors' own effects do not
+    runs, t = planted_design(effects_a={"cpu-quota": 0.4, "huge-pages": -0.035}, effects_b={"cpu-quota": 0.4},
+                             rounds=2, change=0.5, visit_sd=0.01, run_sd=0.02, random_state=1)
+    res = analyse_design(runs, "v1", "v2", t, fingerprints=planted_fingerprints(t), primary=PRIMARY)
+    ev = res.story_a.evidence
+    m = re.search(r"huge pages [^\[]*\[[^\]]*\] \(both versions\) not shown beyond ±5 % "
+                  r"\(memory stressors ([+-]\d+) %, cpu stressors ([+-]\d+) % in time per op\)", ev)
+    assert m, ev
+    # planted: huge pages speed stream up by 0.2 and memrate by 0.15 in log ops/s, the cpu stressors not at all
+    assert -22 <= int(m.group(1)) <= -12 and abs(int(m.group(2))) <= 2
+
+
 def test_a_fold_over_design_visiting_each_host_once_names_the_storage_bound_version():
     """16 hosts, each in one round (a 6-factor fraction and its fold-over): effects come out by factor."""
     import pandas as pd
