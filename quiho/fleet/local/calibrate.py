@@ -40,8 +40,10 @@ so they are the same before and after the quota cells are probed.
   and one level at least 1.5x slower; otherwise the quota x page size x co-runner grid above.
 - **re-probing**: a memory axis dropped while its rounds cannot rule out a 5 % effect (beyond 5 %, or within 5 %
   only by less than 2 SE) gets another batch of rounds, and is decided on all of them, up to
-  :data:`REPROBE_BATCHES` batches (a busy minute widens the noise; it does not remove the effect). The first
-  round is preceded by one unmeasured run of each probe.
+  :data:`REPROBE_BATCHES` batches (a busy minute widens the noise; it does not remove the effect). The looks
+  before the last need 3 SE, the last :data:`LAST_LOOK_SE` (a group-sequential bar, stricter early as
+  O'Brien-Fleming's: the chance of keeping an axis with no effect stays about that of one 2-SE test, 2.5 %).
+  The first round is preceded by one unmeasured run of each probe.
 
 How these rules were arrived at, and on which machines, is in the docs' design page (local-fleet calibration).
 """
@@ -94,6 +96,8 @@ PREFAULT_MIB = 512
 FLEET_REPS = 5
 #: Most batches of extra rounds for an undecided memory axis (each costs ~20 s: the cap bounds a busy calibration).
 REPROBE_BATCHES = 2
+#: SEs a memory axis's effect needs at the last look, after every re-probe batch (3 at the looks before it).
+LAST_LOOK_SE = 2.0
 _MEDIAN_SE = 1.2533  # sqrt(pi/2): SE of a median relative to that of a mean (normal noise)
 
 
@@ -241,10 +245,6 @@ def _moves(e: tuple[float, float]) -> bool:
     return abs(e[0]) > 2 * e[1] and abs(e[0]) >= MIN_STEP
 
 
-def _measurable(e: tuple[float, float] | None) -> bool:
-    return e is not None and abs(e[0]) > 3 * e[1] and abs(e[0]) > MIN_STEP
-
-
 def _fmt(e: tuple[float, float] | None) -> str:
     return "not measured" if e is None else f"{math.expm1(e[0]):+.1%} ± {e[1]:.1%}"
 
@@ -269,14 +269,14 @@ def _differential(cs: _Cells, a: list[dict[str, Any]], b: list[dict[str, Any]], 
 
 
 def _memory_axis(cs: _Cells, name: str, a: list[dict[str, Any]], b: list[dict[str, Any]], what: str,
-                 levels: tuple[str, str]) -> AxisEffect:
+                 levels: tuple[str, str], z: float = 3.0) -> AxisEffect:
     """A memory-subsystem axis (page size, co-runner): condition ``a`` against ``b`` on both probes.
 
-    Kept if it moves the memory probe measurably (> 5 % and > 3 SE) and, where it also moves the CPU probe the
-    same way (> 2 SE and > 5 %), it moves the memory probe measurably more (the paired difference > 3 SE and
-    > 5 %). What the IRUP needs is that the axis orders memory-class and cpu-class stressors differently; a
-    knob that moves both alike is a second speed knob. A CPU effect within its noise, or opposite to the memory
-    effect, is no evidence against it.
+    Kept if it moves the memory probe measurably (> 5 % and > ``z`` SE: 3, or :data:`LAST_LOOK_SE` at the last
+    re-probe look) and, where it also moves the CPU probe the same way (> 2 SE and > 5 %), it moves the memory
+    probe measurably more (the paired difference > ``z`` SE and > 5 %). What the IRUP needs is that the axis
+    orders memory-class and cpu-class stressors differently; a knob that moves both alike is a second speed knob.
+    A CPU effect within its noise, or opposite to the memory effect, is no evidence against it.
     """
     em, ec = _paired_effect(cs, a, b, "memory"), _paired_effect(cs, a, b, "cpu")
     if em is None or ec is None:
@@ -284,25 +284,28 @@ def _memory_axis(cs: _Cells, name: str, a: list[dict[str, Any]], b: list[dict[st
     diff = _differential(cs, a, b, em, ec)
     text = f"{what}: memory probe {_fmt(em)}, CPU probe {_fmt(ec)}"
     same_way = _moves(ec) and ec[0] * em[0] > 0
-    more = em[0] * diff[0] > 0 and abs(diff[0]) > 3 * diff[1] and abs(diff[0]) > MIN_STEP
-    fails = ([] if _measurable(em) else ["no measurable effect on memory (needs > 5 % and > 3 SE)"]) + (
+    more = em[0] * diff[0] > 0 and abs(diff[0]) > z * diff[1] and abs(diff[0]) > MIN_STEP
+    measurable = abs(em[0]) > z * em[1] and abs(em[0]) > MIN_STEP
+    fails = ([] if measurable else [f"no measurable effect on memory (needs > 5 % and > {z:g} SE)"]) + (
         [f"it moves the CPU probe the same way and not measurably less (memory minus CPU {diff[0]:+.1%} ± "
-         f"{diff[1]:.1%} in log; needs > 5 % and > 3 SE): a speed knob, not memory"] if same_way and not more else [])
-    keep, why = not fails, ": ".join([text, *fails])
+         f"{diff[1]:.1%} in log; needs > 5 % and > {z:g} SE): a speed knob, not memory"] if same_way and not more
+        else [])
+    keep = not fails
+    why = ": ".join([text + (f" (> {z:g} SE at the last re-probe look)" if keep and z != 3.0 else ""), *fails])
     return AxisEffect(name, keep, em[0], em[1], ec[0], ec[1], levels if keep else (), why)
 
 
-def _page_axis(cs: _Cells) -> AxisEffect:
+def _page_axis(cs: _Cells, z: float = 3.0) -> AxisEffect:
     never, always = cs.find(thp="never"), cs.find(thp="always")
     if not never or not always:
         return AxisEffect("page-size", False, None, None, None, None, (), "THP always/never not measured "
                           "(THP not offered by this kernel?)")
-    return _memory_axis(cs, "page-size", never, always, "4 KiB vs huge pages", ("never", "always"))
+    return _memory_axis(cs, "page-size", never, always, "4 KiB vs huge pages", ("never", "always"), z)
 
 
-def _corunner_axis(cs: _Cells) -> AxisEffect:
+def _corunner_axis(cs: _Cells, z: float = 3.0) -> AxisEffect:
     return _memory_axis(cs, "co-runner", cs.find(corunner="stream"), cs.find(), "stream co-runner on CPU 1",
-                        ("none", "stream"))
+                        ("none", "stream"), z)
 
 
 def quota_levels(effect: float, n_levels: int, noise_step: float) -> tuple[tuple[int, ...], float]:
@@ -366,7 +369,9 @@ def _first_phase(resp: dict[str, Any]) -> _FirstPhase:
     policies kept here, so these decisions must be the same before and after the quota cells are measured.
     """
     base = _Cells(resp, [c for c in resp["cells"] if int(c["quota_pct"]) == 100])
-    page, co = _page_axis(base), _corunner_axis(base)
+    last = set(resp.get("last_look") or ())  # the axes re-probed in the last allowed batch
+    page = _page_axis(base, LAST_LOOK_SE if "page-size" in last else 3.0)
+    co = _corunner_axis(base, LAST_LOOK_SE if "co-runner" in last else 3.0)
     others = [a for a in (page, co) if a.kept]
     effect = max((abs(a.effect_memory or 0.0) for a in others), default=0.0)
     if any(k["kept"] for k in (resp.get("knobs") or {}).get("knobs") or ()):  # a screening design: two levels
@@ -694,7 +699,8 @@ def _reprobe_undecided(runner: ProbeRunner, resp: dict[str, Any], unthrottled: l
     The new rounds measure the reference cell with the undecided ones, appended to their times so the rounds
     still pair (a shorter cell is padded with ``None``, a round it was not measured in); the rules then decide
     on all rounds, and an axis still undecided gets the next batch. ``resp["reprobed"]`` names the axes probed
-    again, ``resp["reprobe_batches"]`` counts the batches.
+    again, ``resp["reprobe_batches"]`` counts the batches, and ``resp["last_look"]`` names the axes the last
+    allowed batch probed (decided at :data:`LAST_LOOK_SE`).
     """
     by_axis = {"page-size": Cell(100, "always"), "co-runner": Cell(100, "never", corunner="stream")}
     names: list[str] = []
@@ -704,8 +710,10 @@ def _reprobe_undecided(runner: ProbeRunner, resp: dict[str, Any], unthrottled: l
                 and any(c == by_axis[a.name] for c, _ in unthrottled)]
         if not todo:
             break
+        last = batch == REPROBE_BATCHES - 1
         runner.on_step(f"calibration: {', '.join(todo)} undecided within the noise: {reps} more rounds"
-                       + (f" (batch {batch + 1} of at most {REPROBE_BATCHES})" if batch else ""))
+                       + (f" (batch {batch + 1} of at most {REPROBE_BATCHES}"
+                          + (f"; decided after it at {LAST_LOOK_SE:g} SE)" if last else ")") if batch else ""))
         cells = [(Cell(100, "never"), reps)] + [(by_axis[n], reps) for n in todo]
         stored = {json.dumps({k: c[k] for k in asdict(Cell())}, sort_keys=True): c for c in resp["cells"]}
         width = max(len(c.get("memory") or []) for c in resp["cells"])
@@ -715,6 +723,8 @@ def _reprobe_undecided(runner: ProbeRunner, resp: dict[str, Any], unthrottled: l
                 row[p] = list(row.get(p) or []) + [None] * (width - len(row.get(p) or [])) + res[p]
         names += [n for n in todo if n not in names]
         resp["reprobed"], resp["reprobe_batches"] = names, batch + 1
+        if last:
+            resp["last_look"] = todo
 
 
 # --- the generated inventory and the store ------------------------------------------------------

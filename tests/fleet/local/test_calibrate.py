@@ -506,3 +506,32 @@ def test_a_decided_axis_is_not_probed_again() -> None:
     _reprobe_undecided(runner, resp, [(Cell(100, "never"), 5), (Cell(100, "always"), 5)],  # type: ignore[arg-type]
                        ["memory", "cpu"], 5)
     assert runner.asked == [] and "reprobed" not in resp
+
+
+def test_the_last_look_decides_at_two_se_and_the_looks_before_it_at_three() -> None:
+    from quiho.fleet.local.calibrate import LAST_LOOK_SE, REPROBE_BATCHES, _first_phase, _reprobe_undecided
+    from quiho.fleet.local.probes import Cell
+
+    # rounds alternate +25 % and -3 % (a real ~+10 % effect in a noisy minute): ~1.5 SE on the first 4 rounds,
+    # ~2.3 on 10 and ~2.8 on all 16, so it is undecided until the last look and kept there
+    alternate = [0.375, 0.291] * 3
+    resp = {"schema_version": 1, "cells": [
+        {"quota_pct": 100, "thp": "never", "period_us": 20000, "corunner": "none", "iops": "0", "mem_mib": 0,
+         "net": "0", "syscall_rules": 0, "memory": [0.30] * 6, "cpu": [0.2] * 6},
+        {"quota_pct": 100, "thp": "never", "period_us": 20000, "corunner": "stream", "iops": "0", "mem_mib": 0,
+         "net": "0", "syscall_rules": 0, "memory": alternate[:4], "cpu": [0.2] * 4}]}
+    steps: list[str] = []
+    runner = _Rounds({(100, "never", "none"): {"memory": [0.3] * 6, "cpu": [0.2] * 6},
+                      (100, "never", "stream"): {"memory": alternate, "cpu": [0.2] * 6}})
+    runner.on_step = steps.append
+    _reprobe_undecided(runner, resp, [(Cell(100, "never"), 6), (Cell(100, "never", corunner="stream"), 4)],
+                       ["memory", "cpu"], 6)  # type: ignore[arg-type]
+    assert REPROBE_BATCHES == 2 and resp["reprobe_batches"] == 2 and resp["last_look"] == ["co-runner"]
+    assert f"decided after it at {LAST_LOOK_SE:g} SE" in steps[-1]
+    co = _first_phase(resp).co
+    z = co.effect_memory / co.se_memory
+    assert LAST_LOOK_SE < z < 3 and co.kept and "at the last re-probe look" in co.reason
+    # the same rounds at an earlier look need 3 SE
+    del resp["last_look"]
+    again = _first_phase(resp).co
+    assert not again.kept and "needs > 5 % and > 3 SE" in again.reason
