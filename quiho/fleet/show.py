@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from quiho._text import printable
+from quiho.fleet.local.knobs import effect_text
 from quiho.store import Store
 from quiho.store.calibrations import latest_calibration
 from quiho.store.hosts import fleet_hosts
@@ -83,11 +83,11 @@ def calibration_info(store: Store) -> dict[str, Any] | None:
 
 
 def _pct(effect: float | None, se: float | None) -> str:
-    return "-" if effect is None else f"{math.expm1(effect):+.1%} ± {se or 0:.1%}"
+    return "-" if effect is None else effect_text((effect, se or 0.0))
 
 
 def calibration_lines(cal: dict[str, Any] | None) -> list[str]:
-    """Terminal text of the local fleet's calibration: levels, period, each axis's measured effect (± SE)."""
+    """Terminal text of the local fleet's calibration: levels, period, each axis's measured effect (in SEs)."""
     if cal is None:
         return ["local fleet: not calibrated yet (quiho fleet calibrate; done before the first local run)"]
     period = f"{cal['period_us'] / 1000:g} ms CFS period" if cal["period_us"] else "no quota"

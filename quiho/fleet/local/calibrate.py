@@ -64,7 +64,7 @@ from typing import Any
 from quiho._factors import FACTOR_BY_NAME
 from quiho.errors import InventoryError
 from quiho.fleet.local.emulate import local_fleet_lock
-from quiho.fleet.local.knobs import KNOB_REPS, paired_mean, screen_knobs
+from quiho.fleet.local.knobs import KNOB_REPS, effect_text, paired_mean, screen_knobs
 from quiho.fleet.local.probes import Cell, ProbeRunner, facts_key, machine_facts, require_root
 from quiho.fleet.local.screening import MAX_KNOBS, screening_design
 from quiho.fleet.session import REMOTE_BASE, measuring
@@ -245,10 +245,6 @@ def _moves(e: tuple[float, float]) -> bool:
     return abs(e[0]) > 2 * e[1] and abs(e[0]) >= MIN_STEP
 
 
-def _fmt(e: tuple[float, float] | None) -> str:
-    return "not measured" if e is None else f"{math.expm1(e[0]):+.1%} ± {e[1]:.1%}"
-
-
 def _differential(cs: _Cells, a: list[dict[str, Any]], b: list[dict[str, Any]], em: tuple[float, float],
                   ec: tuple[float, float]) -> tuple[float, float]:
     """How much more condition ``a`` moves the memory probe than the CPU probe (log, its SE), paired by round.
@@ -282,13 +278,13 @@ def _memory_axis(cs: _Cells, name: str, a: list[dict[str, Any]], b: list[dict[st
     if em is None or ec is None:
         return AxisEffect(name, False, None, None, None, None, (), f"{what} not measured")
     diff = _differential(cs, a, b, em, ec)
-    text = f"{what}: memory probe {_fmt(em)}, CPU probe {_fmt(ec)}"
+    text = f"{what}: memory probe {effect_text(em)}, CPU probe {effect_text(ec)}"
     same_way = _moves(ec) and ec[0] * em[0] > 0
     more = em[0] * diff[0] > 0 and abs(diff[0]) > z * diff[1] and abs(diff[0]) > MIN_STEP
     measurable = abs(em[0]) > z * em[1] and abs(em[0]) > MIN_STEP
     fails = ([] if measurable else [f"no measurable effect on memory (needs > 5 % and > {z:g} SE)"]) + (
-        [f"it moves the CPU probe the same way and not measurably less (memory minus CPU {diff[0]:+.1%} ± "
-         f"{diff[1]:.1%} in log; needs > 5 % and > {z:g} SE): a speed knob, not memory"] if same_way and not more
+        [f"it moves the CPU probe the same way and not measurably less (memory minus CPU {effect_text(diff)}; "
+         f"needs > 5 % and > {z:g} SE): a speed knob, not memory"] if same_way and not more
         else [])
     keep = not fails
     why = ": ".join([text + (f" (> {z:g} SE at the last re-probe look)" if keep and z != 3.0 else ""), *fails])

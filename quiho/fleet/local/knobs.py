@@ -40,7 +40,7 @@ from quiho._factors import FACTOR_BY_NAME
 from quiho.fleet.local.probes import Cell, ProbeRunner
 
 __all__ = ["Knob", "KNOBS", "LOOK_AT", "KnobEffect", "KNOB_REPS", "decide_knob", "knob_cells", "screen_knobs",
-           "write_disk", "network_mechanism", "paired_mean", "MIN_STEP", "MEM_CACHE_MIB"]
+           "write_disk", "network_mechanism", "paired_mean", "MIN_STEP", "MEM_CACHE_MIB", "effect_text"]
 
 #: Smallest effect that counts (log): IRUP hardware grouping merges hosts closer than 5 %.
 MIN_STEP = math.log(1.05)
@@ -144,8 +144,15 @@ def _ratios(on: list[float], off: list[float]) -> list[float | None]:
     return [math.log(a / b) if a and b and a > 0 and b > 0 else None for a, b in zip(on, off, strict=False)]
 
 
-def _fmt(e: tuple[float, float] | None) -> str:
-    return "not measured" if e is None else f"{math.expm1(e[0]):+.1%} ± {e[1]:.1%}"
+def effect_text(e: tuple[float, float] | None) -> str:
+    """``"+21.0% (2.9 SE)"``: a log effect as a relative change, and how many of its SEs it is from none.
+
+    The rules decide in SEs of the log ratio; printing that SE beside the relative change (``± 6.6 %``) read as
+    3.2 SE where the rule saw 2.9.
+    """
+    if e is None:
+        return "not measured"
+    return f"{math.expm1(e[0]):+.1%} ({abs(e[0]) / e[1]:.1f} SE)" if e[1] > 0 else f"{math.expm1(e[0]):+.1%} (no noise)"
 
 
 def decide_knob(knob: Knob, level: str, on: dict[str, list[float]], off: dict[str, list[float]]) -> KnobEffect:
@@ -161,11 +168,11 @@ def decide_knob(knob: Knob, level: str, on: dict[str, list[float]], off: dict[st
     ec = paired_mean(_ratios(on.get("cpu") or [], off.get("cpu") or []))
     if ep is None:
         return KnobEffect(knob.name, False, level, None, None, None, None, f"{knob.emulates}: not measured")
-    text = f"{knob.emulates} ({level}): {knob.probe} probe {_fmt(ep)}"
+    text = f"{knob.emulates} ({level}): {knob.probe} probe {effect_text(ep)}"
     fails = [] if ep[0] > 3 * ep[1] and ep[0] > MIN_STEP else [
         f"no measurable slowdown of the {knob.probe} probe (needs > 5 % and > 3 SE)"]
     if knob.probe != "cpu":
-        text += f", CPU probe {_fmt(ec)}"
+        text += f", CPU probe {effect_text(ec)}"
         if ec is not None and ec[0] > 2 * ec[1] and ec[0] > MIN_STEP:
             diff = paired_mean(
                 None if p is None or c is None else p - c
@@ -173,7 +180,7 @@ def decide_knob(knob: Knob, level: str, on: dict[str, list[float]], off: dict[st
                                 strict=False))
             if diff is None or not (diff[0] > 3 * diff[1] and diff[0] > MIN_STEP):
                 fails.append(f"it slows the CPU probe about as much ({knob.probe} minus CPU "
-                             f"{_fmt(diff)}; needs > 5 % and > 3 SE): a speed knob")
+                             f"{effect_text(diff)}; needs > 5 % and > 3 SE): a speed knob")
     elif not fails:
         text += ": the two CPUs share a core's throughput"
     return KnobEffect(knob.name, not fails, level if not fails else "", ep[0], ep[1],

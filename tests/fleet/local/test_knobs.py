@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -46,6 +47,10 @@ def test_a_knob_within_the_noise_is_dropped_and_says_what_it_needed() -> None:
     on = {"syscall": _times(0.3, 1.1, 0.2, seed=7), "cpu": _times(0.3, 1, 0.2, seed=8)}
     e = decide_knob(BY["kernel-entry"], "4000", on, off)
     assert not e.kept and e.level == "" and "needs > 5 % and > 3 SE" in e.reason
+    # the printed SEs are the rule's: the log effect over its SE, not a log SE beside a relative change
+    m = re.search(r"syscall probe ([+-][0-9.]+)% \(([0-9.]+) SE\)", e.reason)
+    assert m and float(m.group(2)) == pytest.approx(abs(e.effect_probe) / e.se_probe, abs=0.05)
+    assert float(m.group(1)) == pytest.approx(100 * math.expm1(e.effect_probe), abs=0.05)
 
 
 def test_a_knob_that_slows_everything_alike_is_a_speed_knob_and_dropped() -> None:
