@@ -280,14 +280,21 @@ def _memory_axis(cs: _Cells, name: str, a: list[dict[str, Any]], b: list[dict[st
     diff = _differential(cs, a, b, em, ec)
     text = f"{what}: memory probe {effect_text(em)}, CPU probe {effect_text(ec)}"
     same_way = _moves(ec) and ec[0] * em[0] > 0
-    more = em[0] * diff[0] > 0 and abs(diff[0]) > z * diff[1] and abs(diff[0]) > MIN_STEP
-    measurable = abs(em[0]) > z * em[1] and abs(em[0]) > MIN_STEP
+
+    def passes(bar: float) -> tuple[bool, bool]:  # (measurable on memory, measurably more than on CPU)
+        return (abs(em[0]) > bar * em[1] and abs(em[0]) > MIN_STEP,
+                em[0] * diff[0] > 0 and abs(diff[0]) > bar * diff[1] and abs(diff[0]) > MIN_STEP)
+
+    measurable, more = passes(z)
     fails = ([] if measurable else [f"no measurable effect on memory (needs > 5 % and > {z:g} SE)"]) + (
         [f"it moves the CPU probe the same way and not measurably less (memory minus CPU {effect_text(diff)}; "
          f"needs > 5 % and > {z:g} SE): a speed knob, not memory"] if same_way and not more
         else [])
     keep = not fails
-    why = ": ".join([text + (f" (> {z:g} SE at the last re-probe look)" if keep and z != 3.0 else ""), *fails])
+    at3 = passes(3.0)
+    lowered = keep and not (at3[0] and (at3[1] or not same_way))  # kept only because this was the last look
+    why = ": ".join([text + (f" (kept at the last re-probe look's {z:g} SE; 3 SE before it)" if lowered else ""),
+                     *fails])
     return AxisEffect(name, keep, em[0], em[1], ec[0], ec[1], levels if keep else (), why)
 
 

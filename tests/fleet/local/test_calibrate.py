@@ -530,8 +530,13 @@ def test_the_last_look_decides_at_two_se_and_the_looks_before_it_at_three() -> N
     assert f"decided after it at {LAST_LOOK_SE:g} SE" in steps[-1]
     co = _first_phase(resp).co
     z = co.effect_memory / co.se_memory
-    assert LAST_LOOK_SE < z < 3 and co.kept and "at the last re-probe look" in co.reason
+    assert LAST_LOOK_SE < z < 3 and co.kept and "kept at the last re-probe look's 2 SE" in co.reason
     # the same rounds at an earlier look need 3 SE
     del resp["last_look"]
     again = _first_phase(resp).co
     assert not again.kept and "needs > 5 % and > 3 SE" in again.reason
+    # a last look the effect clears at 3 SE anyway is not said to be the lowered bar's
+    resp["cells"][1]["memory"] = [0.36, 0.361, 0.359] * 5 + [0.36]
+    resp["last_look"] = ["co-runner"]
+    clear = _first_phase(resp).co
+    assert clear.kept and "last re-probe look" not in clear.reason
