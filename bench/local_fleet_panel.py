@@ -151,10 +151,10 @@ def run(out: Path, pairs: list[str], runs: int, first: int = 1) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for r in range(first, first + runs):
         rd = out / f"run-{r}"
-        if (rd / "quiho.db").exists():
+        store = rd / "quiho.db"
+        if store.exists():
             sys.exit(f"panel: {rd} has a store already; a fresh run needs its own (--first {r + 1})")
         rd.mkdir(exist_ok=True)
-        store = rd / "quiho.db"
         cal = _calibration(store)
         (rd / "calibration.json").write_text(json.dumps(cal, indent=1))
         factors = (cal.get("design") or {}).get("factors") or cal.get("kept") or []

@@ -112,8 +112,8 @@ class DesignAnalysis:
 def _stressor_reference(axis: AxisClass, higher_is_better: bool) -> str:
     """What the factor does to the stressors of its class and to the cpu ones, in the metric's direction.
 
-    A version's effect is read against these (a position between them would hide its sign and scale); the
-    stressors are throughputs, so for a lower-is-better metric their effect is given as time per operation.
+    A version's effect is read against these. The stressors are throughputs, so for a lower-is-better metric
+    their effect is given as time per operation.
     """
     ce = axis.class_effects
     if axis.resource not in ce:

@@ -281,18 +281,18 @@ def _memory_axis(cs: _Cells, name: str, a: list[dict[str, Any]], b: list[dict[st
     text = f"{what}: memory probe {effect_text(em)}, CPU probe {effect_text(ec)}"
     same_way = _moves(ec) and ec[0] * em[0] > 0
 
-    def passes(bar: float) -> tuple[bool, bool]:  # (measurable on memory, measurably more than on CPU)
-        return (abs(em[0]) > bar * em[1] and abs(em[0]) > MIN_STEP,
-                em[0] * diff[0] > 0 and abs(diff[0]) > bar * diff[1] and abs(diff[0]) > MIN_STEP)
+    def fails_at(bar: float) -> list[str]:
+        fails = [] if abs(em[0]) > bar * em[1] and abs(em[0]) > MIN_STEP else [
+            f"no measurable effect on memory (needs > 5 % and > {bar:g} SE)"]
+        more = em[0] * diff[0] > 0 and abs(diff[0]) > bar * diff[1] and abs(diff[0]) > MIN_STEP
+        if same_way and not more:
+            fails.append(f"it moves the CPU probe the same way and not measurably less (memory minus CPU "
+                         f"{effect_text(diff)}; needs > 5 % and > {bar:g} SE): a speed knob, not memory")
+        return fails
 
-    measurable, more = passes(z)
-    fails = ([] if measurable else [f"no measurable effect on memory (needs > 5 % and > {z:g} SE)"]) + (
-        [f"it moves the CPU probe the same way and not measurably less (memory minus CPU {effect_text(diff)}; "
-         f"needs > 5 % and > {z:g} SE): a speed knob, not memory"] if same_way and not more
-        else [])
+    fails = fails_at(z)
     keep = not fails
-    at3 = passes(3.0)
-    lowered = keep and not (at3[0] and (at3[1] or not same_way))  # kept only because this was the last look
+    lowered = keep and bool(fails_at(3.0))  # kept only because this was the last look
     why = ": ".join([text + (f" (kept at the last re-probe look's {z:g} SE; 3 SE before it)" if lowered else ""),
                      *fails])
     return AxisEffect(name, keep, em[0], em[1], ec[0], ec[1], levels if keep else (), why)
@@ -714,9 +714,11 @@ def _reprobe_undecided(runner: ProbeRunner, resp: dict[str, Any], unthrottled: l
         if not todo:
             break
         last = batch == REPROBE_BATCHES - 1
+        which = f" (batch {batch + 1} of at most {REPROBE_BATCHES}" if batch else ""
+        if which and last:
+            which += f"; decided after it at {LAST_LOOK_SE:g} SE"
         runner.on_step(f"calibration: {', '.join(todo)} undecided within the noise: {reps} more rounds"
-                       + (f" (batch {batch + 1} of at most {REPROBE_BATCHES}"
-                          + (f"; decided after it at {LAST_LOOK_SE:g} SE)" if last else ")") if batch else ""))
+                       + (which + ")" if which else ""))
         cells = [(Cell(100, "never"), reps)] + [(by_axis[n], reps) for n in todo]
         stored = {json.dumps({k: c[k] for k in asdict(Cell())}, sort_keys=True): c for c in resp["cells"]}
         width = max(len(c.get("memory") or []) for c in resp["cells"])

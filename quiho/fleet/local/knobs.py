@@ -147,8 +147,7 @@ def _ratios(on: list[float], off: list[float]) -> list[float | None]:
 def effect_text(e: tuple[float, float] | None) -> str:
     """``"+21.0% (2.9 SE)"``: a log effect as a relative change, and how many of its SEs it is from none.
 
-    The rules decide in SEs of the log ratio; printing that SE beside the relative change (``± 6.6 %``) read as
-    3.2 SE where the rule saw 2.9.
+    In SEs of the log ratio, the unit the keep/drop rules decide in.
     """
     if e is None:
         return "not measured"

@@ -338,8 +338,6 @@ def _bracket(n: int, samples: Mapping[int, np.ndarray], kernel: str, random_stat
     """
     pos = sorted(samples)
     if all(np.all(samples[p] > 0) for p in pos):
-        # timings' noise grows with their level: in linear units a 2x blip of a fast revision with tight
-        # repetitions outranked a 10x step whose slow side was noisier; on the log scale noise is comparable
         samples = {p: np.log(samples[p]) for p in pos}
     if noise_of_means([samples[p] for p in pos]) is None:
         # single values: a GP with a fitted white-noise term smooths the step away and sent the search
