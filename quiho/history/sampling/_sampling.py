@@ -121,7 +121,7 @@ class _Refitter:
         self.optimised_at = 0
         self.last: HistoryGP | None = None
 
-    def __call__(self, samples: Mapping[int, np.ndarray], at: np.ndarray | None = None
+    def __call__(self, samples: Mapping[int, np.ndarray], at: np.ndarray | None = None, noise_floor: float = 0.0
                  ) -> tuple[np.ndarray, np.ndarray]:
         where = np.arange(self.n) if at is None else at
         if len(samples) < 2:
@@ -130,8 +130,10 @@ class _Refitter:
         reopt = self.fixed is None or len(pos) < 8 or len(pos) >= 1.5 * self.optimised_at
         gp = HistoryGP(self.kernel, n_restarts_optimizer=0, random_state=self.random_state,
                        fixed_kernel=None if reopt else self.fixed)
-        gp.fit(pos, [float(samples[p].mean()) for p in pos], noise_var=noise_of_means([samples[p] for p in pos]),
-               span=max(self.n - 1, 1), origin=0)
+        noise = noise_of_means([samples[p] for p in pos])
+        if noise is not None:
+            noise = np.maximum(noise, noise_floor)
+        gp.fit(pos, [float(samples[p].mean()) for p in pos], noise_var=noise, span=max(self.n - 1, 1), origin=0)
         if reopt and gp.constant_ is None:
             self.fixed, self.optimised_at = gp.gpr_.kernel_, len(pos)
         self.last = gp
@@ -139,8 +141,20 @@ class _Refitter:
 
 
 def _fit_predict(n: int, samples: Mapping[int, np.ndarray], kernel: str, random_state: int | None,
-                 at: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    return _Refitter(n, kernel, random_state)(samples, at)
+                 at: np.ndarray | None = None, noise_floor: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    return _Refitter(n, kernel, random_state)(samples, at, noise_floor)
+
+
+def between_revision_var(means: np.ndarray) -> float:
+    """Variance of one revision's mean as the spread between revisions shows it (0 for fewer than three).
+
+    ``(1.4826 * median |adjacent difference|)**2 / 2``: robust to the few differences that are real changes,
+    and it sees what repetitions run back to back cannot (the machine's state changing between builds).
+    """
+    d = np.abs(np.diff(np.asarray(means, dtype=float)))
+    if d.size < 2:
+        return 0.0
+    return float((1.4826 * np.median(d)) ** 2 / 2)
 
 
 def sample_revisions(measure: Measure, n: int, plan: SamplingPlan, *,
@@ -293,7 +307,8 @@ def gp_bisect(measure: Measure, n: int, plan: BisectPlan = BisectPlan(), *,
     step fits the GP (Brownian kernel by default, measurement noise from the
     repetitions) to the measured means and brackets the change between the two
     adjacent measured revisions whose posterior means differ most in units of
-    their posterior sigma, on the log scale for a positive metric (with single
+    their posterior sigma, on the log scale for a positive metric, each
+    revision's noise at least the spread between revisions (with single
     values, whose noise is unknown, the largest raw difference); it then
     builds the revision nearest the middle of that bracket. It stops when the
     bracket holds no buildable revision. Reusing earlier measurements is where
@@ -334,7 +349,8 @@ def _bracket(n: int, samples: Mapping[int, np.ndarray], kernel: str, random_stat
     """The two adjacent measured revisions between which the GP mean jumps most (in posterior sigmas).
 
     Positive values are compared on the log scale, where a performance metric's noise is about the same at
-    every level.
+    every level. Each revision's noise is at least :func:`between_revision_var`: repetitions run back to back
+    share the machine's state, so their spread alone makes a small jump look certain.
     """
     pos = sorted(samples)
     if all(np.all(samples[p] > 0) for p in pos):
@@ -345,7 +361,8 @@ def _bracket(n: int, samples: Mapping[int, np.ndarray], kernel: str, random_stat
         raw = np.array([samples[p].mean() for p in pos])
         j = int(np.argmax(np.abs(np.diff(raw))))
         return pos[j], pos[j + 1]
-    mu, sd = _fit_predict(n, dict(samples), kernel, random_state, at=np.array(pos))
+    floor = between_revision_var(np.array([samples[p].mean() for p in pos]))
+    mu, sd = _fit_predict(n, dict(samples), kernel, random_state, at=np.array(pos), noise_floor=floor)
     # floor sigma at a millionth of the level so noise-free data compare jumps by size, not by 0/0
     eps = 1e-6 * max(float(np.max(np.abs(mu))), 1e-300)
     jumps = np.abs(np.diff(mu)) / np.sqrt(sd[:-1] ** 2 + sd[1:] ** 2 + eps**2)
