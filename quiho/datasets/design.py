@@ -54,8 +54,7 @@ def planted_design(*, effects_a: Mapping[str, float], effects_b: Mapping[str, fl
     Returns
     -------
     runs : DataFrame
-        ``host``, ``version``, ``round``, ``repetition``, ``status``, ``value``, ``order`` (the versions
-        interleaved on each visit, as ``quiho profile`` runs them).
+        ``host``, ``version``, ``round``, ``repetition``, ``status``, ``value``.
     factors : FactorTable
         The coded factors of the hosts.
     """
@@ -68,11 +67,11 @@ def planted_design(*, effects_a: Mapping[str, float], effects_b: Mapping[str, fl
         drift = rng.normal(0, 0.05)
         for h in rng.permutation(list(hosts)):
             shared = rng.normal(0, visit_sd)
-            for j, (v, eff, lvl) in enumerate((("v1", effects_a, 0.0), ("v2", effects_b, change))):
+            for v, eff, lvl in (("v1", effects_a, 0.0), ("v2", effects_b, change)):
                 mu = 0.0 + lvl + drift + shared + sum(eff.get(f, 0.0) * X[h][f] for f in factors)
                 for i in range(runs):
                     rows.append({"host": h, "version": v, "round": r, "repetition": r * runs + i, "status": "ok",
-                                 "value": float(np.exp(mu + rng.normal(0, run_sd))), "order": 2 * i + j})
+                                 "value": float(np.exp(mu + rng.normal(0, run_sd)))})
     return pd.DataFrame(rows), table
 
 

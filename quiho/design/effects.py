@@ -255,10 +255,8 @@ def effect_changes(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
                    settings: DesignSettings = DesignSettings()) -> tuple[tuple[Effect, ...], int, int]:
     """How each factor's effect changed from ``version_a`` to ``version_b``: (changes, visits, permutations).
 
-    The per-visit change is the median log ratio of the runs paired in run order (the versions' median difference
-    where a visit has no run order or unequal counts), regressed on the design; p from within-visit label
-    exchanges (within each pair, else among the visit's runs) aligned under "no factor effect changed",
-    studentised (|t|), Holm-adjusted over the factors.
+    The per-visit difference of median log metrics regressed on the design; p from within-visit label permutations
+    of the runs aligned under "no factor effect changed", studentised (|t|), Holm-adjusted over the factors.
     """
     a, b = _visit_means(runs, version_a), _visit_means(runs, version_b)
     shared = sorted(set(a.index) & set(b.index))
@@ -267,9 +265,7 @@ def effect_changes(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
         return (), 0, 0
     hosts, rounds = [v.split("\x1f")[0] for v in shared], [v.split("\x1f")[1] for v in shared]
     Z, cols = _design(hosts, rounds, factors)
-    pairs = _visit_pairs(runs, version_a, version_b)
-    d = np.array([float(np.median(pairs[v][1] - pairs[v][0])) if v in pairs
-                  else float(b.loc[v, "y"] - a.loc[v, "y"]) for v in shared])
+    d = b.loc[shared, "y"].to_numpy() - a.loc[shared, "y"].to_numpy()
     beta, se, _sd, df = _ols(Z, d)
     if df <= 0:
         nan = float("nan")
@@ -277,7 +273,7 @@ def effect_changes(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
                      for f, c in zip(factors.factors, cols, strict=True)), len(shared), 0
     with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 (an exact fit of no change) reads 0, as the null's
         t_obs = np.nan_to_num(np.abs(beta[cols] / se[cols]), nan=0.0, posinf=np.inf)
-    null_t = _permuted_t(runs, version_a, version_b, shared, Z, cols, d, settings, pairs)
+    null_t = _permuted_t(runs, version_a, version_b, shared, Z, cols, d, settings)
     B = null_t.shape[0]
     p = [(1 + int(np.sum(null_t[:, j] >= t_obs[j] - 1e-12))) / (1 + B) for j in range(len(cols))]
     adj = _holm(p)
@@ -288,28 +284,8 @@ def effect_changes(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
     return tuple(out), len(shared), B
 
 
-def _visit_pairs(runs: pd.DataFrame, version_a: str, version_b: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per visit, the two versions' log metrics paired in run order (k-th run of a with k-th of b).
-
-    Only visits whose versions ran equally often with a run order; interleaved neighbours share the machine's
-    state, so their ratio cancels what a whole run's band of speed adds to both.
-    """
-    if "order" not in runs:
-        return {}
-    ok = runs[(runs["status"] == "ok") & (runs["value"] > 0) & runs["order"].notna()]
-    ok = ok.assign(visit=visits(ok).to_numpy(), log=np.log(ok["value"].astype(float))).sort_values("order")
-    out = {}
-    for v, sub in ok.groupby("visit"):
-        la = sub.loc[sub["version"] == version_a, "log"].to_numpy()
-        lb = sub.loc[sub["version"] == version_b, "log"].to_numpy()
-        if la.size and la.size == lb.size:
-            out[str(v)] = (la, lb)
-    return out
-
-
 def _permuted_t(runs: pd.DataFrame, version_a: str, version_b: str, shared: list[str], Z: np.ndarray,
-                cols: list[int], d: np.ndarray, settings: DesignSettings,
-                pairs: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> np.ndarray:
+                cols: list[int], d: np.ndarray, settings: DesignSettings) -> np.ndarray:
     """|t| of every factor's change under ``settings.permutations`` within-visit label exchanges (B × factors).
 
     Many parameters because the caller's design, visits and observed differences are reused, not rebuilt.
@@ -323,12 +299,6 @@ def _permuted_t(runs: pd.DataFrame, version_a: str, version_b: str, shared: list
     by_visit = dict(tuple(ok.groupby("visit")))  # one pass, not one filter of every run per visit
     D = np.empty((B, len(shared)))
     for i, v in enumerate(shared):
-        if pairs and v in pairs:  # exchanging the labels of a pair flips the sign of its aligned difference
-            la, lb = pairs[v]
-            diff = lb - fitted0[i] - la
-            signs = rng.choice((-1.0, 1.0), size=(B, diff.size))
-            D[:, i] = np.median(signs * diff, axis=1)
-            continue
         sub = by_visit[v]
         la = sub.loc[sub["version"] == version_a, "log"].to_numpy()
         lb = sub.loc[sub["version"] == version_b, "log"].to_numpy() - fitted0[i]

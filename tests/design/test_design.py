@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from quiho.datasets import planted_design, planted_fingerprints
 from quiho.design import DesignSettings, analyse_design, factor_table, local_fleet_vars
-from quiho.design.factors import Factor, FactorTable
 
 PRIMARY = {"cpu": "cpu", "matrix": "cpu", "stream": "memory", "memrate": "memory"}
 MEMORY_BOUND = {"cpu-quota": 0.40, "huge-pages": -0.20, "co-runner": 0.22}
@@ -229,41 +225,3 @@ def test_a_fold_over_design_visiting_each_host_once_names_the_storage_bound_vers
     ev = res.story_a.evidence
     assert re.search(r"huge pages [^\[]*\[[^\]]*\] \(both versions\) within the noise", ev), ev
     assert re.search(r"CPU quota [^\[]*\[[^\]]*\];", ev), ev  # its effect changed: this version's own
-
-
-def _in_bands(runs: pd.DataFrame, seed: int, band: float = 0.2) -> pd.DataFrame:
-    """The runs interleaved (v1, v2, v1, v2 ...) per visit, each neighbouring pair sped or slowed together (log SD
-    ``band``): the speed a shared VM gives for seconds at a time, which both runs of a pair share."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for _visit, sub in runs.groupby(["host", "round"], sort=False):
-        a = sub[sub["version"] == "v1"].to_dict("records")
-        b = sub[sub["version"] == "v2"].to_dict("records")
-        for k, (ra, rb) in enumerate(zip(a, b, strict=True)):
-            slow = math.exp(rng.normal(0, band))
-            out += [{**ra, "value": ra["value"] * slow, "order": 2 * k},
-                    {**rb, "value": rb["value"] * slow, "order": 2 * k + 1}]
-    return pd.DataFrame(out)
-
-
-def test_interleaved_pairs_find_the_change_a_fresh_clones_noise_hid():
-    # a real main job whose runs were noisy: the versions' medians left huge pages' change at Holm 0.21
-    rec = json.loads((Path(__file__).parent / "data" / "stream-fresh-clone.json").read_text())
-    factors = FactorTable(tuple(Factor(f["name"], f["label"], f["reference"], f["far"], f["values"])
-                                for f in rec["factors"]["factors"]), tuple(rec["factors"]["hosts"]))
-    runs = pd.DataFrame(rec["runs"])
-    paired = analyse_design(runs, rec["version_a"], rec["version_b"], factors)
-    moved = {c.factor: c for c in paired.changes if c.p_adjusted is not None and c.p_adjusted < 0.05}
-    assert paired.verdict == "different" and set(moved) == {"huge-pages"} and moved["huge-pages"].estimate > 0.1
-    unpaired = analyse_design(runs.drop(columns="order"), rec["version_a"], rec["version_b"], factors)
-    assert unpaired.verdict == "inconclusive"
-    # the residual noise of the per-visit change, which the pairs take out
-    assert paired.changes[0].se < 0.75 * unpaired.changes[0].se
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_interleaved_pairs_find_no_change_where_none_is(seed):
-    runs, factors = planted_design(effects_a={"huge-pages": -0.15}, effects_b={"huge-pages": -0.15}, rounds=2,
-                                   runs=3, run_sd=0.1, random_state=seed)
-    res = analyse_design(_in_bands(runs, seed), "v1", "v2", factors)
-    assert res.verdict != "different" and all(c.p_value > 0.01 for c in res.changes)
