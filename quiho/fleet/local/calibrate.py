@@ -714,11 +714,11 @@ def _reprobe_undecided(runner: ProbeRunner, resp: dict[str, Any], unthrottled: l
         if not todo:
             break
         last = batch == REPROBE_BATCHES - 1
-        which = f" (batch {batch + 1} of at most {REPROBE_BATCHES}" if batch else ""
-        if which and last:
-            which += f"; decided after it at {LAST_LOOK_SE:g} SE"
-        runner.on_step(f"calibration: {', '.join(todo)} undecided within the noise: {reps} more rounds"
-                       + (which + ")" if which else ""))
+        which = ""
+        if batch:
+            decided = f"; decided after it at {LAST_LOOK_SE:g} SE" if last else ""
+            which = f" (batch {batch + 1} of at most {REPROBE_BATCHES}{decided})"
+        runner.on_step(f"calibration: {', '.join(todo)} undecided within the noise: {reps} more rounds{which}")
         cells = [(Cell(100, "never"), reps)] + [(by_axis[n], reps) for n in todo]
         stored = {json.dumps({k: c[k] for k in asdict(Cell())}, sort_keys=True): c for c in resp["cells"]}
         width = max(len(c.get("memory") or []) for c in resp["cells"])

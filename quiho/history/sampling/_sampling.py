@@ -355,14 +355,14 @@ def _bracket(n: int, samples: Mapping[int, np.ndarray], kernel: str, random_stat
     pos = sorted(samples)
     if all(np.all(samples[p] > 0) for p in pos):
         samples = {p: np.log(samples[p]) for p in pos}
+    means = np.array([samples[p].mean() for p in pos])
     if noise_of_means([samples[p] for p in pos]) is None:
         # single values: a GP with a fitted white-noise term smooths the step away and sent the search
         # into empty brackets; compare the measured values themselves
-        raw = np.array([samples[p].mean() for p in pos])
-        j = int(np.argmax(np.abs(np.diff(raw))))
+        j = int(np.argmax(np.abs(np.diff(means))))
         return pos[j], pos[j + 1]
-    floor = between_revision_var(np.array([samples[p].mean() for p in pos]))
-    mu, sd = _fit_predict(n, dict(samples), kernel, random_state, at=np.array(pos), noise_floor=floor)
+    mu, sd = _fit_predict(n, dict(samples), kernel, random_state, at=np.array(pos),
+                          noise_floor=between_revision_var(means))
     # floor sigma at a millionth of the level so noise-free data compare jumps by size, not by 0/0
     eps = 1e-6 * max(float(np.max(np.abs(mu))), 1e-300)
     jumps = np.abs(np.diff(mu)) / np.sqrt(sd[:-1] ** 2 + sd[1:] ** 2 + eps**2)
