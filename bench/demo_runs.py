@@ -76,7 +76,7 @@ def one_run(i: int, out: Path, pair: str = "stream", rounds: int | None = None) 
     if pair == "stream" and not extra:
         cmd = ["bash", "scripts/demo.sh"]
     else:
-        cmd = [str(REPO / ".venv" / "bin" / "quiho"), "profile", a, b, "--battery", "quick", "--max-age", "6h",
+        cmd = [str(REPO / ".venv" / "bin" / "quiho"), "profile", a, b, "--battery", "resources", "--max-age", "6h",
                "--repetitions", "5", "--report", ".quiho/profile-report", *extra] + (["--spec", spec] if spec else [])
     t0 = time.monotonic()
     with open(d / "stdout.txt", "w") as so, open(d / "stderr.txt", "w") as se:

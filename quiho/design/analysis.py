@@ -171,12 +171,21 @@ def _story(effects: VersionEffects, axes: Mapping[str, AxisClass], labels: Mappi
                       cite(list(by)))
 
 
+#: Why a change has no p: the factor moved neither version, so it was not tested (effects.effect_changes).
+UNTESTED = "not tested: moves neither version"
+
+
+def _p_text(c: Effect) -> str:
+    """``"p = 0.003, Holm 0.012"``, or why the change was not tested."""
+    return f"p = {c.p_value:.3g}, Holm {c.p_adjusted:.3g}" if c.tested and c.p_adjusted is not None else UNTESTED
+
+
 def _verdict(changes: tuple[Effect, ...], visits: int, settings: DesignSettings, story_a: ClassStory,
              story_b: ClassStory, labels: Mapping[str, str], factors: FactorTable) -> tuple[str, str]:
     s = settings
     if not changes or visits == 0:
         return "not-meaningful", "no host ran both versions, or no factor is left"
-    df = changes[0].df
+    df = min(c.df for c in changes)  # the whole design's (an untested factor keeps it)
     hosts = len(factors.hosts)
     if hosts < len(factors.factors) + 2:
         return "not-meaningful", (f"{hosts} hosts for {len(factors.factors)} factor(s): with fewer than factors + 2 "
@@ -188,8 +197,7 @@ def _verdict(changes: tuple[Effect, ...], visits: int, settings: DesignSettings,
     moved = list(_moved(changes, s))
 
     def cite(cs: list[Effect]) -> str:
-        return ", ".join(f"{labels[c.factor]} {c.text()} (p = {c.p_value:.3g}, Holm {c.p_adjusted:.3g})"
-                         for c in cs)
+        return ", ".join(f"{labels[c.factor]} {c.text()} ({_p_text(c)})" for c in cs)
 
     if moved:
         head = (f"{story_a.label} → {story_b.label}" if story_a.label != story_b.label
@@ -280,6 +288,7 @@ def effect_table(res: DesignAnalysis) -> list[list[str]]:
         rows.append([f.describe(), res.axis_resource().get(f.name, "none"),
                      a[f.name].text() if f.name in a else "n/a", b[f.name].text() if f.name in b else "n/a",
                      c.text() if c else "n/a",
-                     "n/a" if c is None or c.p_adjusted is None or math.isnan(c.p_value)
+                     "n/a" if c is None else UNTESTED if not c.tested
+                     else "n/a" if c.p_adjusted is None or math.isnan(c.p_value)
                      else f"{c.p_value:.3g} (Holm {c.p_adjusted:.3g})"])
     return rows

@@ -13,7 +13,9 @@ Its p-value is a permutation test that needs no normality: within each visit the
 after removing the level change fitted under "no factor effect changed" (the shift test's alignment,
 :mod:`quiho.irup.shift`), which keeps every host- and round-level effect intact (Anderson & ter Braak 2003).
 Several factors are tested at once, so a change counts only when its Holm-adjusted p is below ``alpha`` and its
-size is at least the floor.
+size is at least the floor. Only the factors that move the two versions' runs together (their pooled effect's
+interval excludes 0) are tested; the others' changes go to the noise (independent filtering: the pooled runs of a
+visit are the same under every label exchange, so the filter leaves the permutation p exact, Bourgon et al. 2010).
 
 Every stressor of the visits' fingerprints gets the same regression; the classes of the stressors a factor moves
 (beyond the noise, and more than it moves the cpu class) say which resource class the factor loads. That ties the
@@ -23,6 +25,8 @@ References
 ----------
 Anderson, M. J., ter Braak, C. J. F. (2003). Permutation tests for multi-factorial analysis of variance.
 J. Stat. Comput. Simul. 73(2), 85-113.
+Bourgon, R., Gentleman, R., Huber, W. (2010). Independent filtering increases detection power for
+high-throughput experiments. PNAS 107(21), 9546-9551.
 Holm, S. (1979). A simple sequentially rejective multiple test procedure. Scand. J. Statist. 6(2), 65-70.
 Montgomery, D. C. (2017). Design and Analysis of Experiments, 9th ed., ch. 4 (blocking) and 6 (2^k designs). Wiley.
 Phipson, B., Smyth, G. K. (2010). Permutation p-values should never be zero. Stat. Appl. Genet. Mol. Biol. 9(1).
@@ -30,6 +34,7 @@ Phipson, B., Smyth, G. K. (2010). Permutation p-values should never be zero. Sta
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -61,6 +66,8 @@ class DesignSettings:
     floor: float = 0.05
     permutations: int = 1999
     random_state: int = 0
+    #: Test only the factors that move the versions' pooled runs (False: every factor, the rule before 2026-12).
+    screen: bool = True
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,8 @@ class Effect:
     ci_high: float
     p_value: float
     p_adjusted: float | None = None
+    #: False for a change left out of the test because the factor moved neither version (no p then).
+    tested: bool = True
 
     @property
     def pct(self) -> float:
@@ -113,7 +122,8 @@ class Effect:
                 "ci": [json_number(math.expm1(self.ci_low), 4), json_number(math.expm1(self.ci_high), 4)],
                 "log_effect": json_number(self.estimate, 6), "log_se": json_number(self.se, 6), "df": self.df,
                 "p_value": json_number(self.p_value, 5),
-                "p_adjusted": None if self.p_adjusted is None else json_number(self.p_adjusted, 5)}
+                "p_adjusted": None if self.p_adjusted is None else json_number(self.p_adjusted, 5),
+                "tested": self.tested}
 
 
 @dataclass(frozen=True)
@@ -256,7 +266,10 @@ def effect_changes(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
     """How each factor's effect changed from ``version_a`` to ``version_b``: (changes, visits, permutations).
 
     The per-visit difference of median log metrics regressed on the design; p from within-visit label permutations
-    of the runs aligned under "no factor effect changed", studentised (|t|), Holm-adjusted over the factors.
+    of the runs aligned under "no factor effect changed", studentised (|t|), Holm-adjusted over the tested factors.
+    With ``settings.screen`` a factor is tested only when it moves both versions' runs pooled; an untested
+    factor's change keeps its estimate and interval from the whole design and no p, and the tested ones are
+    fitted without it, so its contrast adds a degree of freedom to their noise.
     """
     a, b = _visit_means(runs, version_a), _visit_means(runs, version_b)
     shared = sorted(set(a.index) & set(b.index))
@@ -271,37 +284,81 @@ def effect_changes(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
         nan = float("nan")
         return tuple(_t_effect(f.name, float(beta[c]), nan, df)
                      for f, c in zip(factors.factors, cols, strict=True)), len(shared), 0
+    aligned = _aligned_runs(runs, version_a, version_b, shared, Z, cols, d)
+    tested = _screened(aligned, shared, Z, cols, settings.alpha) if settings.screen else list(range(len(cols)))
+    if not tested:
+        return tuple(dataclasses.replace(_t_effect(f.name, float(beta[c]), float(se[c]), df), p_value=float("nan"),
+                                         tested=False)
+                     for f, c in zip(factors.factors, cols, strict=True)), len(shared), 0
+    Zt = np.delete(Z, [c for j, c in enumerate(cols) if j not in tested], axis=1)
+    ct = [Zt.shape[1] - len(tested) + i for i in range(len(tested))]  # the factors are the design's last columns
+    beta_t, se_t, _sd_t, df_t = _ols(Zt, d)
     with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 (an exact fit of no change) reads 0, as the null's
-        t_obs = np.nan_to_num(np.abs(beta[cols] / se[cols]), nan=0.0, posinf=np.inf)
-    null_t = _permuted_t(runs, version_a, version_b, shared, Z, cols, d, settings)
+        t_obs = np.nan_to_num(np.abs(beta_t[ct] / se_t[ct]), nan=0.0, posinf=np.inf)
+    null_t = _permuted_t(aligned, shared, Zt, ct, settings)
     B = null_t.shape[0]
-    p = [(1 + int(np.sum(null_t[:, j] >= t_obs[j] - 1e-12))) / (1 + B) for j in range(len(cols))]
+    p = [(1 + int(np.sum(null_t[:, j] >= t_obs[j] - 1e-12))) / (1 + B) for j in range(len(ct))]
     adj = _holm(p)
     out = []
     for j, (f, c) in enumerate(zip(factors.factors, cols, strict=True)):
-        e = _t_effect(f.name, float(beta[c]), float(se[c]), df)
-        out.append(Effect(e.factor, e.estimate, e.se, e.df, e.ci_low, e.ci_high, p[j], adj[j]))
+        if j in tested:
+            i = tested.index(j)
+            e = _t_effect(f.name, float(beta_t[ct[i]]), float(se_t[ct[i]]), df_t)
+            out.append(dataclasses.replace(e, p_value=p[i], p_adjusted=adj[i]))
+        else:
+            out.append(dataclasses.replace(_t_effect(f.name, float(beta[c]), float(se[c]), df), p_value=float("nan"),
+                                           tested=False))
     return tuple(out), len(shared), B
 
 
-def _permuted_t(runs: pd.DataFrame, version_a: str, version_b: str, shared: list[str], Z: np.ndarray,
-                cols: list[int], d: np.ndarray, settings: DesignSettings) -> np.ndarray:
-    """|t| of every factor's change under ``settings.permutations`` within-visit label exchanges (B × factors).
+def _aligned_runs(runs: pd.DataFrame, version_a: str, version_b: str, shared: list[str], Z: np.ndarray,
+                  cols: list[int], d: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per shared visit, ``version_a``'s log runs and ``version_b``'s less the null's fitted level change.
+
+    The null is "no factor effect changed" (a level change and the rounds only): the runs a label exchange may
+    reshuffle.
 
     Many parameters because the caller's design, visits and observed differences are reused, not rebuilt.
     """
-    rng = np.random.default_rng(settings.random_state)
-    B = settings.permutations
     Z0 = np.delete(Z, cols, axis=1)
-    fitted0 = Z0 @ np.linalg.lstsq(Z0, d, rcond=None)[0]  # the level change (and round) under the null
+    fitted0 = Z0 @ np.linalg.lstsq(Z0, d, rcond=None)[0]
     ok = runs[(runs["status"] == "ok") & (runs["value"] > 0)]
     ok = ok.assign(visit=visits(ok).to_numpy(), log=np.log(ok["value"].astype(float)))
     by_visit = dict(tuple(ok.groupby("visit")))  # one pass, not one filter of every run per visit
-    D = np.empty((B, len(shared)))
+    out = []
     for i, v in enumerate(shared):
         sub = by_visit[v]
-        la = sub.loc[sub["version"] == version_a, "log"].to_numpy()
-        lb = sub.loc[sub["version"] == version_b, "log"].to_numpy() - fitted0[i]
+        out.append((sub.loc[sub["version"] == version_a, "log"].to_numpy(),
+                    sub.loc[sub["version"] == version_b, "log"].to_numpy() - fitted0[i]))
+    return out
+
+
+def _screened(aligned: list[tuple[np.ndarray, np.ndarray]], shared: list[str], Z: np.ndarray, cols: list[int],
+              alpha: float) -> list[int]:
+    """Indices (into ``cols``) of the factors whose effect on the visits' pooled aligned runs excludes 0.
+
+    A visit's pooled runs are the same under every label exchange, so choosing the tested factors by them does
+    not change the permutation null of the ones chosen; a factor that moves neither version is not tested.
+    """
+    from scipy import stats
+
+    pooled = np.array([np.median(np.concatenate([la, lb])) for la, lb in aligned])
+    beta, se, _sd, df = _ols(Z, pooled)
+    if df <= 0:
+        return list(range(len(cols)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.abs(beta[cols] / se[cols])
+    p = 2 * stats.t.sf(np.nan_to_num(t, nan=0.0, posinf=np.inf), df)
+    return [j for j in range(len(cols)) if p[j] < alpha]
+
+
+def _permuted_t(aligned: list[tuple[np.ndarray, np.ndarray]], shared: list[str], Z: np.ndarray, cols: list[int],
+                settings: DesignSettings) -> np.ndarray:
+    """|t| of every factor's change under ``settings.permutations`` within-visit label exchanges (B × factors)."""
+    rng = np.random.default_rng(settings.random_state)
+    B = settings.permutations
+    D = np.empty((B, len(shared)))
+    for i, (la, lb) in enumerate(aligned):
         pool = np.tile(np.concatenate([la, lb]), (B, 1))
         pool = rng.permuted(pool, axis=1)
         D[:, i] = np.median(pool[:, len(la):], axis=1) - np.median(pool[:, :len(la)], axis=1)
