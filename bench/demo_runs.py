@@ -159,7 +159,8 @@ def noise(d: Path) -> tuple[float, float, float] | None:
                                (doc["fingerprint"]["run_id"],)):
         reps.setdefault((h, s), []).append(float(v))
     con.close()
-    fp = statistics.median(abs(math.log(v[0] / v[1])) for v in reps.values() if len(v) == 2)
+    pairs = [abs(math.log(v[0] / v[1])) for v in reps.values() if len(v) == 2]
+    fp = statistics.median(pairs) if pairs else float("nan")  # the resources battery runs one repetition
     return cv(doc["version_a"]), cv(doc["label_b"]), fp
 
 

@@ -338,11 +338,13 @@ def _screened(aligned: list[tuple[np.ndarray, np.ndarray]], shared: list[str], Z
     """Indices (into ``cols``) of the factors whose effect on the visits' pooled aligned runs excludes 0.
 
     A visit's pooled runs are the same under every label exchange, so choosing the tested factors by them does
-    not change the permutation null of the ones chosen; a factor that moves neither version is not tested.
+    not change the permutation null of the ones chosen; a factor that moves neither version is not tested. A
+    visit's summary is the interquartile mean of its pooled runs: where the versions differ, their runs form two
+    groups, and a median falls into the gap between them.
     """
     from scipy import stats
 
-    pooled = np.array([np.median(np.concatenate([la, lb])) for la, lb in aligned])
+    pooled = np.array([stats.trim_mean(np.concatenate([la, lb]), 0.25) for la, lb in aligned])
     beta, se, _sd, df = _ols(Z, pooled)
     if df <= 0:
         return list(range(len(cols)))
