@@ -196,13 +196,15 @@ def advise_cmd(
     jobs: JobsOpt = -1,
     json_out: JsonOpt = False,
 ) -> None:
-    """Advise how many distinct machines TARGET needs for a stable IRUP."""
+    """Advise how many distinct machines TARGET needs for a stable IRUP (kept in the store for ``quiho publish``)."""
     from quiho.irup import advise_fleet_size, load_target
+    from quiho.publish import save_advice
     from quiho.store import open_store
 
     with open_store(store, create=False) as st:
         data = load_target(st, target)
-    adv = advise_fleet_size(data, draws=draws, random_state=random_state, n_jobs=jobs)
+        adv = advise_fleet_size(data, draws=draws, random_state=random_state, n_jobs=jobs)
+        save_advice(st, target, {**adv.to_dict(), "draws": draws, "random_state": random_state})  # the site's
     if json_out:
         emit_json(adv.to_dict())
         return

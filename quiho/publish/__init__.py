@@ -5,7 +5,8 @@ no matplotlib), and writes only the files whose bytes changed. Pages are complet
 grey scale; every name is escaped (:mod:`quiho.publish._safe`) and every file name is a hash, never a name.
 """
 
+from quiho.publish._irups import save_advice
 from quiho.publish._site import MANIFEST, publish, render_site
 from quiho.publish.options import IrupSettings, PublishOptions, PublishResult
 
-__all__ = ["publish", "render_site", "PublishOptions", "PublishResult", "IrupSettings", "MANIFEST"]
+__all__ = ["publish", "render_site", "PublishOptions", "PublishResult", "IrupSettings", "MANIFEST", "save_advice"]

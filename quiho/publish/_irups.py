@@ -26,11 +26,13 @@ from quiho.publish.options import IrupSettings
 from quiho.store import Store
 from quiho.store.site_cache import cached_results, fingerprint_inputs, prune_results, save_results, target_inputs
 
-__all__ = ["TargetView", "check_settings", "read_targets", "CACHE_VERSION"]
+__all__ = ["TargetView", "check_settings", "read_targets", "save_advice", "CACHE_VERSION"]
 
 #: Bumped when what a cached document holds changes: every older result is then recomputed.
 CACHE_VERSION = 1
 _KIND = "irup"
+#: The kind of a stored ``quiho advise`` answer.
+ADVICE_KIND = "advice"
 #: Computed results are stored in batches of this many.
 _SAVE_EVERY = 8
 
@@ -54,6 +56,8 @@ class TargetView:
     computed: bool = False
     #: stored profiles on a designed fleet that measured this target, each with the target's side ("a" or "b")
     designed: tuple[tuple[Any, str], ...] = ()
+    #: ``quiho advise --json``'s answer when it was computed on the target's current inputs (else None)
+    advice: dict[str, Any] | None = None
 
 
 def _run_digests(store: Store, run_ids: list[int]) -> dict[int, str]:
@@ -80,29 +84,57 @@ def _engine() -> str:
     return h.hexdigest()
 
 
-def input_keys(store: Store, targets: pd.DataFrame, settings: IrupSettings) -> list[str]:
-    """The cache key of each row of ``targets`` (:func:`quiho.irup.list_targets`' table), in its order.
+def target_digests(store: Store, targets: pd.DataFrame) -> list[str]:
+    """SHA-256 of each row of ``targets``' inputs (:func:`quiho.irup.list_targets`' table), in its order.
 
-    Every row is hashed once, in one fixed order (SQL returns rows in any); a target's key covers its rows' hashes,
-    the digests of the fingerprint runs they pair with, the options and the quiho version.
+    Every row is hashed once, in one fixed order (SQL returns rows in any); a target's digest covers its name, its
+    rows' hashes and the digests of the fingerprint runs they pair with: whatever its IRUP and its advice read.
     """
     apps = target_inputs(store)
     runs = apps["fingerprint_run_id"].dropna().astype(int).unique().tolist()
     digests = _run_digests(store, runs)
-    head = json.dumps([CACHE_VERSION, __version__, _engine(), list(settings.key())]).encode()
     apps = apps.sort_values(list(apps.columns), kind="stable", na_position="first").reset_index(drop=True)
     hashes = pd.util.hash_pandas_object(apps, index=False).to_numpy() if len(apps) else np.zeros(0, np.uint64)
     run_col = apps["fingerprint_run_id"].to_numpy()
     where = apps.groupby(["application", "version", "test"], sort=False, dropna=False).indices
-    keys = []
+    out = []
     for t in targets.itertuples(index=False):
         pos = where.get((t.application, t.version, t.test), np.zeros(0, dtype=np.int64))
-        h = hashlib.sha256(head + b"\0" + str(t.target).encode("utf-8", "surrogatepass") + b"\0")
+        h = hashlib.sha256(str(t.target).encode("utf-8", "surrogatepass") + b"\0")
         h.update(hashes[pos].tobytes())
         for r in sorted({int(x) for x in run_col[pos] if pd.notna(x)}):  # NaN/None: a run without fingerprint
             h.update(f"{r}:{digests.get(r, '')};".encode())
-        keys.append(h.hexdigest())
-    return keys
+        out.append(h.hexdigest())
+    return out
+
+
+def _keyed(head: list[Any], digests: list[str]) -> list[str]:
+    """``sha256(head, digest)`` per digest: a result's key is its kind and options with its inputs' digest."""
+    pre = json.dumps([CACHE_VERSION, __version__, _engine(), *head]).encode()
+    return [hashlib.sha256(pre + b"\0" + d.encode()).hexdigest() for d in digests]
+
+
+def advice_keys(digests: list[str]) -> list[str]:
+    """The key of each target's stored fleet-size advice (``quiho advise`` saves it, a publish shows it)."""
+    return _keyed([ADVICE_KIND], digests)
+
+
+def save_advice(store: Store, target: str, advice: dict[str, Any]) -> None:
+    """Keep ``quiho advise``'s answer for ``target`` under its inputs' key, so a publish can show it unrecomputed.
+
+    Raises
+    ------
+    UsageError
+        ``target`` is not a target of the store.
+    """
+    from quiho.irup import list_targets
+
+    targets = list_targets(store)
+    row = targets[targets["target"].astype(str) == target]
+    if row.empty:
+        raise UsageError(f"no target {target!r} in the store (quiho targets lists them)")
+    key = advice_keys(target_digests(store, row))[0]
+    save_results(store, ADVICE_KIND, {key: (target, json.loads(json.dumps(advice, default=str, sort_keys=True)))})
 
 
 def check_settings(settings: IrupSettings) -> Any:
@@ -154,11 +186,14 @@ def read_targets(store: Store, settings: IrupSettings) -> list[TargetView]:
     prune_results(store, _KIND, [str(t) for t in targets["target"]])
     if targets.empty:
         return []
-    keys = input_keys(store, targets, settings)
+    digests = target_digests(store, targets)
+    keys = _keyed([list(settings.key())], digests)
     have = cached_results(store, keys)
+    advice = cached_results(store, a_keys := advice_keys(digests))
+    prune_results(store, ADVICE_KIND, [str(t) for t in targets["target"]])
     pending: dict[str, tuple[str, dict[str, Any]]] = {}
     out = []
-    for t, key in zip(targets.itertuples(index=False), keys, strict=True):
+    for t, key, a_key in zip(targets.itertuples(index=False), keys, a_keys, strict=True):
         name = str(t.target)
         doc = have.get(key)
         if doc is None:
@@ -168,6 +203,7 @@ def read_targets(store: Store, settings: IrupSettings) -> list[TargetView]:
                 save_results(store, _KIND, pending)
                 pending = {}
         out.append(TargetView(name, int(t.runs), int(t.hosts), str(t.unit or ""), doc.get("irup"),
-                              dict(doc.get("class_shares") or {}), str(doc.get("error", "")), key not in have))
+                              dict(doc.get("class_shares") or {}), str(doc.get("error", "")), key not in have,
+                              advice=advice.get(a_key)))
     save_results(store, _KIND, pending)
     return out

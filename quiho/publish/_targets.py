@@ -74,15 +74,25 @@ def _validity_html(irup: dict[str, Any]) -> list[str]:
 
 
 def _advice_html(t: TargetView, irup: dict[str, Any]) -> str:
-    """What the fleet-size advisor says, where the IRUP alone decides it; otherwise the command that answers."""
+    """The fleet-size advisor's answer as ``quiho advise`` stored it on these inputs; else the command that answers."""
     v = irup.get("validity") or {}
     if v.get("verdict") == "not-meaningful":
         return ("<p id='advice'>The full fleet's IRUP is not meaningful, so no subset of it can do better: add "
                 "hardware groups that differ in the resources this application might use "
                 "(<code>quiho advise</code>'s answer whatever the draws).</p>")
+    a = t.advice
+    if a:
+        rows = [[num(r.get("n_groups"), "g"), num(r.get("draws"), "g"), num(r.get("top1_agreement"), ".0%"),
+                 num(r.get("top3_overlap"), ".0%")] for r in a.get("rows") or []]
+        return (f"<p id='advice'>{text(a.get('reason', ''))} <span class='muted'>(<code>quiho advise "
+                f"{text(t.name, 200)}</code> on these runs and fingerprints; full fleet: "
+                f"{num(a.get('full_groups'), 'g')} hardware groups, top 3: "
+                f"{text(', '.join(a.get('full_top3') or []))})</span></p>"
+                + table(["groups", "draws", "top-1 agreement", "top-3 overlap"], rows, table_id="advice-rows",
+                        num=(0, 1, 2, 3)))
     return (f"<p id='advice'>How many distinct machines this profile needs: <code>quiho advise "
             f"{text(t.name, 200)}</code> (not computed at publish: it fits about seventy further models per "
-            "target).</p>")
+            "target; once run on these inputs, the next publish shows its answer).</p>")
 
 
 def _designed_html(t: TargetView) -> list[str]:

@@ -117,6 +117,37 @@ def test_a_republish_computes_nothing_and_a_changed_input_only_its_target(walk, 
     assert hashlib.sha256((site / target_file("comd", "json")).read_bytes()).hexdigest() != before
 
 
+def test_the_advisor_answer_quiho_advise_stored_is_published_until_the_inputs_change(walk, tmp_path):
+    """``quiho advise`` keeps its answer; a publish shows it on the target's page, and not once the runs change."""
+    copy = tmp_path / "q.db"
+    copy.write_bytes(Path(walk["store"]).read_bytes())
+    adv = json.loads(quiho("advise", HOSTILE, "--draws", "2", "--store", str(copy), "--json").stdout)
+    site = tmp_path / "site"
+    quiho("publish", str(site), "--store", str(copy))
+    page = (site / target_file(HOSTILE)).read_text()
+    advice = page[page.index("id='advice'"):page.index("</table>", page.index("id='advice'"))]
+    assert html.escape(adv["reason"], quote=True) in advice and HOSTILE not in advice
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", advice)
+    assert cells[0::4] == [str(r["n_groups"]) for r in adv["rows"]]
+    assert cells[2::4] == [f"{r['top1_agreement']:.0%}" for r in adv["rows"]]
+    other = (site / target_file("comd")).read_text()
+    assert "id='advice'" in other and "advice-rows" not in other  # no advice stored for it
+    # the target's runs change: the stored answer is of other inputs, and the page goes back to the command
+    with open_store(copy, create=False) as st, st.transaction() as c:
+        n = c.execute("UPDATE app_runs SET value = value * 1.01 WHERE application = ? AND repetition = 1",
+                      (HOSTILE,)).rowcount
+    assert n > 0
+    quiho("publish", str(site), "--store", str(copy))
+    page = (site / target_file(HOSTILE)).read_text()
+    assert "(not computed at publish" in page and "advice-rows" not in page
+
+
+def test_advise_of_an_unknown_target_is_one_line(walk):
+    r = subprocess.run([sys.executable, "-m", "quiho", "advise", "no-such/target", "--store", walk["store"]],
+                       capture_output=True, text=True, timeout=120, env=ENV)
+    assert r.returncode in (1, 2) and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory):
     from _cdp import Browser
