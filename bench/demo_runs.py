@@ -150,8 +150,9 @@ def noise(d: Path) -> tuple[float, float, float] | None:
             runs.setdefault((r["host"], r["version"]), []).append(float(r["value"]))
 
     def cv(version: str) -> float:
-        return statistics.median(statistics.stdev(v) / statistics.fmean(v) for (_, ver), v in runs.items()
-                                 if ver == version and len(v) > 1)
+        cvs = [statistics.stdev(v) / statistics.fmean(v) for (_, ver), v in runs.items()
+               if ver == version and len(v) > 1]
+        return statistics.median(cvs) if cvs else float("nan")
 
     con = sqlite3.connect(d / "quiho.db")
     reps: dict[tuple[int, str], list[float]] = {}

@@ -225,3 +225,73 @@ def test_a_fold_over_design_visiting_each_host_once_names_the_storage_bound_vers
     ev = res.story_a.evidence
     assert re.search(r"huge pages [^\[]*\[[^\]]*\] \(both versions\) within the noise", ev), ev
     assert re.search(r"CPU quota [^\[]*\[[^\]]*\];", ev), ev  # its effect changed: this version's own
+
+
+def _fold_over_runs(truth, seed, visit_sd=0.0, runs=3):
+    """Runs of ``truth``'s versions on the 7-knob fold-over (16 hosts, one round each), and its factor table."""
+    import pandas as pd
+
+    from quiho.fleet.local.calibrate import _design_hosts, design_factors
+
+    knobs = [{"name": n, "kept": True, "level": lev} for n, lev in
+             (("storage", "8:0:50"), ("kernel-entry", "4000"), ("network", "rate:1000"), ("core-sharing", "cpu"),
+              ("memory-capacity", "32"))]
+    factors, _ = design_factors(67, page=True, co=False, knobs=knobs)
+    hosts, _kind = _design_hosts(factors)
+    table = factor_table(local_fleet_vars(dict(hosts)))
+    rng = np.random.default_rng(seed)
+    rows = []
+    for name, v in hosts:
+        x = {f.name: f.values[name] for f in table.factors}
+        for version, eff in truth.items():
+            own = rng.normal(0, visit_sd)
+            for i in range(runs):
+                y = math.log(0.3) + own + sum(e * x[f] for f, e in eff.items()) + rng.normal(0, 0.04)
+                rows.append({"host": name, "version": version, "round": v["quiho_design_rounds"][0],
+                             "repetition": i, "status": "ok", "value": math.exp(y)})
+    return pd.DataFrame(rows), table
+
+
+def test_a_factor_that_moves_neither_version_is_not_tested_and_its_contrast_joins_the_noise():
+    truth = {"v1": {"cpu-quota": 0.40, "huge-pages": -0.25}, "v2": {"cpu-quota": 0.40, "huge-pages": -0.02}}
+    runs, table = _fold_over_runs(truth, seed=11)
+    assert len(table.factors) == 7
+    res = analyse_design(runs, "v1", "v2", table, settings=DesignSettings(permutations=199))
+    ch = {c.factor: c for c in res.changes}
+    assert ch["cpu-quota"].tested and ch["huge-pages"].tested
+    inert = [f for f in ("storage", "kernel-entry", "network", "memory-capacity", "core-sharing") if not ch[f].tested]
+    assert len(inert) >= 4, {f: c.tested for f, c in ch.items()}  # each is tested by chance at 5 %
+    for f in inert:
+        assert math.isnan(ch[f].p_value) and ch[f].p_adjusted is None
+        assert ch[f].df == 16 - 2 - 7  # its interval is the whole design's
+    assert ch["huge-pages"].df > ch[inert[0]].df  # the tested ones' noise has the inert contrasts too
+    assert "huge-pages" in {c.factor for c in res.moved} and res.verdict == "different"
+    doc = res.to_dict()
+    assert {c["factor"] for c in doc["changes"] if c["tested"] is False} == set(inert)
+    from quiho.design.analysis import effect_table
+    rows = {r[0].split(" ")[0]: r for r in effect_table(res)}
+    assert any("not tested: moves neither version" in r[-1] for r in rows.values())
+
+
+def test_screened_change_test_size_on_self_pairs_of_the_fold_over():
+    """Same effects on both sides of the 7-knob design (most knobs inert): claims at most at the test's level."""
+    same = {"cpu-quota": 0.40, "huge-pages": -0.25, "core-sharing": 0.05}
+    n, claims = 60, 0
+    for seed in range(n):
+        runs, table = _fold_over_runs({"v1": same, "v2": same}, seed=200 + seed, visit_sd=0.04)
+        res = analyse_design(runs, "v1", "v2", table, settings=DesignSettings(permutations=199, random_state=seed))
+        claims += res.verdict == "different"
+    assert claims <= 8  # binomial(60, 0.05): P(X > 8) < 0.01
+
+
+def test_screening_finds_a_change_every_factor_testing_misses_more_often():
+    """The main job's shape on noisy visits: the screened family finds the page-size change at least as often."""
+    truth = {"v1": {"cpu-quota": 0.33, "huge-pages": -0.22}, "v2": {"cpu-quota": 0.33, "huge-pages": -0.04}}
+    found = {True: 0, False: 0}
+    for seed in range(20):
+        runs, table = _fold_over_runs(truth, seed=400 + seed, visit_sd=0.06)
+        for screen in (True, False):
+            res = analyse_design(runs, "v1", "v2", table,
+                                 settings=DesignSettings(permutations=199, random_state=seed, screen=screen))
+            found[screen] += "huge-pages" in {c.factor for c in res.moved}
+    assert found[True] >= found[False] + 3, found
