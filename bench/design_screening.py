@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import sqlite3
 import sys
 from pathlib import Path
@@ -45,6 +46,7 @@ B = {"cpu-quota": 0.33, "huge-pages": -0.04, "co-runner": 0.05}
 RIGHT = {("stream", "nadds1", "nadds30"): ("memory-bound", "CPU-bound")}
 
 
+@functools.cache
 def _fleet() -> tuple[E.FactorTable, dict[str, dict[str, int]], tuple[tuple[str, ...], ...]]:
     d = screening_design(KNOBS)
     coded = {h.name: dict(zip(KNOBS, h.levels, strict=True)) for h in d.hosts}

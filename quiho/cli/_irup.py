@@ -204,7 +204,7 @@ def advise_cmd(
     with open_store(store, create=False) as st:
         data = load_target(st, target)
         adv = advise_fleet_size(data, draws=draws, random_state=random_state, n_jobs=jobs)
-        save_advice(st, target, {**adv.to_dict(), "draws": draws, "random_state": random_state})  # the site's
+        save_advice(st, target, {**adv.to_dict(), "draws": draws, "random_state": random_state})
     if json_out:
         emit_json(adv.to_dict())
         return

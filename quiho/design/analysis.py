@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from quiho._text import UNTESTED_CHANGE
 from quiho.design.effects import (
     AxisClass,
     DesignSettings,
@@ -171,13 +172,9 @@ def _story(effects: VersionEffects, axes: Mapping[str, AxisClass], labels: Mappi
                       cite(list(by)))
 
 
-#: Why a change has no p: the factor moved neither version, so it was not tested (effects.effect_changes).
-UNTESTED = "not tested: moves neither version"
-
-
 def _p_text(c: Effect) -> str:
     """``"p = 0.003, Holm 0.012"``, or why the change was not tested."""
-    return f"p = {c.p_value:.3g}, Holm {c.p_adjusted:.3g}" if c.tested and c.p_adjusted is not None else UNTESTED
+    return f"p = {c.p_value:.3g}, Holm {c.p_adjusted:.3g}" if c.tested and c.p_adjusted is not None else UNTESTED_CHANGE
 
 
 def _verdict(changes: tuple[Effect, ...], visits: int, settings: DesignSettings, story_a: ClassStory,
@@ -288,7 +285,7 @@ def effect_table(res: DesignAnalysis) -> list[list[str]]:
         rows.append([f.describe(), res.axis_resource().get(f.name, "none"),
                      a[f.name].text() if f.name in a else "n/a", b[f.name].text() if f.name in b else "n/a",
                      c.text() if c else "n/a",
-                     "n/a" if c is None else UNTESTED if not c.tested
+                     "n/a" if c is None else UNTESTED_CHANGE if not c.tested
                      else "n/a" if c.p_adjusted is None or math.isnan(c.p_value)
                      else f"{c.p_value:.3g} (Holm {c.p_adjusted:.3g})"])
     return rows

@@ -285,29 +285,32 @@ def effect_changes(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
         return tuple(_t_effect(f.name, float(beta[c]), nan, df)
                      for f, c in zip(factors.factors, cols, strict=True)), len(shared), 0
     aligned = _aligned_runs(runs, version_a, version_b, shared, Z, cols, d)
-    tested = _screened(aligned, shared, Z, cols, settings.alpha) if settings.screen else list(range(len(cols)))
+    tested = _screened(aligned, Z, cols, settings.alpha) if settings.screen else list(range(len(cols)))
+
+    def untested(name: str, c: int) -> Effect:  # its estimate and interval from the whole design, no p
+        return dataclasses.replace(_t_effect(name, float(beta[c]), float(se[c]), df), p_value=float("nan"),
+                                   tested=False)
+
     if not tested:
-        return tuple(dataclasses.replace(_t_effect(f.name, float(beta[c]), float(se[c]), df), p_value=float("nan"),
-                                         tested=False)
-                     for f, c in zip(factors.factors, cols, strict=True)), len(shared), 0
+        return tuple(untested(f.name, c) for f, c in zip(factors.factors, cols, strict=True)), len(shared), 0
     Zt = np.delete(Z, [c for j, c in enumerate(cols) if j not in tested], axis=1)
     ct = [Zt.shape[1] - len(tested) + i for i in range(len(tested))]  # the factors are the design's last columns
     beta_t, se_t, _sd_t, df_t = _ols(Zt, d)
     with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 (an exact fit of no change) reads 0, as the null's
         t_obs = np.nan_to_num(np.abs(beta_t[ct] / se_t[ct]), nan=0.0, posinf=np.inf)
-    null_t = _permuted_t(aligned, shared, Zt, ct, settings)
+    null_t = _permuted_t(aligned, Zt, ct, settings)
     B = null_t.shape[0]
     p = [(1 + int(np.sum(null_t[:, j] >= t_obs[j] - 1e-12))) / (1 + B) for j in range(len(ct))]
     adj = _holm(p)
+    at = {j: i for i, j in enumerate(tested)}  # factor index -> its place among the tested
     out = []
     for j, (f, c) in enumerate(zip(factors.factors, cols, strict=True)):
-        if j in tested:
-            i = tested.index(j)
+        if j in at:
+            i = at[j]
             e = _t_effect(f.name, float(beta_t[ct[i]]), float(se_t[ct[i]]), df_t)
             out.append(dataclasses.replace(e, p_value=p[i], p_adjusted=adj[i]))
         else:
-            out.append(dataclasses.replace(_t_effect(f.name, float(beta[c]), float(se[c]), df), p_value=float("nan"),
-                                           tested=False))
+            out.append(untested(f.name, c))
     return tuple(out), len(shared), B
 
 
@@ -333,8 +336,8 @@ def _aligned_runs(runs: pd.DataFrame, version_a: str, version_b: str, shared: li
     return out
 
 
-def _screened(aligned: list[tuple[np.ndarray, np.ndarray]], shared: list[str], Z: np.ndarray, cols: list[int],
-              alpha: float) -> list[int]:
+def _screened(aligned: list[tuple[np.ndarray, np.ndarray]], Z: np.ndarray, cols: list[int], alpha: float
+              ) -> list[int]:
     """Indices (into ``cols``) of the factors whose effect on the visits' pooled aligned runs excludes 0.
 
     A visit's pooled runs are the same under every label exchange, so choosing the tested factors by them does
@@ -354,12 +357,12 @@ def _screened(aligned: list[tuple[np.ndarray, np.ndarray]], shared: list[str], Z
     return [j for j in range(len(cols)) if p[j] < alpha]
 
 
-def _permuted_t(aligned: list[tuple[np.ndarray, np.ndarray]], shared: list[str], Z: np.ndarray, cols: list[int],
+def _permuted_t(aligned: list[tuple[np.ndarray, np.ndarray]], Z: np.ndarray, cols: list[int],
                 settings: DesignSettings) -> np.ndarray:
     """|t| of every factor's change under ``settings.permutations`` within-visit label exchanges (B × factors)."""
     rng = np.random.default_rng(settings.random_state)
     B = settings.permutations
-    D = np.empty((B, len(shared)))
+    D = np.empty((B, len(aligned)))
     for i, (la, lb) in enumerate(aligned):
         pool = np.tile(np.concatenate([la, lb]), (B, 1))
         pool = rng.permuted(pool, axis=1)

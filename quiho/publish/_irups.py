@@ -183,14 +183,15 @@ def read_targets(store: Store, settings: IrupSettings) -> list[TargetView]:
         return []
     params = check_settings(settings)
     targets = list_targets(store)
-    prune_results(store, _KIND, [str(t) for t in targets["target"]])
+    for kind in (_KIND, ADVICE_KIND):
+        prune_results(store, kind, [str(t) for t in targets["target"]])
     if targets.empty:
         return []
     digests = target_digests(store, targets)
     keys = _keyed([list(settings.key())], digests)
     have = cached_results(store, keys)
-    advice = cached_results(store, a_keys := advice_keys(digests))
-    prune_results(store, ADVICE_KIND, [str(t) for t in targets["target"]])
+    a_keys = advice_keys(digests)
+    advice = cached_results(store, a_keys)
     pending: dict[str, tuple[str, dict[str, Any]]] = {}
     out = []
     for t, key, a_key in zip(targets.itertuples(index=False), keys, a_keys, strict=True):

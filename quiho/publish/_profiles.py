@@ -10,6 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from quiho._text import UNTESTED_CHANGE
 from quiho.publish._collect import ProfileView
 from quiho.publish._layout import badge, page, table
 from quiho.publish._report_svg import Bars, bars_svg, runs_svg
@@ -102,7 +103,7 @@ def _design_html(design: dict[str, Any], a: str, b: str) -> list[str]:
     for f, row in zip((design.get("factors") or {}).get("factors") or [], factor_rows(design, ("a", "b")),
                       strict=True):
         c = ch.get(f["name"])
-        p_txt = ("n/a" if c is None else "not tested: moves neither version" if c.get("tested") is False else
+        p_txt = ("n/a" if c is None else UNTESTED_CHANGE if c.get("tested") is False else
                  "n/a" if c.get("p_value") is None else
                  f"{c['p_value']:.3g} (Holm {c.get('p_adjusted') or float('nan'):.3g})")
         rows.append([*row, effect_text(c or {}), text(p_txt)])
