@@ -9,6 +9,7 @@ and CPU time is what the code changes.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +50,11 @@ GOOD, SLOW = 8_000, 64_000
 GATE = ("history", "detect", "--all", "--fail-on-change", "--magnitude-floor", "1.5")
 
 
+#: the harness is a project's own pytest, not a worker of ours: pytest-benchmark turns itself off (and writes no
+#: JSON) when it inherits pytest-xdist's worker variables
+HARNESS_ENV = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+
+
 def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
 
@@ -64,7 +70,7 @@ def commit_and_bench(root: Path, n_sort: int, note: str) -> Path:
                         "--benchmark-timer=time.process_time", "--benchmark-min-rounds=15",
                         "--benchmark-max-time=0.05", "--benchmark-min-time=0.0005", "--benchmark-warmup=on",
                         "--benchmark-warmup-iterations=3"],
-                       cwd=root, capture_output=True, text=True, timeout=300, check=False)
+                       cwd=root, capture_output=True, text=True, timeout=300, check=False, env=HARNESS_ENV)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     return out
 
