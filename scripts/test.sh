@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # One command from a fresh clone: install, lint, type-check, run the whole test suite.
-# The suite runs in two parts. Tests that measure the machine or own a machine-wide resource (markers root,
-# stressng, netns, bpftrace, postgres, slow) run one at a time, as a benchmark needs a quiet machine. The rest
-# (about 1,250 tests that compute, parse and render) first, two at a time (pytest-xdist). The exit code is
-# non-zero if either part fails.
+# The suite runs in two parts. Tests that measure the machine, time code or own a machine-wide resource (markers
+# root, stressng, netns, bpftrace, quiet) run one at a time, last, as a measurement needs a quiet machine. The
+# rest (about 1,280 tests that compute, parse, render or talk to their own PostgreSQL server) run first, two at
+# a time (pytest-xdist). The exit code is non-zero if either part fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 PY=.venv/bin/python
 "$PY" -m ruff check quiho tests bench
 "$PY" -m mypy
-SERIAL="root or stressng or netns or bpftrace or postgres or slow"
+SERIAL="root or stressng or netns or bpftrace or quiet"
 # pytest exits 5 when a part selects no test (e.g. a path holding only one kind): that part did not fail
 set +e
 "$PY" -m pytest -n 2 -m "not ($SERIAL)" "$@"

@@ -92,6 +92,7 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.quiet  # times a benchmark at 1.5x floor
 @pytest.mark.slow  # 11 real pytest-benchmark runs: ~25 s idle, ~50 s on a loaded 2-core machine
 def test_gate_stays_red_until_ack_and_closes_when_fixed(repo: Path, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:

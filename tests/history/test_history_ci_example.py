@@ -20,6 +20,7 @@ def run_steps(work: Path, revision: str, slowdown: float = 1.0) -> subprocess.Co
 
 
 @pytest.mark.slow  # 6 runs of 3 quiho processes each
+@pytest.mark.quiet  # times a benchmark
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_ci_example_flags_the_commit_that_regresses(tmp_path):
     first = run_steps(tmp_path, "c00")

@@ -142,6 +142,7 @@ def short(series: str) -> str:
     return series.split("::")[-1].split("[")[0]
 
 
+@pytest.mark.quiet  # plants its own CPU hogs: nothing else may run beside them
 @pytest.mark.slow  # 9 real pytest-benchmark runs, four of them beside three CPU hogs: ~60 s on a 2-core machine
 def test_the_gate_holds_on_a_busy_runner(tmp_path: Path) -> None:
     root = init_repo(tmp_path / "proj")
