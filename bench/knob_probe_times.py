@@ -13,13 +13,12 @@ Needs root (cgroups) and stress-ng; about 45 s with ``--reps 3`` on 2 vCPUs.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import tempfile
 
 from quiho.fleet.local.knobs import screen_knobs
-from quiho.fleet.local.probes import ProbeRunner
-
-CONDITIONS = ("quota_pct", "corunner", "iops", "syscall_rules", "net", "mem_mib")
+from quiho.fleet.local.probes import Cell, ProbeRunner
 
 
 def main() -> int:
@@ -34,11 +33,11 @@ def main() -> int:
             runner.cleanup()
     print("| cell | probe | seconds per round |\n|---|---|---|")
     for c in out["cells"]:
-        label = ", ".join(f"{k} {c[k]}" for k in CONDITIONS if k in c and c[k] not in (0, "0", "none", 100, ""))
+        label = Cell(**{f.name: c[f.name] for f in dataclasses.fields(Cell)}).label
         for probe in ("cpu", "fsync", "syscall", "network", "reread"):
             if c.get(probe):
                 times = ", ".join("-" if t is None else f"{t:.3f}" for t in c[probe])
-                print(f"| {label or 'reference'} | {probe} | {times} |")
+                print(f"| {label} | {probe} | {times} |")
     print()
     for e in out["knobs"]:
         print(f"- {e['name']}: {'kept' if e['kept'] else 'dropped'}: {e['reason']}")

@@ -7,9 +7,10 @@ import re
 
 # C0 controls (tab and newline included: a name must stay on its line), DEL, C1 controls (ESC-free CSI is
 # U+009B), and the bidi overrides/isolates that reorder what a terminal shows.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
 #: Why a designed fleet's change has no p: its factor moved neither version, so it was not tested.
 UNTESTED_CHANGE = "not tested: moves neither version"
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text: object) -> str:
