@@ -4,6 +4,8 @@
 sample --budget 8`` leaves measured are known (3 repetitions each); bisection
 builds the rest. Each cell counts, over ``--seeds`` histories, the answers
 that name another commit ("wrong") and the verdicts "not meaningful" ("nm").
+Step ``1x`` is no change: there every meaningful verdict is a false alarm
+("fa"; the verdict's alpha is 0.01).
 
 Noise models (a build's repetitions run back to back):
 
@@ -16,9 +18,11 @@ Noise models (a build's repetitions run back to back):
   each repetition switching mode with p 0.1;
 * ``rep outlier`` - 2 % noise, and in 30 % of builds one repetition 2x.
 
-Columns: ``per-build noise`` (the rule: each revision's noise at least the
-spread between neighbouring revisions) and ``repetitions only`` (the rule
-before it: the repetitions' spread alone).
+Columns: ``per-build noise`` (the bracket's rule: each revision's noise at
+least the spread between neighbouring revisions) and ``repetitions only`` (the
+rule before it: the repetitions' spread alone), each with the verdict now
+(revision means, adjusted for the search) and, ``reps verdict``, the one it
+replaced (Welch on the pooled repetitions of 3 revisions a side, unadjusted).
 
 Run: ``python bench/bisect_noise.py [--seeds 100]`` (about 15 min on 2 cores).
 """
@@ -28,10 +32,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 from collections.abc import Callable
+from typing import Any
 from unittest import mock
 
 import numpy as np
 
+from quiho._stats import welch_p
 from quiho.history import gp_bisect
 from quiho.history.sampling import _sampling
 
@@ -66,36 +72,55 @@ def models(rng: np.random.Generator) -> dict[str, Noise]:
             "bimodal tight": bimodal_tight, "rep outlier": rep_outlier}
 
 
-def cell(model: str, step: float, seeds: int, reps_only: bool) -> tuple[int, int]:
-    wrong = not_meaningful = 0
+def _before_p(samples: dict[int, np.ndarray], bracket: tuple[int, int]) -> float:
+    """The verdict's test before: Welch on the pooled repetitions of 3 measured revisions a side, unadjusted."""
+    lo, hi = bracket
+    x = np.concatenate([samples[p] for p in sorted(samples) if p <= lo][-3:])
+    y = np.concatenate([samples[p] for p in sorted(samples) if p >= hi][:3])
+    return welch_p(x, y) if x.size > 1 and y.size > 1 else float("nan")
+
+
+def cell(model: str, step: float, seeds: int, reps_only: bool) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(wrong, not meaningful) over ``seeds`` histories: with the verdict now, and with the verdict before."""
+    now, before = [0, 0], [0, 0]
     for seed in range(seeds):
         noise = models(np.random.default_rng(seed))[model]
         level = np.where(np.arange(24) < 15, 1.0, step)
         known = {p: noise(level[p]) for p in KNOWN}
-        rule = mock.patch.object(_sampling, "between_revision_var", lambda m: 0.0) if reps_only \
-            else contextlib.nullcontext()
-        with rule:
-            r = gp_bisect(lambda p, noise=noise, level=level: noise(level[p]), 24, known=known)
-        if not r.meaningful:
-            not_meaningful += 1
-        elif r.first_bad != 15:
-            wrong += 1
-    return wrong, not_meaningful
+        seen: dict[str, Any] = {}
+
+        def grab(builds: Any, bracket: tuple[int, int], *rest: Any, seen: dict[str, Any] = seen,
+                 verdict: Any = _sampling._bisect_verdict) -> Any:
+            seen.update(samples=dict(builds.samples), bracket=bracket)
+            return verdict(builds, bracket, *rest)
+
+        with contextlib.ExitStack() as rules:
+            rules.enter_context(mock.patch.object(_sampling, "_bisect_verdict", grab))
+            if reps_only:
+                rules.enter_context(mock.patch.object(_sampling, "between_revision_var", lambda m: 0.0))
+            r = gp_bisect(lambda p: noise(level[p]), 24, known=known)  # noqa: B023 (called before the loop moves on)
+        p_before = _before_p(seen["samples"], seen["bracket"])
+        for tally, meaningful in ((now, r.meaningful), (before, bool(p_before <= 0.01))):
+            if not meaningful:
+                tally[1] += 1
+            elif r.first_bad != 15 or step == 1:
+                tally[0] += 1
+    return (now[0], now[1]), (before[0], before[1])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=100)
-    ap.add_argument("--steps", default="10,2,1.3")
+    ap.add_argument("--steps", default="1,10,2,1.3")
     args = ap.parse_args()
-    print(f"{args.seeds} histories per cell; wrong = another commit named, nm = not meaningful\n")
-    print("| noise | step | per-build noise: wrong / nm | repetitions only: wrong / nm |")
-    print("|---|---|---|---|")
+    print(f"{args.seeds} histories per cell; wrong = another commit named (1x: fa, a false alarm), "
+          "nm = not meaningful\n")
+    print("| noise | step | per-build noise: wrong / nm | reps verdict | repetitions only: wrong / nm | reps verdict |")
+    print("|---|---|---|---|---|---|")
     for step in (float(s) for s in args.steps.split(",")):
         for model in models(np.random.default_rng(0)):
-            a = cell(model, step, args.seeds, reps_only=False)
-            b = cell(model, step, args.seeds, reps_only=True)
-            print(f"| {model} | {step:g}x | {a[0]} / {a[1]} | {b[0]} / {b[1]} |", flush=True)
+            cells = [c for ro in (False, True) for c in cell(model, step, args.seeds, reps_only=ro)]
+            print(f"| {model} | {step:g}x | " + " | ".join(f"{w} / {nm}" for w, nm in cells) + " |", flush=True)
 
 
 if __name__ == "__main__":

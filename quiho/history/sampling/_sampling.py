@@ -9,7 +9,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from quiho._stats import welch_p
+from quiho._stats import pooled_t_p, welch_p
 from quiho.errors import BuildFailed, UsageError
 from quiho.history.sampling._gp import HistoryGP
 
@@ -55,19 +55,19 @@ class BisectPlan:
     Parameters
     ----------
     alpha : float, default 0.01
-        Largest Welch p-value of a meaningful change.
+        Largest p-value of a meaningful change (the t-test of :func:`gp_bisect`'s verdict).
     kernel : str, default "brownian"
     max_builds : int, default 64
         Most new builds; the answer is then a range.
-    pool : int, default 3
-        Measured revisions on each side of the change whose repetitions the verdict compares.
+    pool : int or None, default None
+        Measured revisions on each side of the change whose means the verdict compares (None: all of them).
     random_state : int or None, default 0
     """
 
     alpha: float = 0.01
     kernel: str = "brownian"
     max_builds: int = 64
-    pool: int = 3
+    pool: int | None = None
     random_state: int | None = 0
 
 
@@ -242,8 +242,9 @@ class BisectResult(Generic[Rev]):
     level (at position ``first_bad_index``) and ``last_good`` the last one
     before it (the one before ``first_bad`` unless failed builds in between
     make the answer a range); ``skipped`` are the revisions whose build failed.
-    ``magnitude`` is relative, ``p_value`` a Welch test of the repetitions of
-    up to ``pool`` measured revisions on each side.
+    ``magnitude`` is relative, ``p_value`` a t-test of the means of the
+    measured revisions on each side (up to ``pool``), Bonferroni-adjusted for
+    the search.
     ``meaningful`` is False when no jump stands out from the noise.
     """
 
@@ -313,9 +314,12 @@ def gp_bisect(measure: Measure, n: int, plan: BisectPlan = BisectPlan(), *,
     builds the revision nearest the middle of that bracket. It stops when the
     bracket holds no buildable revision. Reusing earlier measurements is where
     the saving over plain bisection comes from; with nothing known it costs
-    the same as bisection. The verdict compares the repetitions of up to
-    ``plan.pool`` measured revisions on each side of the change (Welch test), so
-    its p-value does not rest on two revisions' repetitions alone.
+    the same as bisection. The verdict compares the means of the measured
+    revisions on each side of the change (up to ``plan.pool``; see
+    :func:`_change_p`): a build's repetitions share its machine state, so they
+    are not independent evidence of a change; and the bracket was the largest
+    of the m - 1 jumps between m measured revisions, so its p-value is
+    multiplied by m - 1 (Bonferroni).
 
     References
     ----------
@@ -370,20 +374,38 @@ def _bracket(n: int, samples: Mapping[int, np.ndarray], kernel: str, random_stat
     return pos[j], pos[j + 1]
 
 
+def _change_p(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> float:
+    """p-value of a level change between revisions ``a`` and ``b`` (their repetitions): a t-test of the means.
+
+    The unit is the revision, because repetitions run back to back share the build's machine state; on the log
+    scale for a positive metric (as the bracket). With one revision a side, its repetitions are all there is
+    (Welch test).
+    """
+    if len(a) + len(b) < 3:
+        return welch_p(a[0], b[0])
+    revs = [*a, *b]
+    log = all(np.all(x > 0) for x in revs)
+    means = [float(np.mean(np.log(x) if log else x)) for x in revs]
+    return pooled_t_p(means[:len(a)], means[len(a):])
+
+
 def _bisect_verdict(builds: _Builds, bracket: tuple[int, int], n: int, plan: BisectPlan, capped: bool
                     ) -> BisectResult[int]:
-    """Levels and Welch test of up to ``plan.pool`` measured revisions on each side of the final bracket."""
+    """Levels and search-adjusted t-test of the measured revisions (up to ``plan.pool``) on each side of the bracket."""
     samples, (lo, hi), pool, alpha = builds.samples, bracket, plan.pool, plan.alpha
     new, reused, skipped = builds.new, builds.reused, tuple(builds.skipped)
     note_cap = plan.max_builds if capped else None
     pos = sorted(samples)
-    a = np.concatenate([samples[p] for p in [q for q in pos if q <= lo][-pool:]])
-    b = np.concatenate([samples[p] for p in [q for q in pos if q >= hi][:pool]])
-    before, after = float(a.mean()), float(b.mean())
-    p_val = welch_p(a, b) if a.size > 1 and b.size > 1 else float("nan")
+    left, right = [q for q in pos if q <= lo], [q for q in pos if q >= hi]
+    if pool is not None:
+        left, right = left[-pool:], right[:pool]
+    a_revs, b_revs = [samples[p] for p in left], [samples[p] for p in right]
+    before, after = float(np.concatenate(a_revs).mean()), float(np.concatenate(b_revs).mean())
+    p_val = _change_p(a_revs, b_revs)
+    p_val = min(1.0, p_val * max(len(pos) - 1, 1)) if np.isfinite(p_val) else p_val
     mag = (after - before) / abs(before) if before != 0 else float("nan")
     if not (np.isfinite(p_val) and p_val <= alpha):
-        why = ("not meaningful: one repetition per revision gives no p-value; use more repetitions"
+        why = ("not meaningful: one value on each side of the change gives no p-value; use more repetitions"
                if not np.isfinite(p_val) else f"not meaningful: the largest jump has p={p_val:.3g} > alpha={alpha}")
         return BisectResult("", n, hi, lo, hi, before, after, mag, p_val, new, reused, plain_bisection_builds(n),
                             skipped, False, why)
