@@ -15,7 +15,7 @@ from typing import Any
 
 from quiho.store import Store
 
-__all__ = ["FleetTraceSettings", "FleetTraces", "TraceJoin", "fleet_traces", "join_traces"]
+__all__ = ["FleetTraceSettings", "FleetTraces", "TraceJoin", "fleet_traces", "join_traces", "trace_samples"]
 
 
 @dataclass(frozen=True)
@@ -190,11 +190,9 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
     ``{host: (values of version_a, values of label_b)}``). Overhead per host = median traced wall / median
     untraced wall (both versions pooled).
     """
-    import pandas as pd
-
     from quiho.detect import detect, fleet_function_verdicts
     from quiho.store.traces import batch_trace_runs, untraced_walls
-    from quiho.trace import find_trace_run, profile_from_calls, read_calls
+    from quiho.trace import profile_from_calls
 
     rows = batch_trace_runs(store, application, batch)
     if not rows:
@@ -216,15 +214,7 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
         if not ra or not rb:
             messages.setdefault(host, f"traced runs of only one version ({len(ra)} / {len(rb)})")
             continue
-        frames = {}
-        for key, rs in (("a", ra), ("b", rb)):
-            parts = []
-            for row in rs:
-                df = read_calls(find_trace_run(store, str(row.id)))
-                df["run"] = row.id
-                parts.append(df)
-            frames[key] = pd.concat(parts, ignore_index=True)
-            frames[key]["function"] = frames[key]["function"].astype(str)
+        frames = _host_frames(store, ra, rb)
         pa = profile_from_calls(frames["a"], source=f"{host} {version_a}")
         pb = profile_from_calls(frames["b"], source=f"{host} {label_b}")
         per_host[host] = detect(pa, pb, ["joint"], {}, run_check=settings.run_check)
@@ -252,6 +242,43 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
             ratios.append(ratio)
     overhead_doc = {"hosts": overhead, "median_ratio": _median(ratios) if ratios else None}
     return FleetTraces(tuple(verdicts), per_host, overhead_doc, messages, len(rows), samples)
+
+
+def _host_frames(store: Store, runs_a: Sequence[Any], runs_b: Sequence[Any]) -> dict[str, Any]:
+    """One host's traced calls per version (``"a"``, ``"b"``): its runs' calls concatenated, a ``run`` column added."""
+    import pandas as pd
+
+    from quiho.trace import find_trace_run, read_calls
+
+    frames = {}
+    for key, rs in (("a", runs_a), ("b", runs_b)):
+        parts = []
+        for row in rs:
+            df = read_calls(find_trace_run(store, str(row.id)))
+            df["run"] = row.id
+            parts.append(df)
+        frames[key] = pd.concat(parts, ignore_index=True)
+        frames[key]["function"] = frames[key]["function"].astype(str)
+    return frames
+
+
+def trace_samples(store: Store, application: str, version_a: str, label_b: str, batch: str,
+                  cap: int = 2000) -> dict[str, Any]:
+    """The calls behind the report's functions figure (:attr:`FleetTraces.samples`), read again from the store.
+
+    Same host and thinning as :func:`fleet_traces` (the first host in name order that traced both versions);
+    ``{}`` when the batch traced nothing. Raises :class:`~quiho.errors.StoreError` when a run's calls are gone.
+    """
+    from quiho.store.traces import batch_trace_runs
+
+    by_host: dict[str, dict[str, list[Any]]] = {}
+    for row in batch_trace_runs(store, application, batch):
+        by_host.setdefault(row.host, {}).setdefault(row.version, []).append(row)
+    for host, vers in sorted(by_host.items()):
+        ra, rb = vers.get(version_a, []), vers.get(label_b, [])
+        if ra and rb:
+            return {"host": host, "functions": _samples(_host_frames(store, ra, rb), version_a, label_b, cap)}
+    return {}
 
 
 def _samples(frames: dict[str, Any], version_a: str, label_b: str, cap: int = 2000) -> dict[str, Any]:

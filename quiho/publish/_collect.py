@@ -91,11 +91,18 @@ class FleetView:
 
 @dataclass(frozen=True)
 class ProfileView:
-    """One stored profile: its row and its document (None, with ``error``, when unreadable)."""
+    """One stored profile: its row and its document (None, with ``error``, when unreadable).
+
+    ``calls`` are the traced calls behind the report's functions figure
+    (:func:`quiho.profile.traces.trace_samples`; empty when nothing was traced, ``calls_note`` says why when
+    they cannot be read).
+    """
 
     row: dict[str, Any]
     document: dict[str, Any] | None
     error: str = ""
+    calls: dict[str, Any] = field(default_factory=dict)
+    calls_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -265,10 +272,26 @@ def read_profiles(store: Store) -> list[ProfileView]:
     out = []
     for row in list_profiles(store):
         try:
-            out.append(ProfileView(row, load_profile(store, str(row["batch"]))))
+            doc = load_profile(store, str(row["batch"]))
         except QuihoError as exc:
             out.append(ProfileView(row, None, str(exc)))
+            continue
+        calls, note = _calls(store, row, doc)
+        out.append(ProfileView(row, doc, calls=calls, calls_note=note))
     return out
+
+
+def _calls(store: Store, row: dict[str, Any], doc: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """A traced profile's calls for its functions figure, or why they cannot be shown."""
+    from quiho.profile.traces import trace_samples
+
+    if not doc.get("traces"):
+        return {}, ""
+    try:
+        return trace_samples(store, str(row["application"]), str(doc.get("version_a") or row["version_a"]),
+                             str(doc.get("label_b") or row["version_b"]), str(row["batch"])), ""
+    except QuihoError as exc:
+        return {}, f"the traced calls cannot be read: {exc}"
 
 
 def read_site(store: Store, options: PublishOptions, reuse: Reuse | None = None) -> SiteData:

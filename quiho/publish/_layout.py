@@ -87,7 +87,7 @@ stroke-dasharray:2 2}svg .cp .hit{fill:transparent;stroke:none}svg .cp:hover lin
 .smalls figcaption{font-size:.8em}.filter{margin:.5em 0;padding:.2em;width:20em}.count{color:#555}
 svg .bar-0{fill:#222}svg .bar-1{fill:#aaa}svg .whisker{stroke:#555;stroke-width:1.2}
 svg .run-a{fill:#fff;stroke:#000;stroke-width:1.2}svg .run-b{fill:#666;stroke:#000;stroke-width:.6}
-svg .median{stroke:#000;stroke-width:2.5}
+svg .median{stroke:#000;stroke-width:2.5}svg .fit{stroke:#000;stroke-width:1.5}svg .fit-1{stroke-dasharray:5 3}
 .readout{min-height:1.4em;font-variant-numeric:tabular-nums}pre{white-space:pre-wrap;background:#f4f4f4;padding:.5em}
 """
 

@@ -13,7 +13,7 @@ from typing import Any
 from quiho._text import UNTESTED_CHANGE
 from quiho.publish._collect import ProfileView
 from quiho.publish._layout import badge, page, table
-from quiho.publish._report_svg import Bars, bars_svg, runs_svg
+from quiho.publish._report_svg import Bars, bars_svg, calls_svg, runs_svg
 from quiho.publish._safe import num, page_file, pct, text
 
 __all__ = ["profiles_index", "profile_page", "profile_file", "profile_key", "profile_cells", "effect_text",
@@ -148,11 +148,34 @@ def _metric_html(doc: dict[str, Any]) -> list[str]:
                   table_id="per-host", num=range(1, 8))]
 
 
-def _traces_html(traces: dict[str, Any] | None) -> list[str]:
-    """The traced runs' per-function verdicts, as the report's trace section tabulates them.
+def _figure_order(fns: list[dict[str, Any]]) -> list[str]:
+    """Functions for the figures, as the report orders them: flagged first (largest share, then magnitude)."""
+    def size(x: Any) -> float:
+        return -abs(x) if isinstance(x, int | float) and x == x else 0.0
 
-    No plot: the samples behind the report's ``functions.png`` are not in the stored document.
-    """
+    return [str(f.get("function")) for f in sorted(
+        fns, key=lambda f: (f.get("verdict") not in ("degradation", "optimization"), size(f.get("share")),
+                            size(f.get("magnitude"))))]
+
+
+def _calls_html(p: ProfileView, fns: list[dict[str, Any]], a: str, b: str) -> str:
+    """The report's functions figure: each drawn function's calls on one host (at most 6 functions)."""
+    if p.calls_note:
+        return f"<p class='muted' id='calls-note'>{text(p.calls_note)}</p>"
+    drawn = p.calls.get("functions") or {}
+    names = [f for f in _figure_order(fns) if f in drawn][:6]
+    if not names:
+        return ""
+    figs = "".join(f"<figure>{calls_svg(drawn[f], (a, b), title=f'{f}: calls of {a} and {b}')}"
+                   f"<figcaption>{text(f, 60)}</figcaption></figure>" for f in names)
+    return (f"<div class='smalls' id='calls'>{figs}</div><p class='muted'>Traced calls on host "
+            f"{text(p.calls.get('host', '?'))}: inclusive time per call against call order, {text(a)} circles and "
+            f"solid fit, {text(b)} triangles and dashed fit; the axis stops at 1.5 × the 99th percentile, and the fits "
+            "leave out the calls above it.</p>")
+
+
+def _traces_html(p: ProfileView, traces: dict[str, Any] | None, a: str, b: str) -> list[str]:
+    """The traced runs' per-function verdicts and the calls behind them, as the report's trace section shows."""
     if not traces:
         return []
     fns = traces.get("functions") or []
@@ -171,7 +194,7 @@ def _traces_html(traces: dict[str, Any] | None) -> list[str]:
             table(["function", "verdict", "kind", "change", "95 % CI over hosts", "hosts flagged", "share of the "
                    "metric change"], rows, table_id="trace-functions", num=(3, 6)) if fns
             else "<p>No function changed.</p>",
-            f"<ul class='muted'>{notes}</ul>" if notes else ""]
+            f"<ul class='muted'>{notes}</ul>" if notes else "", _calls_html(p, fns, a, b)]
 
 
 def profile_page(p: ProfileView, site_title: str) -> str:
@@ -202,7 +225,7 @@ def profile_page(p: ProfileView, site_title: str) -> str:
     cmp = irup.get("comparison")
     body.append(_irup_bars(doc, a, b))
     body += _shift_html(cmp, a, b) if cmp else [f"<p>No comparison: {text(json.dumps(irup.get('errors') or {}))}</p>"]
-    body += _traces_html(doc.get("traces"))
+    body += _traces_html(p, doc.get("traces"), str(doc.get("version_a") or a), str(doc.get("label_b") or b))
     body.append("<h2>Hosts</h2>" + table(
         ["host", "fingerprinted", "ok A", "ok B", "failed", "why"],
         ([text(h.get("host")), "yes" if h.get("fingerprinted") else "MISSING", str(h.get("ok_a")), str(h.get("ok_b")),

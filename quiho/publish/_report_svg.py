@@ -1,21 +1,24 @@
-"""The report's plots as inline SVG, from stored documents: IRUP bars, and the metric of every run per host.
+"""The report's plots as inline SVG: IRUP bars, the metric of every run per host, and each traced function's calls.
 
 ``quiho profile --report`` draws these with matplotlib into PNGs beside its report; the site draws the same views
-from the stored document as text (no matplotlib per page, nothing to fetch), in grey scale: version A in outline
-circles, B in filled triangles, medians as black bars; importances as black (A) and grey (B) bars with a ±sd
-whisker, clipped at the axis end.
+from the stored document (the calls: from the store's traced runs) as text (no matplotlib per page, nothing to
+fetch), in grey scale: version A in outline circles, B in filled triangles, medians as black bars, linear fits as
+a solid (A) and a dashed (B) line; importances as black (A) and grey (B) bars with a ±sd whisker, clipped at the
+axis end.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from quiho.publish._safe import num, text
 
-__all__ = ["Bars", "bars_svg", "runs_svg"]
+__all__ = ["Bars", "bars_svg", "runs_svg", "calls_svg"]
 
 
 @dataclass(frozen=True)
@@ -118,3 +121,75 @@ def runs_svg(runs: Sequence[dict[str, Any]], labels: tuple[str, str], *, unit: s
                          f"y2='{y(med):.1f}'/></g>")
     parts.append("</svg>")
     return "".join(parts)
+
+
+def calls_svg(calls: Mapping[str, tuple[Sequence[float], Sequence[float]]], labels: tuple[str, str], *, title: str,
+              points: int = 300, width: int = 380, height: int = 240) -> str:
+    """One function's calls, ``{label: (call order, inclusive ns)}``, in µs per call, with a linear fit per version.
+
+    As the report's ``functions.png``: the axis stops at 1.5 x the 99th percentile (preempted calls would squash
+    the rest) and says how many calls lie above it, and the fits leave those calls out (a few would tilt them);
+    each version is thinned evenly to ``points`` marks (the fit uses every call given below the axis end).
+    """
+    xy = {lab: (np.asarray(calls[lab][0], float), np.asarray(calls[lab][1], float) / 1e3)
+          for lab in labels if lab in calls and len(calls[lab][0])}
+    ys = [y for _, y in xy.values()]
+    hi = 1.5 * float(np.quantile(np.concatenate(ys), 0.99)) if ys else 1.0
+    hi = hi if hi > 0 else 1.0
+    xmax = max([float(x.max()) for x, _ in xy.values()] + [1.0])
+    left, bottom, top, right = 54, 34, 10, 10
+
+    def px(x: float) -> float:
+        return left + (width - left - right) * x / xmax
+
+    def py(y: float) -> float:
+        return top + (height - top - bottom) * (1 - min(max(y, 0.0), hi) / hi)
+
+    above = sum(int((y > hi).sum()) for y in ys)
+    parts = [f"<svg class='plot calls' role='img' viewBox='0 0 {width} {height}' width='{width}' height='{height}' "
+             f"xmlns='http://www.w3.org/2000/svg'><title>{text(title)}</title>",
+             f"<line class='axis' x1='{left}' y1='{top}' x2='{left}' y2='{height - bottom}'/>",
+             f"<line class='axis' x1='{left}' y1='{height - bottom}' x2='{width - right}' y2='{height - bottom}'/>",
+             f"<text class='tick' x='{(left + width) / 2:.0f}' y='{height - 4}' text-anchor='middle'>call order</text>"]
+    for t in (0.0, hi / 2, hi):
+        parts.append(f"<text class='tick' x='{left - 4}' y='{py(t) + 3:.1f}' text-anchor='end'>{num(t, '.3g')}</text>")
+    parts.append(f"<text class='tick' x='{left + 4}' y='{top + 8}'>µs per call</text>")
+    if above:
+        parts.append(f"<text class='tick' x='{width - right}' y='{top + 8}' text-anchor='end'>{above} call(s) above "
+                     "the axis</text>")
+    for k, lab in enumerate(labels):
+        if lab not in xy:
+            continue
+        x, y = xy[lab]
+        idx = np.unique(np.linspace(0, x.size - 1, min(points, x.size)).astype(int))
+        marks = "".join(f"<circle class='run-a' cx='{px(a):.1f}' cy='{py(b):.1f}' r='2'/>" if k == 0 else
+                        f"<path class='run-b' d='M{px(a):.1f} {py(b) - 3:.1f}l2.5 4.5h-5z'/>"
+                        for a, b in zip(x[idx], y[idx], strict=True) if b <= hi)
+        fit = ""
+        keep = y <= hi
+        if keep.sum() >= 2 and np.ptp(x[keep]) > 0:
+            slope, icpt = (float(c) for c in np.polyfit(x[keep], y[keep], 1))
+            seg = _within(slope, icpt, float(x.min()), float(x.max()), hi)
+            if seg is not None:
+                (x0, y0), (x1, y1) = seg
+                fit = (f"<line class='fit fit-{k}' x1='{px(x0):.1f}' y1='{py(y0):.1f}' x2='{px(x1):.1f}' "
+                       f"y2='{py(y1):.1f}'/>")
+        parts.append(f"<g><title>{text(lab)}: {x.size} calls, median {num(float(np.median(y)), '.3g')} µs</title>"
+                     f"{marks}{fit}</g>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _within(slope: float, icpt: float, x0: float, x1: float, hi: float
+            ) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    """The part of the line ``icpt + slope * x`` over ``[x0, x1]`` that lies in ``0 <= y <= hi`` (None: none)."""
+    lo_x, hi_x = x0, x1
+    if slope == 0:
+        if not 0 <= icpt <= hi:
+            return None
+    else:
+        a, b = sorted(((0 - icpt) / slope, (hi - icpt) / slope))
+        lo_x, hi_x = max(x0, a), min(x1, b)
+    if lo_x >= hi_x:
+        return None
+    return (lo_x, icpt + slope * lo_x), (hi_x, icpt + slope * hi_x)

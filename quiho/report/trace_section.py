@@ -54,8 +54,9 @@ def functions_figure(samples: dict[str, Any], version_a: str, label_b: str, orde
                 continue
             x, y = np.asarray(xy[0], float), np.asarray(xy[1], float) / 1e3
             ax.scatter(x, y, marker=marker, s=8, color=colour, alpha=0.5, label=f"{label} calls")
-            if len(x) >= 2 and np.ptp(x) > 0:
-                b, a = np.polyfit(x, y, 1)
+            keep = y <= top  # calls above the axis (preempted) would tilt the fit
+            if keep.sum() >= 2 and np.ptp(x[keep]) > 0:
+                b, a = np.polyfit(x[keep], y[keep], 1)
                 xs = np.array([x.min(), x.max()])
                 ax.plot(xs, a + b * xs, style, color="black", lw=1.5, label=f"{label} linear fit")
         ax.set_title(fn, fontsize=9)

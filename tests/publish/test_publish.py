@@ -461,3 +461,62 @@ def test_a_profile_page_tabulates_its_traced_functions(planted_result):
     body = body[:body.index("</table>")]
     assert body.count("<tr>") == 3 and "+30.0%" in body and "+20.0%, +40.0%" in body and "3 of 4" in body
     assert "&lt;b&gt;emit&lt;/b&gt;" in body and "<b>emit" not in page and "h1: no traced run" in page
+
+
+def _traced_profile_page(planted_result, **view):
+    """A profile page whose document traced two functions, with 1,000 and 40 calls per version on host ``h<1>``."""
+    from quiho.publish._collect import ProfileView
+    from quiho.publish._profiles import profile_page
+
+    doc = json.loads(json.dumps(planted_result.to_dict(), default=str))
+    doc["traces"] = {"functions": [
+        {"function": "<i>quiet</i>", "verdict": "no change", "magnitude": 0.01, "share": None},
+        {"function": "parse", "verdict": "degradation", "magnitude": 0.3, "share": 0.8}], "traced_runs": 4}
+    a, b = str(doc["version_a"]), str(doc["label_b"])
+    rng = np.random.default_rng(0)
+    ys = rng.normal(100_000, 5_000, 1000)
+    ys[:7] = 1e9  # seven preempted calls: above the axis, said as such
+    order = np.arange(1000.0)
+    calls = {"host": "h<1>", "functions": {
+        "parse": {a: (order, ys), b: (order, ys * 1.3)},
+        "<i>quiet</i>": {a: (order[:40], ys[100:140]), b: (order[:40], ys[100:140])}}}
+    row = {"batch": "b", "application": "app", "version_a": a, "version_b": b, "status": "complete",
+           "verdict": "regression", "irup_verdict": "different", "created_at": "now"}
+    return profile_page(ProfileView(row, doc, **(view or {"calls": calls})), "site")
+
+
+def test_a_traced_profile_page_draws_each_functions_calls_as_the_report_does(planted_result):
+    """The report's functions figure as SVG: flagged first, marks thinned, axis at 1.5 x p99, names escaped."""
+    page = _traced_profile_page(planted_result)
+    figs = page[page.index("<div class='smalls' id='calls'>"):]
+    figs = figs[:figs.index("</div>")]
+    first, second = figs.split("</figure>")[:2]
+    assert "<figcaption>parse</figcaption>" in first and "&lt;i&gt;quiet&lt;/i&gt;" in second
+    assert "<i>" not in page and "h&lt;1&gt;" in page
+    # thinned to 300 marks a version, minus those of the 7 preempted calls the thinning kept (not drawn)
+    assert 293 <= first.count("class='run-a'") < 300 and first.count("class='run-a'") == first.count("class='run-b'")
+    assert second.count("class='run-a'") == 40 and "fit fit-0" in first and "fit fit-1" in first
+    assert "14 call(s) above the axis" in first and "above the axis" not in second  # 7 per version
+    # the fits leave the preempted calls out: A's line stays level (with them it falls steeply)
+    y1, y2 = (float(v) for v in re.search(r"class='fit fit-0'[^>]*y1='([\d.]+)'[^>]*y2='([\d.]+)'", first).groups())
+    assert abs(y1 - y2) < 5
+    gone = _traced_profile_page(planted_result, calls_note="the traced calls cannot be read: gone")
+    assert "id='calls-note'>the traced calls cannot be read: gone" in gone and "id='calls'" not in gone
+
+
+@pytest.mark.chromium
+def test_a_traced_profile_page_renders_cleanly_in_chromium(site, browser, planted_result):
+    from _cdp import Tab
+
+    page = _traced_profile_page(planted_result)
+    out = site[0] / "profiles" / "traced-functions-test.html"  # beside the site's profile pages and their assets
+    out.write_text(page)
+    try:
+        tab = Tab(browser, out.as_uri())
+        assert tab.problems() == []
+        assert tab.eval("document.querySelectorAll('#calls svg').length") == 2
+        calls = page[page.index("id='calls'"):page.index("</div>", page.index("id='calls'"))]
+        assert tab.eval("document.querySelectorAll('#calls svg circle.run-a').length") == calls.count("class='run-a'")
+        assert tab.eval("document.querySelectorAll('#calls svg line.fit').length") == 4
+    finally:
+        out.unlink()

@@ -79,6 +79,15 @@ def test_tags_only_find_tag_is_flagged_as_an_optimization(fleet: Path, capsys: p
     assert "Functions that changed" in html and "find_tag" in html
     saved = json.loads((fleet / "report" / "report.json").read_text())
     assert saved["traces"]["functions"] == doc["traces"]["functions"]
+    # the published profile page draws the report's functions figure from the store's traced calls
+    assert main(["publish", str(fleet / "site"), "--store", str(fleet / "q.db")]) == 0
+    capsys.readouterr()
+    page = next((fleet / "site" / "profiles").glob("profile-*.html")).read_text()
+    figs = page[page.index("<div class='smalls' id='calls'>"):]
+    figs = figs[:figs.index("</div>")].split("</figure>")[:-1]
+    assert len(figs) == 3 and "<figcaption>find_tag</figcaption>" in figs[0]  # flagged first
+    assert all(0 < f.count("class='run-a'") <= 300 and 0 < f.count("class='run-b'") <= 300 for f in figs)
+    assert "Traced calls on host tp-plain" in page  # the report's host: the first in name order
 
 
 def test_zlib_level_9_deflate_is_a_degradation_beside_the_metric_regression(
