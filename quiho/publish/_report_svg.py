@@ -10,7 +10,7 @@ axis end.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +67,22 @@ def bars_svg(labels: Sequence[str], series: Sequence[Bars], *, title: str, width
     return "".join(parts)
 
 
+def _frame(kind: str, title: str, size: tuple[int, int], margins: tuple[int, int, int, int], hi: float,
+           y: Callable[[float], float]) -> list[str]:
+    """A plot's opening: the ``<svg>`` with its title, both axes, and y ticks at 0, ``hi / 2`` and ``hi``.
+
+    ``margins`` are (left, top, right, bottom) in px; ``y`` maps a value to its px.
+    """
+    (width, height), (left, top, right, bottom) = size, margins
+    parts = [f"<svg class='plot {kind}' role='img' viewBox='0 0 {width} {height}' width='{width}' height='{height}' "
+             f"xmlns='http://www.w3.org/2000/svg'><title>{text(title)}</title>",
+             f"<line class='axis' x1='{left}' y1='{top}' x2='{left}' y2='{height - bottom}'/>",
+             f"<line class='axis' x1='{left}' y1='{height - bottom}' x2='{width - right}' y2='{height - bottom}'/>"]
+    for t in (0.0, hi / 2, hi):
+        parts.append(f"<text class='tick' x='{left - 4}' y='{y(t) + 3:.1f}' text-anchor='end'>{num(t, '.3g')}</text>")
+    return parts
+
+
 def _groups(runs: Sequence[dict[str, Any]],
             labels: tuple[str, str]) -> tuple[list[str], dict[tuple[str, str], list[float]]]:
     """Hosts (sorted) and the ``ok`` values of each (host, version label)."""
@@ -95,13 +111,8 @@ def runs_svg(runs: Sequence[dict[str, Any]], labels: tuple[str, str], *, unit: s
     def y(v: float) -> float:
         return top + (height - top - bottom) * (1 - v / hi)
 
-    parts = [f"<svg class='plot runs' role='img' viewBox='0 0 {width} {height}' width='{width}' height='{height}' "
-             f"xmlns='http://www.w3.org/2000/svg'><title>{text(title)}</title>",
-             f"<line class='axis' x1='{left}' y1='{top}' x2='{left}' y2='{height - bottom}'/>",
-             f"<line class='axis' x1='{left}' y1='{height - bottom}' x2='{width - 10}' y2='{height - bottom}'/>",
-             f"<text class='tick' x='12' y='{top + 10}'>{text(unit or 'metric', 20)}</text>"]
-    for t in (0.0, hi / 2, hi):
-        parts.append(f"<text class='tick' x='{left - 4}' y='{y(t) + 3:.1f}' text-anchor='end'>{num(t, '.3g')}</text>")
+    parts = _frame("runs", title, (width, height), (left, top, 10, bottom), hi, y)
+    parts.append(f"<text class='tick' x='12' y='{top + 10}'>{text(unit or 'metric', 20)}</text>")
     for i, h in enumerate(hosts):
         cx = left + step * (i + 0.5)
         parts.append(f"<text class='tick' x='{cx:.1f}' y='{height - bottom + 12}' text-anchor='end' "
@@ -146,13 +157,9 @@ def calls_svg(calls: Mapping[str, tuple[Sequence[float], Sequence[float]]], labe
         return top + (height - top - bottom) * (1 - min(max(y, 0.0), hi) / hi)
 
     above = sum(int((y > hi).sum()) for y in ys)
-    parts = [f"<svg class='plot calls' role='img' viewBox='0 0 {width} {height}' width='{width}' height='{height}' "
-             f"xmlns='http://www.w3.org/2000/svg'><title>{text(title)}</title>",
-             f"<line class='axis' x1='{left}' y1='{top}' x2='{left}' y2='{height - bottom}'/>",
-             f"<line class='axis' x1='{left}' y1='{height - bottom}' x2='{width - right}' y2='{height - bottom}'/>",
-             f"<text class='tick' x='{(left + width) / 2:.0f}' y='{height - 4}' text-anchor='middle'>call order</text>"]
-    for t in (0.0, hi / 2, hi):
-        parts.append(f"<text class='tick' x='{left - 4}' y='{py(t) + 3:.1f}' text-anchor='end'>{num(t, '.3g')}</text>")
+    parts = _frame("calls", title, (width, height), (left, top, right, bottom), hi, py)
+    parts.append(f"<text class='tick' x='{(left + width) / 2:.0f}' y='{height - 4}' text-anchor='middle'>call order"
+                 "</text>")
     parts.append(f"<text class='tick' x='{left + 4}' y='{top + 8}'>µs per call</text>")
     if above:
         parts.append(f"<text class='tick' x='{width - right}' y='{top + 8}' text-anchor='end'>{above} call(s) above "
