@@ -10,11 +10,12 @@ written. Tick labels matplotlib creates while saving are covered because saving 
 from __future__ import annotations
 
 import errno
+import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from quiho._text import printable
 from quiho.errors import UsageError
@@ -22,7 +23,7 @@ from quiho.errors import UsageError
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["PLOT_SUFFIXES", "literal_text", "check_plot_path", "save_figure"]
+__all__ = ["PLOT_SUFFIXES", "literal_text", "check_plot_path", "save_figure", "figure_key", "calls_axis_top"]
 
 #: File types quiho writes figures as (grey-scale readable PNG or SVG).
 PLOT_SUFFIXES = (".png", ".svg")
@@ -128,3 +129,25 @@ def save_figure(fig: Figure, path: str | Path, *, dpi: float | None = None) -> P
     finally:
         plt.close(fig)
     return p
+
+
+# --- the functions figure's rules, shared by the report (matplotlib) and the site (SVG) ---
+
+
+def figure_key(flagged: bool, share: float | None, magnitude: float | None) -> tuple[bool, float, float]:
+    """Sort key of a function in the functions figure: flagged first, then the largest share, then magnitude."""
+    def size(x: float | None) -> float:
+        return -abs(x) if isinstance(x, int | float) and math.isfinite(x) else 0.0
+
+    return (not flagged, size(share), size(magnitude))
+
+
+def calls_axis_top(durations: Sequence[Any]) -> float:
+    """Top of the functions figure's axis: 1.5 x the 99th percentile of every drawn duration.
+
+    Preempted calls (ms on a shared machine) would squash the rest; the figure counts those above it, and its
+    fits leave them out.
+    """
+    import numpy as np
+
+    return 1.5 * float(np.quantile(np.concatenate(durations), 0.99)) if len(durations) else 1.0

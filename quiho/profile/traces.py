@@ -197,9 +197,7 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
     rows = batch_trace_runs(store, application, batch)
     if not rows:
         return None
-    by_host: dict[str, dict[str, list[Any]]] = {}
-    for row in rows:
-        by_host.setdefault(row.host, {}).setdefault(row.version, []).append(row)
+    by_host = _runs_by_host(rows)
     per_host: dict[str, list[Any]] = {}
     exclusive: dict[str, dict[str, float]] = {}
     metric_change: dict[str, float] = {}
@@ -244,6 +242,14 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
     return FleetTraces(tuple(verdicts), per_host, overhead_doc, messages, len(rows), samples)
 
 
+def _runs_by_host(rows: Sequence[Any]) -> dict[str, dict[str, list[Any]]]:
+    """A batch's traced runs as ``{host: {version: [run, ...]}}``."""
+    by_host: dict[str, dict[str, list[Any]]] = {}
+    for row in rows:
+        by_host.setdefault(row.host, {}).setdefault(row.version, []).append(row)
+    return by_host
+
+
 def _host_frames(store: Store, runs_a: Sequence[Any], runs_b: Sequence[Any]) -> dict[str, Any]:
     """One host's traced calls per version (``"a"``, ``"b"``): its runs' calls concatenated, a ``run`` column added."""
     import pandas as pd
@@ -271,10 +277,7 @@ def trace_samples(store: Store, application: str, version_a: str, label_b: str, 
     """
     from quiho.store.traces import batch_trace_runs
 
-    by_host: dict[str, dict[str, list[Any]]] = {}
-    for row in batch_trace_runs(store, application, batch):
-        by_host.setdefault(row.host, {}).setdefault(row.version, []).append(row)
-    for host, vers in sorted(by_host.items()):
+    for host, vers in sorted(_runs_by_host(batch_trace_runs(store, application, batch)).items()):
         ra, rb = vers.get(version_a, []), vers.get(label_b, [])
         if ra and rb:
             return {"host": host, "functions": _samples(_host_frames(store, ra, rb), version_a, label_b, cap)}

@@ -10,6 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from quiho._plotting import figure_key
 from quiho._text import UNTESTED_CHANGE
 from quiho.publish._collect import ProfileView
 from quiho.publish._layout import badge, page, table
@@ -150,12 +151,9 @@ def _metric_html(doc: dict[str, Any]) -> list[str]:
 
 def _figure_order(fns: list[dict[str, Any]]) -> list[str]:
     """Functions for the figures, as the report orders them: flagged first (largest share, then magnitude)."""
-    def size(x: Any) -> float:
-        return -abs(x) if isinstance(x, int | float) and x == x else 0.0
-
     return [str(f.get("function")) for f in sorted(
-        fns, key=lambda f: (f.get("verdict") not in ("degradation", "optimization"), size(f.get("share")),
-                            size(f.get("magnitude"))))]
+        fns, key=lambda f: figure_key(f.get("verdict") in ("degradation", "optimization"), f.get("share"),
+                                      f.get("magnitude")))]
 
 
 def _calls_html(p: ProfileView, fns: list[dict[str, Any]], a: str, b: str) -> str:

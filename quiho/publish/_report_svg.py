@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from quiho._plotting import calls_axis_top
 from quiho.publish._safe import num, text
 
 __all__ = ["Bars", "bars_svg", "runs_svg", "calls_svg"]
@@ -145,7 +146,7 @@ def calls_svg(calls: Mapping[str, tuple[Sequence[float], Sequence[float]]], labe
     xy = {lab: (np.asarray(calls[lab][0], float), np.asarray(calls[lab][1], float) / 1e3)
           for lab in labels if lab in calls and len(calls[lab][0])}
     ys = [y for _, y in xy.values()]
-    hi = 1.5 * float(np.quantile(np.concatenate(ys), 0.99)) if ys else 1.0
+    hi = calls_axis_top(ys)
     hi = hi if hi > 0 else 1.0
     xmax = max([float(x.max()) for x, _ in xy.values()] + [1.0])
     left, bottom, top, right = 54, 34, 10, 10

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from quiho._plotting import literal_text
+from quiho._plotting import calls_axis_top, figure_key, literal_text
 
 __all__ = ["functions_figure", "trace_section_html"]
 
@@ -47,7 +47,7 @@ def functions_figure(samples: dict[str, Any], version_a: str, label_b: str, orde
     fig, axes = plt.subplots(1, n, figsize=(4.0 * n, 3.4), squeeze=False)
     for ax, fn in zip(axes[0], fns, strict=False):
         ys = [np.asarray(v[1], float) / 1e3 for v in samples["functions"][fn].values() if len(v[1])]
-        top = 1.5 * float(np.quantile(np.concatenate(ys), 0.99)) if ys else 1.0
+        top = calls_axis_top(ys)
         for label, marker, style, colour in ((version_a, "o", "-", "#777777"), (label_b, "^", "--", "#111111")):
             xy = samples["functions"][fn].get(label)
             if xy is None or len(xy[0]) == 0:
@@ -121,11 +121,7 @@ def _fmt(x: float | None) -> str:
 
 def figure_order(traces: Any) -> list[str]:
     """Functions for the figure: flagged first (largest share, then magnitude), then the others."""
-    def key(f: Any) -> tuple[bool, float, float]:
-        return (not f.flagged, -abs(f.share) if math.isfinite(f.share) else 0.0,
-                -abs(f.magnitude) if math.isfinite(f.magnitude) else 0.0)
-
-    return [f.function for f in sorted(traces.functions, key=key)]
+    return [f.function for f in sorted(traces.functions, key=lambda f: figure_key(f.flagged, f.share, f.magnitude))]
 
 
 def save_functions_figure(traces: Any, version_a: str, label_b: str, path: Path) -> Path | None:
