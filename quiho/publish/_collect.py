@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from quiho.errors import HistoryError, NotEnoughData, QuihoError
+from quiho.publish._calls import cached_calls, prune_calls
 from quiho.publish._drift import cached_drift, prune_drift
 from quiho.publish._irups import TargetView, check_settings, read_targets
 from quiho.publish._safe import page_file
@@ -270,28 +271,17 @@ def read_profiles(store: Store) -> list[ProfileView]:
     from quiho.profile import load_profile
 
     out = []
-    for row in list_profiles(store):
+    rows = list_profiles(store)
+    prune_calls(store, [str(row["batch"]) for row in rows])
+    for row in rows:
         try:
             doc = load_profile(store, str(row["batch"]))
         except QuihoError as exc:
             out.append(ProfileView(row, None, str(exc)))
             continue
-        calls, note = _calls(store, row, doc)
+        calls, note = cached_calls(store, row, doc)
         out.append(ProfileView(row, doc, calls=calls, calls_note=note))
     return out
-
-
-def _calls(store: Store, row: dict[str, Any], doc: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """A traced profile's calls for its functions figure, or why they cannot be shown."""
-    from quiho.profile.traces import trace_samples
-
-    if not doc.get("traces"):
-        return {}, ""
-    try:
-        return trace_samples(store, str(row["application"]), str(doc.get("version_a") or row["version_a"]),
-                             str(doc.get("label_b") or row["version_b"]), str(row["batch"])), ""
-    except QuihoError as exc:
-        return {}, f"the traced calls cannot be read: {exc}"
 
 
 def read_site(store: Store, options: PublishOptions, reuse: Reuse | None = None) -> SiteData:
