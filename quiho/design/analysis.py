@@ -250,8 +250,8 @@ def analyse_design(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
     >>> res.verdict, res.story_a.label
     ('different', 'memory-bound')
     """
-    eff_a = version_effects(runs, version_a, factors)
-    eff_b = version_effects(runs, version_b, factors)
+    eff_a = version_effects(runs, version_a, factors, settings.summary)
+    eff_b = version_effects(runs, version_b, factors, settings.summary)
     changes, n_visits, B = effect_changes(runs, version_a, version_b, factors, settings)
     st = stressor_effects(fingerprints, factors) if fingerprints is not None and len(fingerprints) else {}
     axes = axis_classes(st, factors, primary or {}, settings.floor)

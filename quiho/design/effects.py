@@ -46,6 +46,7 @@ import pandas as pd
 from quiho._factors import FACTORS
 from quiho._text import json_number
 from quiho.design.factors import FactorTable
+from quiho.errors import UsageError
 
 __all__ = ["Effect", "VersionEffects", "AxisClass", "DesignSettings", "version_effects", "effect_changes",
            "stressor_effects", "axis_classes", "visits", "FALLBACK_CLASSES"]
@@ -58,6 +59,10 @@ FALLBACK_CLASSES: dict[str, str] = {f.name: f.resource for f in FACTORS}
 _PROBE_OF_CLASS: dict[str, str] = {f.resource: f.probe for f in FACTORS if f.resource != "cpu"}
 
 
+#: How a visit's runs of a version may be summarised (:attr:`DesignSettings.summary`).
+SUMMARIES = ("median", "min")
+
+
 @dataclass(frozen=True)
 class DesignSettings:
     """Settings of the design analysis: test level, smallest effect that counts, permutations, seed."""
@@ -68,6 +73,12 @@ class DesignSettings:
     random_state: int = 0
     #: Test only the factors that move the versions' pooled runs (False: every factor, the rule before 2026-12).
     screen: bool = True
+    #: A version's runs in one visit are summarised by their ``"median"`` or their ``"min"`` (log scale).
+    summary: str = "median"
+
+    def __post_init__(self) -> None:
+        if self.summary not in SUMMARIES:
+            raise UsageError(f"unknown visit summary {self.summary!r}: use one of {', '.join(SUMMARIES)}")
 
 
 @dataclass(frozen=True)
@@ -208,17 +219,18 @@ def pooled_effect(a: Effect, b: Effect) -> Effect:
     return _t_effect(a.factor, (a.estimate + b.estimate) / 2, math.hypot(a.se, b.se) / 2, min(a.df, b.df))
 
 
-def _visit_means(runs: pd.DataFrame, version: str) -> pd.DataFrame:
+def _visit_means(runs: pd.DataFrame, version: str, summary: str = "median") -> pd.DataFrame:
     ok = runs[(runs["status"] == "ok") & (runs["version"] == version) & (runs["value"] > 0)]
     ok = ok.assign(visit=visits(ok).to_numpy(), log=np.log(ok["value"].astype(float)))
     g = ok.groupby("visit")
-    out = pd.DataFrame({"y": g["log"].median(), "n": g["log"].size()})
+    out = pd.DataFrame({"y": g["log"].agg(summary), "n": g["log"].size()})
     out["host"] = [v.split("\x1f")[0] for v in out.index]
     out["round"] = [v.split("\x1f")[1] for v in out.index]
     return out
 
 
-def version_effects(runs: pd.DataFrame, version: str, factors: FactorTable) -> VersionEffects:
+def version_effects(runs: pd.DataFrame, version: str, factors: FactorTable, summary: str = "median"
+                    ) -> VersionEffects:
     """Effects of every factor on ``version``'s log metric (visit means, round-blocked OLS, t intervals).
 
     Parameters
@@ -229,10 +241,12 @@ def version_effects(runs: pd.DataFrame, version: str, factors: FactorTable) -> V
         The version label whose runs are used.
     factors : FactorTable
         The coded factors; hosts without a row in it are not used.
+    summary : {"median", "min"}
+        How a visit's runs of the version are summarised (:attr:`DesignSettings.summary`).
     """
     from scipy import stats
 
-    vm = _visit_means(runs, version)
+    vm = _visit_means(runs, version, summary)
     vm = vm[vm["host"].isin(factors.hosts)]
     Z, cols = _design(list(vm["host"]), list(vm["round"]), factors)
     if len(vm) == 0:
@@ -271,7 +285,7 @@ def effect_changes(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
     factor's change keeps its estimate and interval from the whole design and no p, and the tested ones are
     fitted without it, so its contrast adds a degree of freedom to their noise.
     """
-    a, b = _visit_means(runs, version_a), _visit_means(runs, version_b)
+    a, b = _visit_means(runs, version_a, settings.summary), _visit_means(runs, version_b, settings.summary)
     shared = sorted(set(a.index) & set(b.index))
     shared = [v for v in shared if v.split("\x1f")[0] in factors.hosts]
     if not shared or not factors:
@@ -362,11 +376,12 @@ def _permuted_t(aligned: list[tuple[np.ndarray, np.ndarray]], Z: np.ndarray, col
     """|t| of every factor's change under ``settings.permutations`` within-visit label exchanges (B × factors)."""
     rng = np.random.default_rng(settings.random_state)
     B = settings.permutations
+    stat = np.min if settings.summary == "min" else np.median
     D = np.empty((B, len(aligned)))
     for i, (la, lb) in enumerate(aligned):
         pool = np.tile(np.concatenate([la, lb]), (B, 1))
         pool = rng.permuted(pool, axis=1)
-        D[:, i] = np.median(pool[:, len(la):], axis=1) - np.median(pool[:, :len(la)], axis=1)
+        D[:, i] = stat(pool[:, len(la):], axis=1) - stat(pool[:, :len(la)], axis=1)
     ZtZ_inv = np.linalg.pinv(Z.T @ Z)
     coef = D @ (ZtZ_inv @ Z.T).T
     resid = D - coef @ Z.T
