@@ -33,7 +33,9 @@ runs) is the same for both. Data: the stores of ``bench/demo_runs.py --runs 4`` 
 nothing else. **Rule**: ``min`` becomes the default only if it is right (``different``, memory-bound -> CPU-bound)
 in more stream runs than ``median`` and claims a class shift in no self run where ``median`` claims none;
 otherwise ``median`` stays (today's, and the plainer estimate under symmetric noise). Each cell's SE column is
-reported, not part of the rule.
+reported, not part of the rule. Outcome (2026-12-02): ``min`` right in 3 of 4 stream runs, ``median`` in 2; no
+self-run class shift under either, so ``min`` is the default (docs/design.md, "A visit's minimum", has the table
+and why it says little).
 """
 
 from __future__ import annotations

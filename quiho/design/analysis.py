@@ -106,7 +106,7 @@ class DesignAnalysis:
             "visits": self.visits, "permutations": self.permutations,
             "stressors": {st: [e.to_dict() for e in effs] for st, effs in sorted(self.stressors.items())},
             "settings": {"alpha": s.alpha, "floor": s.floor, "permutations": s.permutations,
-                         "random_state": s.random_state},
+                         "random_state": s.random_state, "summary": s.summary},
         }
 
 

@@ -1,13 +1,13 @@
 """Axis sensitivities on a designed fleet: what each known factor does to each version and to each stressor.
 
 The unit of replication is a *visit*: one host in one measurement round. A version's log metric is summarised
-per visit by its median (one slow run of a few does not move it) and regressed on the factors with a fixed
-effect per round (blocking: a slow minute of the machine hits every host of its round alike and lands in the
-round effect, not in a factor). A factor's coefficient is its whole effect between its reference and far level
-(:mod:`quiho.design.factors`), reported as a relative change of
-the metric with a t interval from the residuals between visits.
+per visit by its minimum (interference only adds time to a run; a knob slows every run of its visit) and
+regressed on the factors with a fixed effect per round (blocking: a slow minute of the machine hits every host of
+its round alike and lands in the round effect, not in a factor). A factor's coefficient is its whole effect
+between its reference and far level (:mod:`quiho.design.factors`), reported as a relative change of the metric
+with a t interval from the residuals between visits.
 
-The change between versions is the regression of the per-visit difference ``d = med log b - med log a`` on the
+The change between versions is the regression of the per-visit difference ``d = min log b - min log a`` on the
 same design: the level change lands in the intercept, so a factor's coefficient is how much its effect changed.
 Its p-value is a permutation test that needs no normality: within each visit the version labels are exchanged
 after removing the level change fitted under "no factor effect changed" (the shift test's alignment,
@@ -73,8 +73,8 @@ class DesignSettings:
     random_state: int = 0
     #: Test only the factors that move the versions' pooled runs (False: every factor, the rule before 2026-12).
     screen: bool = True
-    #: A version's runs in one visit are summarised by their ``"median"`` or their ``"min"`` (log scale).
-    summary: str = "median"
+    #: A version's runs in one visit are summarised by their ``"min"`` (interference only adds time) or ``"median"``.
+    summary: str = "min"
 
     def __post_init__(self) -> None:
         if self.summary not in SUMMARIES:
@@ -279,8 +279,9 @@ def effect_changes(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
                    settings: DesignSettings = DesignSettings()) -> tuple[tuple[Effect, ...], int, int]:
     """How each factor's effect changed from ``version_a`` to ``version_b``: (changes, visits, permutations).
 
-    The per-visit difference of median log metrics regressed on the design; p from within-visit label permutations
-    of the runs aligned under "no factor effect changed", studentised (|t|), Holm-adjusted over the tested factors.
+    The per-visit difference of the versions' summarised log metrics (:attr:`DesignSettings.summary`) regressed on
+    the design; p from within-visit label permutations of the runs aligned under "no factor effect changed",
+    studentised (|t|), Holm-adjusted over the tested factors.
     With ``settings.screen`` a factor is tested only when it moves both versions' runs pooled; an untested
     factor's change keeps its estimate and interval from the whole design and no p, and the tested ones are
     fitted without it, so its contrast adds a degree of freedom to their noise.
