@@ -219,7 +219,7 @@ def pooled_effect(a: Effect, b: Effect) -> Effect:
     return _t_effect(a.factor, (a.estimate + b.estimate) / 2, math.hypot(a.se, b.se) / 2, min(a.df, b.df))
 
 
-def _visit_means(runs: pd.DataFrame, version: str, summary: str = "median") -> pd.DataFrame:
+def _visit_means(runs: pd.DataFrame, version: str, summary: str) -> pd.DataFrame:
     ok = runs[(runs["status"] == "ok") & (runs["version"] == version) & (runs["value"] > 0)]
     ok = ok.assign(visit=visits(ok).to_numpy(), log=np.log(ok["value"].astype(float)))
     g = ok.groupby("visit")
@@ -229,9 +229,9 @@ def _visit_means(runs: pd.DataFrame, version: str, summary: str = "median") -> p
     return out
 
 
-def version_effects(runs: pd.DataFrame, version: str, factors: FactorTable, summary: str = "median"
+def version_effects(runs: pd.DataFrame, version: str, factors: FactorTable, summary: str = "min"
                     ) -> VersionEffects:
-    """Effects of every factor on ``version``'s log metric (visit means, round-blocked OLS, t intervals).
+    """Effects of every factor on ``version``'s log metric (visit summaries, round-blocked OLS, t intervals).
 
     Parameters
     ----------
