@@ -208,6 +208,27 @@ def test_gp_bisect_without_change_but_with_build_noise_is_rarely_meaningful():
     assert meaningful <= 4
 
 
+def test_gp_bisect_read_by_revision_medians_is_not_hidden_by_outlying_repetitions():
+    # three revisions before a 1.3x step each have one repetition at 2x: their means sit almost as high as the
+    # new level, so the mean's verdict finds no change; their medians do not move
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        level = np.where(np.arange(24) < 15, 1.0, 1.3)
+
+        def measure(p, rng=rng, level=level):
+            x = level[p] * (1 + rng.normal(0, 0.02, 3))
+            x[0] *= 2 if p in (5, 8, 11) else 1
+            return x
+
+        known = {p: measure(p) for p in (0, 5, 8, 11, 14, 17, 20, 23)}
+        by_mean = gp_bisect(measure, 24, known=dict(known))
+        by_median = gp_bisect(measure, 24, BisectPlan(summary="median"), known=dict(known))
+        assert not by_mean.meaningful
+        assert by_median.meaningful and by_median.first_bad == 15 and by_median.p_value < 0.01
+    with pytest.raises(UsageError, match="revision summary"):
+        BisectPlan(summary="min")
+
+
 def test_plain_bisection_count():
     assert plain_bisection_builds(2) == 2
     assert plain_bisection_builds(24) == 2 + 5

@@ -62,6 +62,9 @@ class BisectPlan:
     pool : int or None, default None
         Measured revisions on each side of the change whose means the verdict compares (None: all of them).
     random_state : int or None, default 0
+    summary : {"mean", "median"}, default "mean"
+        What a revision's repetitions stand for, in the bracket's GP and the verdict's test: their mean, or
+        their median (one outlying repetition then does not move the revision).
     """
 
     alpha: float = 0.01
@@ -69,6 +72,11 @@ class BisectPlan:
     max_builds: int = 64
     pool: int | None = None
     random_state: int | None = 0
+    summary: str = "mean"
+
+    def __post_init__(self) -> None:
+        if self.summary not in ("mean", "median"):
+            raise UsageError(f"unknown revision summary {self.summary!r}: use mean or median")
 
 
 @dataclass(frozen=True)
@@ -337,7 +345,7 @@ def gp_bisect(measure: Measure, n: int, plan: BisectPlan = BisectPlan(), *,
             return BisectResult("", n, None, None, None, float("nan"), float("nan"), float("nan"), float("nan"),
                                 builds.new, builds.reused, plain_bisection_builds(n), tuple(builds.skipped), False,
                                 "not meaningful: fewer than two revisions could be measured")
-        lo, hi = _bracket(n, builds.samples, plan.kernel, plan.random_state)
+        lo, hi = _bracket(n, builds.samples, plan.kernel, plan.random_state, plan.summary)
         inside = [p for p in range(lo + 1, hi) if p not in builds.bad]
         if not inside:
             break
@@ -349,16 +357,21 @@ def gp_bisect(measure: Measure, n: int, plan: BisectPlan = BisectPlan(), *,
     return _bisect_verdict(builds, (lo, hi), n, plan, capped)
 
 
-def _bracket(n: int, samples: Mapping[int, np.ndarray], kernel: str, random_state: int | None) -> tuple[int, int]:
+def _bracket(n: int, samples: Mapping[int, np.ndarray], kernel: str, random_state: int | None,
+             summary: str = "mean") -> tuple[int, int]:
     """The two adjacent measured revisions between which the GP mean jumps most (in posterior sigmas).
 
     Positive values are compared on the log scale, where a performance metric's noise is about the same at
     every level. Each revision's noise is at least :func:`between_revision_var`: repetitions run back to back
-    share the machine's state, so their spread alone makes a small jump look certain.
+    share the machine's state, so their spread alone makes a small jump look certain. With ``summary="median"``
+    each revision's repetitions are moved so that their mean is their median (their spread, the GP's noise,
+    kept).
     """
     pos = sorted(samples)
     if all(np.all(samples[p] > 0) for p in pos):
         samples = {p: np.log(samples[p]) for p in pos}
+    if summary == "median":
+        samples = {p: samples[p] - samples[p].mean() + np.median(samples[p]) for p in pos}
     means = np.array([samples[p].mean() for p in pos])
     if noise_of_means([samples[p] for p in pos]) is None:
         # single values: a GP with a fitted white-noise term smooths the step away and sent the search
@@ -374,8 +387,10 @@ def _bracket(n: int, samples: Mapping[int, np.ndarray], kernel: str, random_stat
     return pos[j], pos[j + 1]
 
 
-def _change_p(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> float:
-    """p-value of a level change between revisions ``a`` and ``b`` (their repetitions): a t-test of the means.
+def _change_p(a: Sequence[np.ndarray], b: Sequence[np.ndarray], summary: str = "mean") -> float:
+    """p-value of a level change between revisions ``a`` and ``b`` (their repetitions): a t-test of their centres.
+
+    A revision's centre is the mean of its (log) repetitions, or their median with ``summary="median"``.
 
     The unit is the revision, because repetitions run back to back share the build's machine state; on the log
     scale for a positive metric (as the bracket). With one revision a side, its repetitions are all there is
@@ -385,7 +400,8 @@ def _change_p(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> float:
         return welch_p(a[0], b[0])
     revs = [*a, *b]
     log = all(np.all(x > 0) for x in revs)
-    means = [float(np.mean(np.log(x) if log else x)) for x in revs]
+    centre = np.median if summary == "median" else np.mean
+    means = [float(centre(np.log(x) if log else x)) for x in revs]
     return pooled_t_p(means[:len(a)], means[len(a):])
 
 
@@ -401,7 +417,7 @@ def _bisect_verdict(builds: _Builds, bracket: tuple[int, int], n: int, plan: Bis
         left, right = left[-pool:], right[:pool]
     a_revs, b_revs = [samples[p] for p in left], [samples[p] for p in right]
     before, after = float(np.concatenate(a_revs).mean()), float(np.concatenate(b_revs).mean())
-    p_val = _change_p(a_revs, b_revs)
+    p_val = _change_p(a_revs, b_revs, plan.summary)
     p_val = min(1.0, p_val * max(len(pos) - 1, 1)) if np.isfinite(p_val) else p_val
     mag = (after - before) / abs(before) if before != 0 else float("nan")
     if not (np.isfinite(p_val) and p_val <= alpha):
