@@ -219,7 +219,7 @@ def pooled_effect(a: Effect, b: Effect) -> Effect:
     return _t_effect(a.factor, (a.estimate + b.estimate) / 2, math.hypot(a.se, b.se) / 2, min(a.df, b.df))
 
 
-def _visit_means(runs: pd.DataFrame, version: str, summary: str) -> pd.DataFrame:
+def _visit_summaries(runs: pd.DataFrame, version: str, summary: str) -> pd.DataFrame:
     ok = runs[(runs["status"] == "ok") & (runs["version"] == version) & (runs["value"] > 0)]
     ok = ok.assign(visit=visits(ok).to_numpy(), log=np.log(ok["value"].astype(float)))
     g = ok.groupby("visit")
@@ -246,7 +246,7 @@ def version_effects(runs: pd.DataFrame, version: str, factors: FactorTable, summ
     """
     from scipy import stats
 
-    vm = _visit_means(runs, version, summary)
+    vm = _visit_summaries(runs, version, summary)
     vm = vm[vm["host"].isin(factors.hosts)]
     Z, cols = _design(list(vm["host"]), list(vm["round"]), factors)
     if len(vm) == 0:
@@ -286,7 +286,7 @@ def effect_changes(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
     factor's change keeps its estimate and interval from the whole design and no p, and the tested ones are
     fitted without it, so its contrast adds a degree of freedom to their noise.
     """
-    a, b = _visit_means(runs, version_a, settings.summary), _visit_means(runs, version_b, settings.summary)
+    a, b = _visit_summaries(runs, version_a, settings.summary), _visit_summaries(runs, version_b, settings.summary)
     shared = sorted(set(a.index) & set(b.index))
     shared = [v for v in shared if v.split("\x1f")[0] in factors.hosts]
     if not shared or not factors:

@@ -357,21 +357,24 @@ def gp_bisect(measure: Measure, n: int, plan: BisectPlan = BisectPlan(), *,
     return _bisect_verdict(builds, (lo, hi), n, plan, capped)
 
 
+def _centred(x: np.ndarray, summary: str) -> np.ndarray:
+    """A revision's repetitions moved so that their mean is their ``summary`` (mean: as they are), spread kept."""
+    return x - x.mean() + np.median(x) if summary == "median" else x
+
+
 def _bracket(n: int, samples: Mapping[int, np.ndarray], kernel: str, random_state: int | None,
              summary: str = "mean") -> tuple[int, int]:
     """The two adjacent measured revisions between which the GP mean jumps most (in posterior sigmas).
 
     Positive values are compared on the log scale, where a performance metric's noise is about the same at
     every level. Each revision's noise is at least :func:`between_revision_var`: repetitions run back to back
-    share the machine's state, so their spread alone makes a small jump look certain. With ``summary="median"``
-    each revision's repetitions are moved so that their mean is their median (their spread, the GP's noise,
-    kept).
+    share the machine's state, so their spread alone makes a small jump look certain. A revision stands for its
+    repetitions' ``summary`` (:func:`_centred`; their spread is the GP's noise).
     """
     pos = sorted(samples)
     if all(np.all(samples[p] > 0) for p in pos):
         samples = {p: np.log(samples[p]) for p in pos}
-    if summary == "median":
-        samples = {p: samples[p] - samples[p].mean() + np.median(samples[p]) for p in pos}
+    samples = {p: _centred(samples[p], summary) for p in pos}
     means = np.array([samples[p].mean() for p in pos])
     if noise_of_means([samples[p] for p in pos]) is None:
         # single values: a GP with a fitted white-noise term smooths the step away and sent the search
@@ -400,8 +403,7 @@ def _change_p(a: Sequence[np.ndarray], b: Sequence[np.ndarray], summary: str = "
         return welch_p(a[0], b[0])
     revs = [*a, *b]
     log = all(np.all(x > 0) for x in revs)
-    centre = np.median if summary == "median" else np.mean
-    means = [float(centre(np.log(x) if log else x)) for x in revs]
+    means = [float(_centred(np.log(x) if log else x, summary).mean()) for x in revs]
     return pooled_t_p(means[:len(a)], means[len(a):])
 
 
