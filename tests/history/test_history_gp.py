@@ -221,8 +221,8 @@ def test_gp_bisect_read_by_revision_medians_is_not_hidden_by_outlying_repetition
             return x
 
         known = {p: measure(p) for p in (0, 5, 8, 11, 14, 17, 20, 23)}
-        by_mean = gp_bisect(measure, 24, known=dict(known))
-        by_median = gp_bisect(measure, 24, BisectPlan(summary="median"), known=dict(known))
+        by_mean = gp_bisect(measure, 24, BisectPlan(summary="mean"), known=dict(known))
+        by_median = gp_bisect(measure, 24, known=dict(known))  # the default
         assert not by_mean.meaningful
         assert by_median.meaningful and by_median.first_bad == 15 and by_median.p_value < 0.01
     with pytest.raises(UsageError, match="revision summary"):

@@ -62,9 +62,9 @@ class BisectPlan:
     pool : int or None, default None
         Measured revisions on each side of the change whose means the verdict compares (None: all of them).
     random_state : int or None, default 0
-    summary : {"mean", "median"}, default "mean"
-        What a revision's repetitions stand for, in the bracket's GP and the verdict's test: their mean, or
-        their median (one outlying repetition then does not move the revision).
+    summary : {"median", "mean"}, default "median"
+        What a revision's repetitions stand for, in the bracket's GP and the verdict's test: their median (one
+        outlying repetition does not move the revision), or their mean.
     """
 
     alpha: float = 0.01
@@ -72,7 +72,7 @@ class BisectPlan:
     max_builds: int = 64
     pool: int | None = None
     random_state: int | None = 0
-    summary: str = "mean"
+    summary: str = "median"
 
     def __post_init__(self) -> None:
         if self.summary not in ("mean", "median"):
