@@ -7,7 +7,7 @@ traced runs of each version in the order v1, v2, v1, v2 ...
 (on a fleet sharing one machine alternate hosts start with v2, as the measured runs do), the command inside the
 host's emulation (cgroup quota, co-runner, THP) like any application run, on CPU 0, and the tracer on the other
 CPUs: a tracer that shares the command's CPU preempts it to read events, so every probed call's time would
-depend on the other functions' speed. It gzips each run's event file and fetches it.
+depend on the other functions' speed. It gzips each run's event file and fetches them in one tar per host.
 The controller turns each file into calls (:func:`quiho.trace.parse_events`, :func:`quiho.trace.events_to_calls`)
 and stores them per host under the profile's batch (``trace_runs.batch``). Traced runs never feed the metric:
 uprobes cost 11-25 µs per hit, so the metric comes from the untraced runs; each traced run's wall time is kept
@@ -27,6 +27,7 @@ import gzip
 import re
 import shlex
 import shutil
+import tarfile
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -242,6 +243,29 @@ def trace_records(res: PlaybookResult, group: list[str], order: dict[str, list[s
     return out
 
 
+_EVENTS = re.compile(r"^events-[0-9]+\.txt\.gz$")
+
+
+def unpack_events(host_dir: Path) -> int:
+    """Write the event files of a host's fetched ``events.tar`` beside it; the number written.
+
+    Only regular members named ``events-<n>.txt.gz`` are read, by name alone (no path from the archive is
+    followed); a missing or unreadable tar writes nothing, so its runs say that no event file came back.
+    """
+    tar = host_dir / "events.tar"
+    n = 0
+    try:
+        with tarfile.open(tar) as tf:
+            for m in tf.getmembers():
+                f = tf.extractfile(m) if m.isfile() and _EVENTS.match(m.name) else None
+                if f is not None:
+                    (host_dir / m.name).write_bytes(f.read())
+                    n += 1
+    except (OSError, tarfile.TarError):
+        return n
+    return n
+
+
 #: How the runner prefixes the message of the playbook's per-host check task (``task: msg``).
 _CHECK = "quiho trace check: "
 
@@ -396,6 +420,8 @@ def run_fleet_traces(
             res = session.run(group, extravars, per_host * len(group))
             got = session.host_statuses(res, group)
             statuses.update(got)
+            for h in group:
+                unpack_events(Path(tmp) / h)
             for r in trace_records(res, group, order, Path(tmp), timeout_s=spec.timeout * 2, statuses=got):
                 if r.status == "ok":
                     ver = version_a if r.side == "1" else version_b

@@ -11,6 +11,8 @@ import gzip
 import json
 import shutil
 import subprocess
+import tarfile
+from io import BytesIO
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ from quiho.trace.fleet import (
     split_lifetime,
     trace_from_options,
     trace_records,
+    unpack_events,
 )
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "fleet-events"
@@ -84,6 +87,38 @@ def test_an_event_file_that_did_not_come_back_fails_that_run_only(tmp_path: Path
     a = sorted((r for r in _records("trace-ok.json", tmp_path) if r.host == "rec-a"), key=lambda r: r.order)
     assert [r.status for r in a] == ["failed", "ok", "failed", "failed"]
     assert a[0].reason == "no event file came back"
+
+
+def test_the_fetched_tar_gives_the_event_files_and_nothing_else(tmp_path: Path) -> None:
+    # what the playbook's gzip task makes (real tar), plus members a hostile host could add
+    host = tmp_path / "rec-a"
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    for n in (1, 2):
+        (remote / f"events-{n}.txt.gz").write_bytes(gzip.compress(f"quiho-begin {n}\n".encode()))
+    subprocess.run(["tar", "-cf", str(tmp_path / "events.tar"), "events-1.txt.gz", "events-2.txt.gz"], cwd=remote,
+                   check=True)
+    host.mkdir()
+    with tarfile.open(tmp_path / "events.tar", "a") as tf:
+        for name, kind in (("../escaped.txt.gz", tarfile.REGTYPE), ("/tmp/abs-events-9.txt.gz", tarfile.REGTYPE),
+                           ("events-3.txt.gz", tarfile.SYMTYPE), ("sub/events-4.txt.gz", tarfile.REGTYPE)):
+            info = tarfile.TarInfo(name)
+            info.type, info.size = kind, 0 if kind == tarfile.SYMTYPE else 3
+            if kind == tarfile.SYMTYPE:
+                info.linkname = "/etc/passwd"
+            tf.addfile(info, None if kind == tarfile.SYMTYPE else BytesIO(b"bad"))
+    shutil.move(tmp_path / "events.tar", host / "events.tar")
+    assert unpack_events(host) == 2
+    assert sorted(p.name for p in host.iterdir()) == ["events-1.txt.gz", "events-2.txt.gz", "events.tar"]
+    assert gzip.decompress((host / "events-2.txt.gz").read_bytes()) == b"quiho-begin 2\n"
+    assert not (tmp_path / "escaped.txt.gz").exists() and not Path("/tmp/abs-events-9.txt.gz").exists()
+    # the runs read the unpacked files; no tar (the host's runs all failed) or a broken one writes nothing
+    a = [r for r in _records("trace-ok.json", tmp_path) if r.host == "rec-a"]
+    assert sorted(r.order for r in a if r.status == "ok") == [1, 2]
+    assert unpack_events(tmp_path / "nothing") == 0
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "events.tar").write_bytes(b"not a tar")
+    assert unpack_events(tmp_path / "broken") == 0
 
 
 def test_a_binary_missing_on_the_host_is_that_hosts_message(tmp_path: Path) -> None:
