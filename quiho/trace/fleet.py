@@ -250,16 +250,18 @@ def unpack_events(host_dir: Path) -> int:
     """Write the event files of a host's fetched ``events.tar`` beside it; the number written.
 
     Only regular members named ``events-<n>.txt.gz`` are read, by name alone (no path from the archive is
-    followed); a missing or unreadable tar writes nothing, so its runs say that no event file came back.
+    followed), streamed. A missing tar writes nothing and a broken one stops where it breaks: a run whose file
+    is not there says that no event file came back.
     """
     tar = host_dir / "events.tar"
     n = 0
     try:
         with tarfile.open(tar) as tf:
-            for m in tf.getmembers():
-                f = tf.extractfile(m) if m.isfile() and _EVENTS.match(m.name) else None
-                if f is not None:
-                    (host_dir / m.name).write_bytes(f.read())
+            for m in tf:
+                src = tf.extractfile(m) if m.isfile() and _EVENTS.match(m.name) else None
+                if src is not None:
+                    with src, open(host_dir / m.name, "wb") as dst:
+                        shutil.copyfileobj(src, dst)
                     n += 1
     except (OSError, tarfile.TarError):
         return n
