@@ -2,17 +2,21 @@
 incremental.
 
 Run: ``python bench/publish_speed.py [--series 1000] [--profiles 100] [--revisions 100] [--targets 100]
-[--hosts 8]``. Prints a table; asserts nothing. The store is generated first (not timed): series of
-``--revisions`` revisions × 3 repetitions with a 10 % step in every other one
+[--hosts 8] [--traced 10] [--calls 100000]``. Prints a table; asserts nothing. The store is generated first
+(not timed): series of ``--revisions`` revisions × 3 repetitions with a 10 % step in every other one
 (``quiho.datasets.history.step_history``), a fleet of 8 hosts × 30 daily fingerprint runs × 12 stressors with one
 drifting host (``quiho.datasets.fleet``), one planted profile (``quiho.datasets.planted_profile``, analysed once)
 stored under ``--profiles`` batch labels, and ``--targets`` applications measured 3 times on each of ``--hosts``
 distinct machines fingerprinted by 12 stressors, each application bound by one of them (written as a quiho-popper
-``results.csv`` and imported by ``quiho import quiho-popper``'s importer: a second fingerprint source). Rows:
+``results.csv`` and imported by ``quiho import quiho-popper``'s importer: a second fingerprint source), and
+``--traced`` traced profiles (the planted document with a ``traces`` entry; 2 hosts x 2 versions x 2 functions of
+``--calls`` calls each, real Parquet calls files through ``save_trace``). Rows:
 
 - cold: an empty directory and an empty IRUP cache: every file written, every target's IRUP computed (``quiho
   irup``'s defaults: 10 seeds, the batched engine, every core);
 - warm: republished with no new data: nothing written, no IRUP computed;
+- warm, calls cache emptied: as warm, but the traced profiles' cached call samples deleted first, so every calls
+  file is read again (what each republish cost before the cache, issue 49);
 - incremental: 10 series got a new revision, one profile was added and one target's runs changed: only their
   pages and the lists change, one IRUP is computed.
 
@@ -68,6 +72,37 @@ def build_profiles(store: Store, n: int) -> None:
     res = analyse_data(data, AnalysisOptions(seeds=3, model_params=ModelParams(n_estimators=100), n_jobs=1))
     for i in range(n):
         save_profile(store, dataclasses.replace(res, batch=f"profile-{i:04d}", application=f"app{i % 10}"))
+
+
+def build_traced(store: Store, n: int, calls: int) -> None:
+    """``n`` traced profiles: the planted document with a ``traces`` entry and real calls files behind it."""
+    import pandas as pd
+
+    from quiho.profile import load_profile
+    from quiho.trace import CallStats, TraceSource, save_trace
+
+    doc = load_profile(store, "profile-0000")
+    rng = np.random.default_rng(7)
+    for i in range(n):
+        app, batch = f"traced{i:03d}", f"traced-{i:03d}"
+        for host in ("h1", "h2"):
+            for version, scale in (("v1", 1.0), ("v2", 1.3)):
+                df = pd.concat([pd.DataFrame({
+                    "function": f, "tid": 1, "order": np.arange(calls), "start_ns": np.arange(calls) * 10_000,
+                    "inclusive_ns": y, "exclusive_ns": y, "depth": 0, "arg": 0})
+                    for f, y in (("steady", (1000 + rng.normal(0, 20, calls)).astype(np.int64)),
+                                 ("slower", (5000 * scale + rng.normal(0, 20, calls)).astype(np.int64)))],
+                    ignore_index=True)
+                df["function"] = df["function"].astype("category")
+                save_trace(store, app, version, df, CallStats(2 * calls, 2 * calls, 0, 0, 0, 0, 0),
+                           TraceSource(command=app, engine="bpftrace", functions=("steady", "slower"), host=host,
+                                       batch=batch, wall_s=1.0))
+        traces = {"functions": [], "hosts": {}, "traced_runs": 4, "detector": "bench"}
+        save_profile_row(store, ProfileRow(
+            batch=batch, application=app, version_a="v1", version_b="v2", status=doc["status"],
+            verdict=doc["verdict"], irup_verdict=doc["irup"]["verdict"], partial=[], fingerprint_run_id=None,
+            document={**doc, "batch": batch, "application": app, "version_a": "v1", "label_b": "v2",
+                      "traces": traces}, schema_version=doc["schema_version"], quiho_version="bench"))
 
 
 def build_fleet(store: Store) -> None:
@@ -129,6 +164,8 @@ def main() -> None:
     ap.add_argument("--revisions", type=int, default=100)
     ap.add_argument("--targets", type=int, default=100)
     ap.add_argument("--hosts", type=int, default=8)
+    ap.add_argument("--traced", type=int, default=10, help="traced profiles (0: none)")
+    ap.add_argument("--calls", type=int, default=100_000, help="calls per function per traced run")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         with open_store(Path(d) / "q.db") as store:
@@ -137,6 +174,7 @@ def main() -> None:
             build_fleet(store)
             build_profiles(store, args.profiles)
             build_targets(store, args.targets, args.hosts, Path(d))
+            build_traced(store, args.traced, args.calls)
         shutil.copy(Path(d) / "q.db", Path(d) / "split.db")
         print(f"store built in {time.perf_counter() - t:.1f} s (not timed below); {os.cpu_count()} CPUs visible; "
               "publish reads and renders on one, the IRUP fits use every core")
@@ -145,6 +183,9 @@ def main() -> None:
         store = open_store(Path(d) / "q.db", create=False)
         rows = [("cold", *timed_publish(store, Path(d) / "site"))]
         rows.append(("warm (no new data)", *timed_publish(store, Path(d) / "site")))
+        with store.transaction() as c:
+            c.execute("DELETE FROM site_results WHERE kind = 'calls'")
+        rows.append((f"warm, calls cache emptied ({args.traced} traced)", *timed_publish(store, Path(d) / "site")))
         for k in range(0, 20, 2):
             sid = history_store.series_id(store, f"suite/bench-{k:04d}")
             assert sid is not None
