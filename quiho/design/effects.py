@@ -229,7 +229,7 @@ def _visit_summaries(runs: pd.DataFrame, version: str, summary: str) -> pd.DataF
     return out
 
 
-def version_effects(runs: pd.DataFrame, version: str, factors: FactorTable, summary: str = "min"
+def version_effects(runs: pd.DataFrame, version: str, factors: FactorTable, summary: str = DesignSettings.summary
                     ) -> VersionEffects:
     """Effects of every factor on ``version``'s log metric (visit summaries, round-blocked OLS, t intervals).
 

@@ -23,6 +23,7 @@ recorded ansible-runner events (``tests/data/fleet-events/trace-*.json``).
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import re
 import shlex
@@ -253,18 +254,14 @@ def unpack_events(host_dir: Path) -> int:
     followed), streamed. A missing tar writes nothing and a broken one stops where it breaks: a run whose file
     is not there says that no event file came back.
     """
-    tar = host_dir / "events.tar"
     n = 0
-    try:
-        with tarfile.open(tar) as tf:
-            for m in tf:
-                src = tf.extractfile(m) if m.isfile() and _EVENTS.match(m.name) else None
-                if src is not None:
-                    with src, open(host_dir / m.name, "wb") as dst:
-                        shutil.copyfileobj(src, dst)
-                    n += 1
-    except (OSError, tarfile.TarError):
-        return n
+    with contextlib.suppress(OSError, tarfile.TarError), tarfile.open(host_dir / "events.tar") as tf:
+        for m in tf:
+            src = tf.extractfile(m) if m.isfile() and _EVENTS.match(m.name) else None
+            if src is not None:
+                with src, open(host_dir / m.name, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+                n += 1
     return n
 
 

@@ -363,7 +363,7 @@ def _centred(x: np.ndarray, summary: str) -> np.ndarray:
 
 
 def _bracket(n: int, samples: Mapping[int, np.ndarray], kernel: str, random_state: int | None,
-             summary: str = "mean") -> tuple[int, int]:
+             summary: str) -> tuple[int, int]:
     """The two adjacent measured revisions between which the GP mean jumps most (in posterior sigmas).
 
     Positive values are compared on the log scale, where a performance metric's noise is about the same at
@@ -390,10 +390,10 @@ def _bracket(n: int, samples: Mapping[int, np.ndarray], kernel: str, random_stat
     return pos[j], pos[j + 1]
 
 
-def _change_p(a: Sequence[np.ndarray], b: Sequence[np.ndarray], summary: str = "mean") -> float:
+def _change_p(a: Sequence[np.ndarray], b: Sequence[np.ndarray], summary: str) -> float:
     """p-value of a level change between revisions ``a`` and ``b`` (their repetitions): a t-test of their centres.
 
-    A revision's centre is the mean of its (log) repetitions, or their median with ``summary="median"``.
+    A revision's centre is the ``summary`` (mean or median) of its (log) repetitions.
 
     The unit is the revision, because repetitions run back to back share the build's machine state; on the log
     scale for a positive metric (as the bracket). With one revision a side, its repetitions are all there is
@@ -403,8 +403,8 @@ def _change_p(a: Sequence[np.ndarray], b: Sequence[np.ndarray], summary: str = "
         return welch_p(a[0], b[0])
     revs = [*a, *b]
     log = all(np.all(x > 0) for x in revs)
-    means = [float(_centred(np.log(x) if log else x, summary).mean()) for x in revs]
-    return pooled_t_p(means[:len(a)], means[len(a):])
+    centres = [float(_centred(np.log(x) if log else x, summary).mean()) for x in revs]
+    return pooled_t_p(centres[:len(a)], centres[len(a):])
 
 
 def _bisect_verdict(builds: _Builds, bracket: tuple[int, int], n: int, plan: BisectPlan, capped: bool
