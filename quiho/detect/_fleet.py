@@ -98,7 +98,7 @@ class FleetFunctionVerdict:
         return self.verdict in (State.DEGRADATION, State.OPTIMIZATION)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``report.json`` entry: ``{function, verdict, kind, magnitude, ci, hosts_flagged, hosts, share}``.
+        """The ``report.json`` entry: ``{function, verdict, kind, magnitude, ci, hosts_flagged, hosts, share, reason}``.
 
         Non-finite numbers become ``null``.
         """
@@ -109,7 +109,7 @@ class FleetFunctionVerdict:
         return {
             "function": self.function, "verdict": self.verdict.value, "kind": self.kind,
             "magnitude": num(self.magnitude), "ci": [num(self.ci[0]), num(self.ci[1])],
-            "hosts_flagged": self.hosts_flagged, "hosts": self.hosts, "share": num(self.share),
+            "hosts_flagged": self.hosts_flagged, "hosts": self.hosts, "share": num(self.share), "reason": self.reason,
         }
 
 

@@ -167,12 +167,15 @@ class FleetTraceSettings:
 
     ``min_effect`` is the profile's ``--min-change`` floor, which a function's fleet change must clear as the
     metric's does; ``run_check=False`` reads the calls alone (a host's flag need not show across its runs).
+    ``tracer_ratio``: on a host, a function whose median call is shorter than this many times the tracer's own
+    time per call in both versions is not judged there, as the tracer is then at least half of what is measured.
     """
 
     unit: str = ""
     random_state: int = 0
     min_effect: float = 0.05
     run_check: bool = True
+    tracer_ratio: float = 2.0
 
 
 def fleet_traces(store: Store, application: str, version_a: str, label_b: str, batch: str, *,
@@ -207,6 +210,7 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
         if host not in by_host:
             messages.setdefault(host, "no traced runs in this batch (its tracing failed or never ran)")
     samples: dict[str, Any] = {}
+    tracer: dict[str, float] = {}
     for host, vers in sorted(by_host.items()):
         ra, rb = vers.get(version_a, []), vers.get(label_b, [])
         if not ra or not rb:
@@ -216,6 +220,10 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
         pa = profile_from_calls(frames["a"], source=f"{host} {version_a}")
         pb = profile_from_calls(frames["b"], source=f"{host} {label_b}")
         per_host[host] = detect(pa, pb, ["joint"], {}, run_check=settings.run_check)
+        cost = [r.probe_ns for r in (*ra, *rb) if r.probe_ns is not None]
+        if cost:
+            tracer[host] = _median(cost)
+            per_host[host] = _within_tracer_cost(per_host[host], frames, tracer[host], settings.tracer_ratio)
         if not samples:
             samples = {"host": host, "functions": _samples(frames, version_a, label_b)}
         exclusive[host] = {str(f): float(v) / len(ra)
@@ -223,8 +231,9 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
         if scale is not None and metric_values and host in metric_values:
             va, vb = metric_values[host]
             metric_change[host] = (_median(vb) - _median(va)) * scale
-    verdicts = fleet_function_verdicts(per_host, exclusive, metric_change or None, random_state=settings.random_state,
-                                       min_effect=settings.min_effect)
+    verdicts = [_say_tracer_cost(v, per_host) for v in fleet_function_verdicts(
+        per_host, exclusive, metric_change or None, random_state=settings.random_state,
+        min_effect=settings.min_effect)]
     walls: dict[str, list[float]] = {}
     for h, _v, w in untraced_walls(store, application, batch):
         walls.setdefault(h, []).append(w)
@@ -235,11 +244,49 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
         t, u = _median(traced), _median(walls.get(host, []))
         ratio = t / u if traced and walls.get(host) and u > 0 else float("nan")
         overhead[host] = {"traced_s": t if traced else None, "untraced_s": u if walls.get(host) else None,
-                          "ratio": ratio if ratio == ratio else None}
+                          "ratio": ratio if ratio == ratio else None, "tracer_ns_per_call": tracer.get(host)}
         if ratio == ratio:
             ratios.append(ratio)
     overhead_doc = {"hosts": overhead, "median_ratio": _median(ratios) if ratios else None}
     return FleetTraces(tuple(verdicts), per_host, overhead_doc, messages, len(rows), samples)
+
+
+def _within_tracer_cost(changes: list[Any], frames: dict[str, Any], tracer_ns: float, ratio: float) -> list[Any]:
+    """A host's verdicts, those of functions whose calls are mostly the tracer made ``not-meaningful``.
+
+    A function whose median call is under ``ratio`` × ``tracer_ns`` in both versions measures mostly the probes,
+    whose cost moves with the machine.
+    """
+    from dataclasses import replace
+
+    from quiho.detect import State
+
+    med = {k: frames[k].groupby("function")["inclusive_ns"].median() for k in ("a", "b")}
+    out = []
+    for c in changes:
+        longest = max(float(med["a"].get(c.function, float("nan"))), float(med["b"].get(c.function, float("nan"))))
+        if longest < ratio * tracer_ns:
+            c = replace(c, state=State.NOT_MEANINGFUL,
+                        support={**c.support, "median_call_ns": longest, "tracer_ns_per_call": tracer_ns})
+        out.append(c)
+    return out
+
+
+def _say_tracer_cost(v: Any, per_host: dict[str, list[Any]]) -> Any:
+    """A fleet verdict whose hosts left a function out for the tracer's cost, with that said first in its reason."""
+    from dataclasses import replace
+
+    within = [c.support for cs in per_host.values() for c in cs
+              if c.function == v.function and "tracer_ns_per_call" in c.support]
+    if not within or v.flagged:
+        return v
+    call = _median([w["median_call_ns"] for w in within]) / 1e3
+    cost = _median([w["tracer_ns_per_call"] for w in within]) / 1e3
+    traced = sum(any(c.function == v.function for c in cs) for cs in per_host.values())
+    return replace(v, reason=(
+        f"its calls are within the tracer's own time on {len(within)} of {traced} hosts (median call {call:.1f} µs, "
+        f"the tracer's {cost:.1f} µs a call): a change of the tracer's cost would read as one of the function; "
+        f"{v.reason}"))
 
 
 def _runs_by_host(rows: Sequence[Any]) -> dict[str, dict[str, list[Any]]]:

@@ -183,14 +183,15 @@ def _traces_html(p: ProfileView, traces: dict[str, Any] | None, a: str, b: str) 
 
     rows = ([text(f.get("function"), 120), badge(str(f.get("verdict", "–"))), text(f.get("kind") or "–"),
              text(pct(f.get("magnitude"))), ci(f),
-             f"{text(f.get('hosts_flagged', '–'))} of {text(f.get('hosts', '–'))}", num(f.get("share"), ".0%")]
+             f"{text(f.get('hosts_flagged', '–'))} of {text(f.get('hosts', '–'))}", num(f.get("share"), ".0%"),
+             text(f.get("reason") or "–")]
             for f in fns)
     notes = "".join(f"<li>{text(h)}: {text(m)}</li>" for h, m in sorted((traces.get("hosts") or {}).items()))
     return ["<h2>Traced functions</h2>",
             f"<p class='muted'>{text(traces.get('traced_runs', '–'))} traced runs; {text(traces.get('detector', ''))}"
             "</p>",
             table(["function", "verdict", "kind", "change", "95 % CI over hosts", "hosts flagged", "share of the "
-                   "metric change"], rows, table_id="trace-functions", num=(3, 6)) if fns
+                   "metric change", "why"], rows, table_id="trace-functions", num=(3, 6)) if fns
             else "<p>No function changed.</p>",
             f"<ul class='muted'>{notes}</ul>" if notes else "", _calls_html(p, fns, a, b)]
 

@@ -103,16 +103,21 @@ def trace_section_html(traces: Any, img: str, version_a: str, version_b: str) ->
         med = traces.overhead.get("median_ratio")
         parts.append("<p>Tracing overhead (median traced wall / median untraced wall): "
                      + ("–" if med is None else f"{med:.2f}×") + " over hosts.</p>")
-        parts.append("<table><thead><tr><th>host</th><th>traced (s)</th><th>untraced (s)</th><th>ratio</th></tr>"
-                     "</thead><tbody>" + "".join(
+        parts.append("<table><thead><tr><th>host</th><th>traced (s)</th><th>untraced (s)</th><th>ratio</th>"
+                     "<th>tracer µs / call</th></tr></thead><tbody>" + "".join(
                          f"<tr><td>{_e(h)}</td><td class='num'>{_fmt(o.get('traced_s'))}</td>"
                          f"<td class='num'>{_fmt(o.get('untraced_s'))}</td><td class='num'>{_fmt(o.get('ratio'))}"
-                         "</td></tr>" for h, o in sorted(over.items())) + "</tbody></table>")
+                         f"</td><td class='num'>{_fmt(_us(o.get('tracer_ns_per_call')))}</td></tr>"
+                         for h, o in sorted(over.items())) + "</tbody></table>")
     if traces.host_messages:
         parts.append("<p>Hosts that could not trace:</p><ul>" + "".join(
             f"<li>{_e(h)}: {_e(m)}</li>" for h, m in sorted(traces.host_messages.items())) + "</ul>")
     parts.append(img)
     return parts
+
+
+def _us(ns: float | None) -> float | None:
+    return None if ns is None else ns / 1e3
 
 
 def _fmt(x: float | None) -> str:

@@ -44,6 +44,7 @@ class TraceRun:
     created_at: str
     batch: str | None = None
     wall_s: float | None = None
+    probe_ns: float | None = None
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class TraceSource:
     """How a run was traced: its command line, the tracer, the functions, the sampling, where and for what.
 
     ``host`` None is this machine; ``batch`` names the profile a fleet-traced run belongs to, ``wall_s`` its traced
-    wall time.
+    wall time, ``probe_ns`` the tracer's own time per traced call on that host (its tracer-cost run).
     """
 
     command: str
@@ -61,6 +62,7 @@ class TraceSource:
     host: str | None = None
     batch: str | None = None
     wall_s: float | None = None
+    probe_ns: float | None = None
 
 
 def insert_trace_run(store: Store, application: str, version: str, source: TraceSource, stats: Sequence[int],
@@ -74,10 +76,10 @@ def insert_trace_run(store: Store, application: str, version: str, source: Trace
         run_id = insert_id(
             conn, "INSERT INTO trace_runs(application, version, host, command, engine, functions_json, sample, "
             "calls_path, "
-            f"{', '.join(STATS_COLUMNS)}, created_at, quiho_version, batch, wall_s) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            f"{', '.join(STATS_COLUMNS)}, created_at, quiho_version, batch, wall_s, probe_ns) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (application, version, s.host or socket.gethostname(), s.command, s.engine, json.dumps(list(s.functions)),
-             s.sample, *stats, utcnow(), __version__, s.batch, s.wall_s),
+             s.sample, *stats, utcnow(), __version__, s.batch, s.wall_s, s.probe_ns),
         )
         conn.execute("UPDATE trace_runs SET calls_path = ? WHERE id = ?", (write_calls(run_id), run_id))
     return run_id
@@ -86,7 +88,8 @@ def insert_trace_run(store: Store, application: str, version: str, source: Trace
 def _row(store: Store, r: Any) -> TraceRun:
     return TraceRun(r["id"], r["application"], r["version"], r["host"], r["command"], r["engine"],
                     tuple(json.loads(r["functions_json"])), r["sample"], store.files_dir / r["calls_path"],
-                    tuple(int(r[c]) for c in STATS_COLUMNS), r["created_at"], r["batch"], r["wall_s"])
+                    tuple(int(r[c]) for c in STATS_COLUMNS), r["created_at"], r["batch"], r["wall_s"],
+                    r["probe_ns"])
 
 
 def trace_run(store: Store, run_id: int) -> TraceRun | None:

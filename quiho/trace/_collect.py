@@ -46,14 +46,15 @@ def _check_names(functions: Sequence[str]) -> None:
         raise UsageError("a function is listed twice")
 
 
-def bpftrace_script(binary: Path, functions: Sequence[str], sample: int = 1, capture_arg: bool = True,
+def bpftrace_script(binary: Path | str, functions: Sequence[str], sample: int = 1, capture_arg: bool = True,
                     command_only: bool = True) -> str:
     """The bpftrace program tracing ``functions`` of ``binary``.
 
     Parameters
     ----------
-    binary : Path
-        Executable or shared library (made absolute).
+    binary : Path or str
+        Executable or shared library (made absolute); a library name without a slash given as a string
+        (``"libc"``) is left for bpftrace to find through the loader's cache, as on the host it runs on.
     functions : sequence of str
         Symbol names; the position in the list is the FUNC_ID printed.
     sample : int, default 1
@@ -69,7 +70,7 @@ def bpftrace_script(binary: Path, functions: Sequence[str], sample: int = 1, cap
     _check_names(functions)
     if sample < 1:
         raise UsageError(f"--sample must be >= 1, got {sample}")
-    b = Path(binary).resolve()
+    b = binary if isinstance(binary, str) and "/" not in binary else Path(binary).resolve()
     arg = "arg0" if capture_arg else "0"
     pred = " /pid == cpid/" if command_only else ""
     out = [f"// quiho trace: {len(functions)} function(s) of {b}, sample 1/{sample}", "BEGIN { }"]

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from quiho.store import Store
 
 __all__ = ["TracePlan", "TracedRun", "FleetTraceRun", "resolve_trace", "trace_records",
-           "run_fleet_traces", "run_script", "trace_from_options", "split_lifetime"]
+           "run_fleet_traces", "run_script", "trace_from_options", "split_lifetime", "tracer_cost_ns"]
 
 
 
@@ -244,15 +244,15 @@ def trace_records(res: PlaybookResult, group: list[str], order: dict[str, list[s
     return out
 
 
-_EVENTS = re.compile(r"^events-[0-9]+\.txt\.gz$")
+_EVENTS = re.compile(r"^(events-[0-9]+|cost)\.txt\.gz$")
 
 
 def unpack_events(host_dir: Path) -> int:
     """Write the event files of a host's fetched ``events.tar`` beside it; the number written.
 
-    Only regular members named ``events-<n>.txt.gz`` are read, by name alone (no path from the archive is
-    followed), streamed. A missing tar writes nothing and a broken one stops where it breaks: a run whose file
-    is not there says that no event file came back.
+    Only regular members named ``events-<n>.txt.gz`` (and the tracer-cost run's ``cost.txt.gz``) are read, by
+    name alone (no path from the archive is followed), streamed. A missing tar writes nothing and a broken one
+    stops where it breaks: a run whose file is not there says that no event file came back.
     """
     n = 0
     with contextlib.suppress(OSError, tarfile.TarError), tarfile.open(host_dir / "events.tar") as tf:
@@ -309,6 +309,29 @@ _STAP_LIFE = ('probe begin { printf("quiho-begin %d\\n", gettimeofday_ns()) }\n'
               'probe process.end { if (pid() == target()) printf("quiho-exit %d\\n", gettimeofday_ns()) }\n')
 
 
+#: The tracer-cost run: libc's ``abs`` (three instructions) called by python3 through ctypes, traced with the
+#: probe code of every traced function, so the time it reads is the tracer's own share of each traced call.
+COST_FUNCTION = "abs"
+COST_CALLS = 3000
+_COST_SH = (f"exec python3 -c 'import ctypes; f = ctypes.CDLL(None).{COST_FUNCTION}; "
+            f"[f(-i) for i in range({COST_CALLS})]'\n")
+
+
+def tracer_cost_ns(path: Path) -> float | None:
+    """The median time of a traced empty call from the tracer-cost run's gzipped events (None if unusable)."""
+    import numpy as np
+
+    from quiho.trace import events_to_calls, parse_events
+
+    try:
+        calls, _ = events_to_calls(parse_events(gzip.decompress(path.read_bytes()), (COST_FUNCTION,)))
+    except (OSError, EOFError, QuihoError):
+        return None
+    # the median, as the first calls pay for page faults and a cold uprobe path; under half the calls is no measure
+    t = calls["inclusive_ns"].to_numpy(float)
+    return float(np.median(t)) if t.size >= COST_CALLS // 2 else None
+
+
 def _scripts(binary: Path, functions: tuple[str, ...]) -> tuple[str, str]:
     """(bpftrace, SystemTap) scripts for ``functions`` plus the lines timing the traced command itself."""
     from quiho.trace import bpftrace_script, stap_script
@@ -333,8 +356,8 @@ def split_lifetime(text: bytes) -> tuple[bytes, float | None]:
 
 
 def _store_run(store: Store, spec: AppSpec, version: str, label: str, r: TracedRun, plan: TracePlan,
-               batch: str) -> str | None:
-    """Parse, convert and store one fetched event file; the reason when it cannot be used."""
+               batch: str, probe_ns: float | None) -> str | None:
+    """Parse, convert and store one fetched event file (with its host's tracer cost); why it cannot be used."""
     from quiho.trace import TraceSource, events_to_calls, parse_events, save_trace
 
     assert r.events is not None
@@ -350,7 +373,8 @@ def _store_run(store: Store, spec: AppSpec, version: str, label: str, r: TracedR
     except QuihoError as exc:
         return f"events not usable: {exc}"
     source = TraceSource(" ".join(spec.versions[version].command), r.engine or "bpftrace", plan.functions,
-                         host=r.host, batch=batch, wall_s=wall if wall is not None else r.wall_s)
+                         host=r.host, batch=batch, wall_s=wall if wall is not None else r.wall_s,
+                         probe_ns=probe_ns)
     save_trace(store, spec.name, label, calls, stats, source)
     return None
 
@@ -390,6 +414,8 @@ def run_fleet_traces(
     FleetTraceRun
         Per-host failures are in it (and in :meth:`FleetTraceRun.host_messages`), never raised.
     """
+    from quiho.trace import bpftrace_script
+
     version_a, version_b = plan.versions
     labels = plan.labels or {"1": version_a, "2": version_b}
     names = [h for h in inventory.names if hosts is None or h in hosts]
@@ -400,6 +426,7 @@ def run_fleet_traces(
         "bt": {s: scripts[s][0] for s in sides},
         "stap": {s: scripts[s][1] for s in sides},
         "run_sh": {s: run_script(v) for s, v in sides.items()},
+        "cost_sh": _COST_SH, "cost_bt": bpftrace_script("libc", [COST_FUNCTION]),
     }
     first_of = inventory.first_version()
     order = {h: [("1", "2")[(k + first_of[h]) % 2] for k in range(2 * plan.runs)] for h in names}
@@ -419,12 +446,14 @@ def run_fleet_traces(
             res = session.run(group, extravars, per_host * len(group))
             got = session.host_statuses(res, group)
             statuses.update(got)
+            cost: dict[str, float | None] = {}
             for h in group:
                 unpack_events(Path(tmp) / h)
+                cost[h] = tracer_cost_ns(Path(tmp) / h / "cost.txt.gz")
             for r in trace_records(res, group, order, Path(tmp), timeout_s=spec.timeout * 2, statuses=got):
                 if r.status == "ok":
                     ver = version_a if r.side == "1" else version_b
-                    why = _store_run(store, spec, ver, labels[r.side], r, plan, batch)
+                    why = _store_run(store, spec, ver, labels[r.side], r, plan, batch, cost.get(r.host))
                     if why is not None:
                         r = TracedRun(r.host, r.order, r.side, r.engine, "failed", why, r.wall_s, None)
                     else:

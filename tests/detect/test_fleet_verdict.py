@@ -159,10 +159,12 @@ def test_to_dict_is_the_report_json_entry():
     by_host, excl, dm = _planted_fleet(seed=2)
     verdicts = fleet_function_verdicts(by_host, excl, dm)
     doc = json.loads(json.dumps([v.to_dict() for v in verdicts], allow_nan=False))
-    assert set(doc[0]) == {"function", "verdict", "kind", "magnitude", "ci", "hosts_flagged", "hosts", "share"}
+    assert set(doc[0]) == {"function", "verdict", "kind", "magnitude", "ci", "hosts_flagged", "hosts", "share",
+                           "reason"}
     assert doc[0]["function"] == "hot" and doc[0]["verdict"] == "degradation" and len(doc[0]["ci"]) == 2
     single = fleet_function_verdicts({"h": [_change("f", State.DEGRADATION, 0.3)]})[0].to_dict()
     assert single["ci"] == [None, None] and single["share"] is None and single["verdict"] == "not-meaningful"
+    assert single["reason"] == "1 host(s) with a meaningful result; a fleet verdict needs 3"
     assert isinstance(verdicts[0], FleetFunctionVerdict)
 
 

@@ -38,7 +38,7 @@ def component():  # noqa: ANN201
 def test_new_store_has_every_component_version(store_spec: str) -> None:
     with open_store(store_spec) as st:
         v = st.versions()
-        assert v["core"] == 1 and v["history"] == 3 and v["trace"] == 2 and set(v) >= {"fleet", "profile"}
+        assert v["core"] == 1 and v["history"] == 3 and v["trace"] == 3 and set(v) >= {"fleet", "profile"}
         assert PASSWORD not in repr(st) and PASSWORD not in str(st)
 
 

@@ -107,3 +107,50 @@ def test_a_run_level_shift_is_not_a_function_change(tmp_path: Path, synthetic_ca
         slower = next(c for c in ft.per_host[h] if c.function == "slower")
         assert slower.state is State.DEGRADATION and slower.support["runs"]["p"] == pytest.approx(0.05)
     st.close()
+
+
+def test_a_function_whose_calls_are_mostly_the_tracer_is_not_judged(tmp_path: Path, synthetic_calls: Any) -> None:
+    """The tracer costs 3 µs a call on every host (its tracer-cost run): "steady", 1 µs a call, reads 10 % faster in
+    v2 as a drift of the probes' cost would make it, and is not judged, with the reason said in the JSON, report
+    and site; the 5 → 7.5 µs function stays a degradation; without a tracer cost stored nothing changes."""
+    from quiho.detect import State
+
+    def store(db: Path, probe_ns: float | None) -> Any:
+        st = open_store(db)
+        for i, h in enumerate(HOSTS):
+            for rep in range(2):
+                for version, scale in (("v1", 1.0), ("v2", 1.5)):
+                    calls = synthetic_calls(200, scale, seed=100 * i + 10 * rep + (version == "v2"))
+                    if version == "v2":
+                        steady = calls["function"] == "steady"
+                        calls.loc[steady, "inclusive_ns"] = (calls.loc[steady, "inclusive_ns"] * 0.9).astype("int64")
+                    save_trace(st, "app", version, calls, CallStats(400, 400, 0, 0, 0, 0, 0),
+                               TraceSource(command="app", engine="bpftrace", functions=("steady", "slower"),
+                                           host=h, batch="profile-x", wall_s=1.0, probe_ns=probe_ns))
+        return st
+
+    st = store(tmp_path / "q.db", 3000.0)
+    ft = fleet_traces(st, "app", "v1", "v2", "profile-x")
+    assert ft is not None
+    by = {f.function: f for f in ft.functions}
+    assert by["slower"].verdict is State.DEGRADATION and by["slower"].hosts == 3
+    steady = by["steady"]
+    assert steady.verdict is State.NOT_MEANINGFUL and steady.hosts == 0 and len(steady.not_meaningful_hosts) == 3
+    assert steady.reason.startswith("its calls are within the tracer's own time on 3 of 3 hosts (median call 1.0 µs, "
+                                    "the tracer's 3.0 µs a call)"), steady.reason
+    for h in HOSTS:
+        c = next(c for c in ft.per_host[h] if c.function == "steady")
+        assert c.support["tracer_ns_per_call"] == 3000.0 and c.support["median_call_ns"] == pytest.approx(1000, abs=30)
+    doc = ft.to_dict()
+    assert {f["function"]: f["reason"] for f in doc["functions"]}["steady"] == steady.reason
+    assert {o["tracer_ns_per_call"] for o in doc["overhead"]["hosts"].values()} == {3000.0}
+    html = "".join(trace_section_html(ft, "", "v1", "v2"))
+    assert "tracer µs / call" in html and "within the tracer&#x27;s own time" in html
+    st.close()
+    # the same calls without a tracer cost: the drift is read as the change it looks like
+    st = store(tmp_path / "plain.db", None)
+    ft = fleet_traces(st, "app", "v1", "v2", "profile-x")
+    assert ft is not None
+    assert {f.function: f.verdict for f in ft.functions} == {"steady": State.OPTIMIZATION, "slower": State.DEGRADATION}
+    assert ft.to_dict()["overhead"]["hosts"]["h1"]["tracer_ns_per_call"] is None
+    st.close()

@@ -30,6 +30,7 @@ from quiho.trace.fleet import (
     split_lifetime,
     trace_from_options,
     trace_records,
+    tracer_cost_ns,
     unpack_events,
 )
 
@@ -96,8 +97,9 @@ def test_the_fetched_tar_gives_the_event_files_and_nothing_else(tmp_path: Path) 
     remote.mkdir()
     for n in (1, 2):
         (remote / f"events-{n}.txt.gz").write_bytes(gzip.compress(f"quiho-begin {n}\n".encode()))
-    subprocess.run(["tar", "-cf", str(tmp_path / "events.tar"), "events-1.txt.gz", "events-2.txt.gz"], cwd=remote,
-                   check=True)
+    (remote / "cost.txt.gz").write_bytes(gzip.compress(_abs_events([4000 + k % 7 for k in range(3000)])))
+    subprocess.run(["tar", "-cf", str(tmp_path / "events.tar"), "events-1.txt.gz", "events-2.txt.gz", "cost.txt.gz"],
+                   cwd=remote, check=True)
     host.mkdir()
     with tarfile.open(tmp_path / "events.tar", "a") as tf:
         for name, kind in (("../escaped.txt.gz", tarfile.REGTYPE), ("/tmp/abs-events-9.txt.gz", tarfile.REGTYPE),
@@ -108,8 +110,10 @@ def test_the_fetched_tar_gives_the_event_files_and_nothing_else(tmp_path: Path) 
                 info.linkname = "/etc/passwd"
             tf.addfile(info, None if kind == tarfile.SYMTYPE else BytesIO(b"bad"))
     shutil.move(tmp_path / "events.tar", host / "events.tar")
-    assert unpack_events(host) == 2
-    assert sorted(p.name for p in host.iterdir()) == ["events-1.txt.gz", "events-2.txt.gz", "events.tar"]
+    assert unpack_events(host) == 3
+    assert sorted(p.name for p in host.iterdir()) == ["cost.txt.gz", "events-1.txt.gz", "events-2.txt.gz",
+                                                      "events.tar"]
+    assert tracer_cost_ns(host / "cost.txt.gz") == 4003.0
     assert gzip.decompress((host / "events-2.txt.gz").read_bytes()) == b"quiho-begin 2\n"
     assert not (tmp_path / "escaped.txt.gz").exists() and not Path("/tmp/abs-events-9.txt.gz").exists()
     # the runs read the unpacked files; no tar (the host's runs all failed) or a broken one writes nothing
@@ -119,6 +123,21 @@ def test_the_fetched_tar_gives_the_event_files_and_nothing_else(tmp_path: Path) 
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "events.tar").write_bytes(b"not a tar")
     assert unpack_events(tmp_path / "broken") == 0
+
+
+def _abs_events(durations: list[int]) -> bytes:
+    """The tracer-cost run's output: one entry and one exit line per call of libc's abs (function id 0)."""
+    return "".join(f"0 7 {100_000 * k} 0 {k}\n1 7 {100_000 * k + d} 0 0\n"
+                   for k, d in enumerate(durations)).encode()
+
+
+def test_a_tracer_cost_run_that_came_back_short_or_broken_is_no_measure(tmp_path: Path) -> None:
+    short = tmp_path / "short.txt.gz"
+    short.write_bytes(gzip.compress(_abs_events([5000] * 1000)))  # a third of the calls: python3 died early
+    broken = tmp_path / "broken.txt.gz"
+    broken.write_bytes(b"not gzip")
+    assert tracer_cost_ns(short) is None and tracer_cost_ns(broken) is None
+    assert tracer_cost_ns(tmp_path / "missing.txt.gz") is None
 
 
 def test_a_binary_missing_on_the_host_is_that_hosts_message(tmp_path: Path) -> None:

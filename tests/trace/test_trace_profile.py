@@ -72,6 +72,10 @@ def test_tags_only_find_tag_is_flagged_as_an_optimization(fleet: Path, capsys: p
     assert ft["ci"][1] < 0 and ft["hosts"] == 3
     over = doc["traces"]["overhead"]
     assert set(over["hosts"]) == {"tp-plain", "tp-q50", "tp-q70"} and over["median_ratio"] > 1.0
+    # every host timed its tracer; a function left unjudged for it is one of the two short ones, and says so
+    assert all(o["tracer_ns_per_call"] > 0 for o in over["hosts"].values()), over
+    within = {k for k, f in fns.items() if f["reason"].startswith("its calls are within the tracer's own time")}
+    assert within <= {"make_key", "score_tag"} and all(fns[k]["verdict"] == "not-meaningful" for k in within)
     # traced runs never feed the metric: 2 untraced runs per version per host
     assert len([r for r in doc["runs"] if r["status"] == "ok"]) == 12
     assert any(h["kind"] == "trace" and h["subject"] == "find_tag" for h in doc["hints"])
