@@ -72,12 +72,15 @@ def trace_cmd(
                             matching=matching, sample=sample, timeout=timeout)
     s = CallStats(*run.stats)
     doc = {"run": run.id, "application": run.application, "version": run.version,
-           "functions": list(run.functions), "calls_path": str(run.calls_path), **s.to_dict()}
+           "functions": list(run.functions), "calls_path": str(run.calls_path), **s.to_dict(),
+           "tracer_ns_per_call": run.probe_ns}
     if json_out:
         emit_json(doc)
         return
     print(f"trace run {run.id}: {printable(target)}, {s.calls} calls of {len(run.functions)} function(s) from "
           f"{s.events} events -> {run.calls_path}")
+    print("tracer's own time per call: " + (f"{run.probe_ns / 1e3:.1f} µs" if run.probe_ns is not None else
+                                            "not measured (its run on libc's abs() failed)"))
     if s.unmatched_entries or s.unmatched_exits or s.mismatched or s.bad_lines:
         err(f"quiho: warning: {s.unmatched_entries} entries and {s.unmatched_exits} exits unmatched, "
             f"{s.mismatched} mismatched pairs, {s.bad_lines} bad lines")
@@ -112,15 +115,22 @@ def detect_cmd(
     changes = detect(pb, pt, method or list(DEFAULT_METHODS), params)
     if json_out:
         emit_json({"baseline": pb.source, "target": pt.source, "unit": pb.unit,
+                   "tracer_ns_per_call": {"baseline": pb.tracer_ns, "target": pt.tracer_ns},
                    "changes": [c.to_dict() for c in changes]})
     else:
         print(printable(f"baseline {pb.source}  ->  target {pt.source}   (amounts in {pb.unit})"))
+        if pb.tracer_ns is not None and pt.tracer_ns is not None:
+            print(f"tracer's own time per call: {pb.tracer_ns / 1e3:.1f} µs (baseline), {pt.tracer_ns / 1e3:.1f} µs "
+                  "(target)")
         print(f"{'function':32} {'method':6} {'state':15} {'kind':14} {'magnitude':>10} {'confidence':>11}")
         for c in changes:
             if c.state.value == "no-change" and not show_all:
                 continue
             print(f"{printable(c.function)[:32]:32} {c.method:6} {c.state.value:15} {c.kind[:14]:14} "
                   f"{_fmt(c.magnitude):>10} {c.confidence:>11.4f}")
+        for c in changes:
+            if "tracer_ns_per_call" in c.support:
+                print(printable(f"  {c.function} ({c.method}): not judged: {c.support['why']}"))
         nflag = sum(c.flagged for c in changes)
         print(f"{nflag} change(s) flagged over {len({c.function for c in changes})} function(s)")
     if fail_on_change and any(c.flagged for c in changes):

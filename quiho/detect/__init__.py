@@ -26,7 +26,7 @@ from quiho.detect._base import (
 )
 from quiho.detect._fleet import FleetFunctionVerdict, fleet_function_verdicts
 from quiho.detect._joint import ChangeModelFit, fit_change_model
-from quiho.detect._runs import RUN_ALPHA, run_medians, runs_agree
+from quiho.detect._runs import RUN_ALPHA, TRACER_RATIO, beyond_tracer, run_medians, runs_agree
 
 __all__ = [
     "DEFAULT_METHODS",
@@ -48,6 +48,8 @@ __all__ = [
     "register_profile_detector",
     "run_medians",
     "runs_agree",
+    "beyond_tracer",
+    "TRACER_RATIO",
 ]
 
 #: Methods run when none are named.
@@ -65,7 +67,9 @@ def detect(
     """Run the named detectors on two profiles; a flagged change must also hold across runs.
 
     Where both sides' samples carry run labels (repeated traced runs), every flagged change goes through
-    :func:`runs_agree`: the run, not the call, is the unit of replication.
+    :func:`runs_agree`: the run, not the call, is the unit of replication. Where both profiles know their
+    tracer's time per call, a function whose calls are mostly that time is ``not-meaningful``
+    (:func:`beyond_tracer`).
 
     Parameters
     ----------
@@ -92,8 +96,9 @@ def detect(
     out: list[Change] = []
     for m in names:
         out.extend(get_profile_detector(m, **params.get(m, {})).compare(baseline, target))
-    if not run_check:
-        return out
     fa, fb = baseline.functions, target.functions
-    return [runs_agree(c, fa[c.function], fb[c.function]) if c.flagged and c.function in fa and c.function in fb
-            else c for c in out]
+    if run_check:
+        out = [runs_agree(c, fa[c.function], fb[c.function]) if c.flagged and c.function in fa and c.function in fb
+               else c for c in out]
+    return [beyond_tracer(c, fa[c.function], fb[c.function], baseline.tracer_ns, target.tracer_ns)
+            if c.function in fa and c.function in fb else c for c in out]

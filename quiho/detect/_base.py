@@ -52,11 +52,16 @@ class Samples:
 
 @dataclass(frozen=True)
 class Profile:
-    """Per-function samples of one version; ``unit`` labels ``y`` (quiho traces: ``ns``)."""
+    """Per-function samples of one version; ``unit`` labels ``y`` (quiho traces: ``ns``).
+
+    ``tracer_ns``: the tracer's own time per traced call where the calls were traced (None: not measured, as in
+    Perun's files).
+    """
 
     functions: Mapping[str, Samples]
     unit: str = "ns"
     source: str = ""
+    tracer_ns: float | None = None
 
 
 class State(StrEnum):

@@ -21,10 +21,13 @@ from numpy.typing import NDArray
 
 from quiho.detect._base import Change, Samples, State
 
-__all__ = ["RUN_ALPHA", "run_medians", "runs_agree"]
+__all__ = ["RUN_ALPHA", "TRACER_RATIO", "run_medians", "runs_agree", "beyond_tracer"]
 
 #: one-sided level of the run-level check (:func:`runs_agree`)
 RUN_ALPHA = 0.05
+#: a function is judged only where its median call is at least this many times the tracer's own time per call
+#: in one version (:func:`beyond_tracer`): below, at least half of what is measured is the probes
+TRACER_RATIO = 2.0
 
 
 def run_medians(s: Samples) -> NDArray[np.float64]:
@@ -84,3 +87,39 @@ def runs_agree(change: Change, baseline: Samples, target: Samples, *, alpha: flo
     return dataclasses.replace(change, state=State.MAYBE, support={
         **support, "why": f"the calls say {change.state.value}, the runs do not (one-sided Mann-Whitney over "
         f"{ma.size} + {mb.size} run medians: p = {p:.3g} > {level:.3g})"})
+
+
+def beyond_tracer(change: Change, baseline: Samples, target: Samples, tracer_a: float | None,
+                  tracer_b: float | None, *, ratio: float = TRACER_RATIO) -> Change:
+    """``change``, or ``not-meaningful`` when the function's calls are mostly the tracer's own time.
+
+    ``tracer_a`` / ``tracer_b``: the tracer's time per traced call where each side was traced (ns; None when not
+    measured, and then ``change`` is returned as is). When the function's median call is under ``ratio`` times
+    its side's tracer time in *both* versions, at least half of what its calls measure is the probes, whose cost
+    moves with the machine, so a change of the tracer would read as one of the function. A function that one
+    version calls briefly and the other not (a search made a hash lookup) is still judged. The numbers go into
+    ``support`` (``median_call_ns``, ``tracer_ns_per_call``: the larger side's; the detector's
+    ``measured_magnitude``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from quiho.detect import Samples, State, Change
+    >>> a, b = Samples.of(np.arange(3), [4700, 4710, 4690]), Samples.of(np.arange(3), [4200, 4230, 4210])
+    >>> c = Change("make_key", "joint", State.OPTIMIZATION, "constant", -0.1, 0.99, "1-p", 0.001)
+    >>> beyond_tracer(c, a, b, 4600.0, 4600.0).state.value
+    'not-meaningful'
+    >>> beyond_tracer(c, a, b, None, None).state.value
+    'optimization'
+    """
+    if tracer_a is None or tracer_b is None or not len(baseline) or not len(target):
+        return change
+    ma, mb = float(np.median(baseline.y)), float(np.median(target.y))
+    if ma >= ratio * tracer_a or mb >= ratio * tracer_b:
+        return change
+    return dataclasses.replace(change, state=State.NOT_MEANINGFUL, magnitude=float("nan"), support={
+        **change.support, "measured_magnitude": change.magnitude, "median_call_ns": max(ma, mb),
+        "tracer_ns_per_call": max(tracer_a, tracer_b),
+        "why": (f"its calls (median {max(ma, mb) / 1e3:.1f} µs) are under {ratio:g}x the tracer's own time per "
+                f"call ({max(tracer_a, tracer_b) / 1e3:.1f} µs) in both versions: a change of the tracer's cost "
+                "would read as one of the function")})

@@ -167,15 +167,12 @@ class FleetTraceSettings:
 
     ``min_effect`` is the profile's ``--min-change`` floor, which a function's fleet change must clear as the
     metric's does; ``run_check=False`` reads the calls alone (a host's flag need not show across its runs).
-    ``tracer_ratio``: on a host, a function whose median call is shorter than this many times the tracer's own
-    time per call in both versions is not judged there, as the tracer is then at least half of what is measured.
     """
 
     unit: str = ""
     random_state: int = 0
     min_effect: float = 0.05
     run_check: bool = True
-    tracer_ratio: float = 2.0
 
 
 def fleet_traces(store: Store, application: str, version_a: str, label_b: str, batch: str, *,
@@ -196,6 +193,7 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
     from quiho.detect import detect, fleet_function_verdicts
     from quiho.store.traces import batch_trace_runs, untraced_walls
     from quiho.trace import profile_from_calls
+    from quiho.trace._store import tracer_ns_of
 
     rows = batch_trace_runs(store, application, batch)
     if not rows:
@@ -217,13 +215,11 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
             messages.setdefault(host, f"traced runs of only one version ({len(ra)} / {len(rb)})")
             continue
         frames = _host_frames(store, ra, rb)
-        pa = profile_from_calls(frames["a"], source=f"{host} {version_a}")
-        pb = profile_from_calls(frames["b"], source=f"{host} {label_b}")
+        pa = profile_from_calls(frames["a"], source=f"{host} {version_a}", tracer_ns=tracer_ns_of(ra))
+        pb = profile_from_calls(frames["b"], source=f"{host} {label_b}", tracer_ns=tracer_ns_of(rb))
         per_host[host] = detect(pa, pb, ["joint"], {}, run_check=settings.run_check)
-        cost = [r.probe_ns for r in (*ra, *rb) if r.probe_ns is not None]
-        if cost:
-            tracer[host] = _median(cost)
-            per_host[host] = _within_tracer_cost(per_host[host], frames, tracer[host], settings.tracer_ratio)
+        if (cost := tracer_ns_of([*ra, *rb])) is not None:
+            tracer[host] = cost
         if not samples:
             samples = {"host": host, "functions": _samples(frames, version_a, label_b)}
         exclusive[host] = {str(f): float(v) / len(ra)
@@ -249,27 +245,6 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
             ratios.append(ratio)
     overhead_doc = {"hosts": overhead, "median_ratio": _median(ratios) if ratios else None}
     return FleetTraces(tuple(verdicts), per_host, overhead_doc, messages, len(rows), samples)
-
-
-def _within_tracer_cost(changes: list[Any], frames: dict[str, Any], tracer_ns: float, ratio: float) -> list[Any]:
-    """A host's verdicts, those of functions whose calls are mostly the tracer made ``not-meaningful``.
-
-    A function whose median call is under ``ratio`` × ``tracer_ns`` in both versions measures mostly the probes,
-    whose cost moves with the machine.
-    """
-    from dataclasses import replace
-
-    from quiho.detect import State
-
-    med = {k: frames[k].groupby("function")["inclusive_ns"].median() for k in ("a", "b")}
-    out = []
-    for c in changes:
-        longest = max(float(med["a"].get(c.function, float("nan"))), float(med["b"].get(c.function, float("nan"))))
-        if longest < ratio * tracer_ns:
-            c = replace(c, state=State.NOT_MEANINGFUL,
-                        support={**c.support, "median_call_ns": longest, "tracer_ns_per_call": tracer_ns})
-        out.append(c)
-    return out
 
 
 def _say_tracer_cost(v: Any, per_host: dict[str, list[Any]]) -> Any:

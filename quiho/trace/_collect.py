@@ -28,10 +28,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from quiho._text import printable
-from quiho.errors import RunFailed, UsageError
+from quiho.errors import QuihoError, RunFailed, UsageError
 
 __all__ = ["bpftrace_script", "stap_script", "list_functions", "normalise_symbol", "resolve_functions", "run_bpftrace",
-           "RawTrace"]
+           "RawTrace", "COST_FUNCTION", "COST_CODE", "tracer_cost_of", "measure_tracer_cost"]
+
+#: The tracer-cost run: libc's ``abs`` (three instructions, the first single-stepped out of line, the costly kind
+#: of uprobe) called by Python through ctypes and traced with the probe code of every traced function, so the
+#: time one call reads is the tracer's own share of each traced call.
+COST_FUNCTION = "abs"
+COST_CALLS = 3000
+COST_CODE = f"import ctypes; f = ctypes.CDLL(None).{COST_FUNCTION}; [f(-i) for i in range({COST_CALLS})]"
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.$@]*$")
 
@@ -259,7 +266,7 @@ class RawTrace:
 
 
 def run_bpftrace(
-    command: Sequence[str], binary: Path, functions: Sequence[str], sample: int = 1, timeout: float = 600.0
+    command: Sequence[str], binary: Path | str, functions: Sequence[str], sample: int = 1, timeout: float = 600.0
 ) -> RawTrace:
     """Run ``command`` under bpftrace with the generated script (needs root and bpftrace).
 
@@ -295,3 +302,32 @@ def run_bpftrace(
     if r.returncode != 0 and not text.strip():
         raise RunFailed(f"bpftrace failed (exit {r.returncode}): {tail}")
     return RawTrace(text, tuple(functions), script, tuple(command), r.returncode, tail)
+
+
+def tracer_cost_of(text: bytes) -> float | None:
+    """The median call of a tracer-cost run's events (ns), or None when fewer than half its calls came back."""
+    import numpy as np
+
+    from quiho.trace._events import events_to_calls
+    from quiho.trace._parse import parse_events
+
+    if text.startswith(b"Attaching "):  # bpftrace's banner, not an event
+        text = text.split(b"\n", 1)[1] if b"\n" in text else b""
+    try:
+        calls, _ = events_to_calls(parse_events(text, (COST_FUNCTION,)))
+    except QuihoError:
+        return None
+    # the median, as the first calls pay for page faults and a cold uprobe path
+    t = calls["inclusive_ns"].to_numpy(float)
+    return float(np.median(t)) if t.size >= COST_CALLS // 2 else None
+
+
+def measure_tracer_cost(timeout: float = 60.0) -> float | None:
+    """The tracer's own time per traced call on this machine (ns), or None when it cannot be measured."""
+    import sys
+
+    try:
+        raw = run_bpftrace([sys.executable, "-c", COST_CODE], "libc", [COST_FUNCTION], timeout=timeout)
+    except RunFailed:
+        return None
+    return tracer_cost_of(raw.text)

@@ -53,7 +53,7 @@ def sliding_window_clusters(amounts: np.ndarray, width: float = 0.01, height: fl
 
 
 def profile_from_calls(calls: pd.DataFrame, x: str = "order", amount: str = "inclusive_ns",
-                       source: str = "") -> Profile:
+                       source: str = "", tracer_ns: float | None = None) -> Profile:
     """Group a calls table by function into :class:`~quiho.detect.Samples`.
 
     Parameters
@@ -66,7 +66,8 @@ def profile_from_calls(calls: pd.DataFrame, x: str = "order", amount: str = "inc
         The duration to model; the exclusive duration is always attached for exclusive-time detectors.
 
     A ``run`` column (repeated runs pooled, :func:`~quiho.trace.load_version_calls`) becomes the samples' run
-    labels, so that :func:`quiho.detect.detect` checks a flagged change across the runs.
+    labels, so that :func:`quiho.detect.detect` checks a flagged change across the runs. ``tracer_ns`` (the
+    tracer's time per call where the calls were traced) lets it leave out functions whose calls are mostly that.
     """
     if x not in X_MODES:
         raise UsageError(f"unknown independent variable {x!r}; choose from {', '.join(X_MODES)}")
@@ -86,7 +87,7 @@ def profile_from_calls(calls: pd.DataFrame, x: str = "order", amount: str = "inc
         else:
             xv = sliding_window_clusters(y).astype(float)
         funcs[str(name)] = Samples.of(xv, y, exclusive[rows], None if runs is None else runs[rows])
-    return Profile(funcs, "ns", source)
+    return Profile(funcs, "ns", source, tracer_ns)
 
 
 def _function_rows(function: pd.Series) -> list[tuple[Any, slice | np.ndarray]]:

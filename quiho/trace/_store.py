@@ -8,9 +8,11 @@ refuses unknown schema versions with a message saying what to do.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -22,7 +24,7 @@ from quiho.store.traces import TraceRun, TraceSource, insert_trace_run, latest_t
 from quiho.trace._events import CALL_COLUMNS, CallStats
 
 __all__ = ["save_trace", "load_trace", "find_trace_run", "parse_app_version", "CALLS_SCHEMA",
-           "load_version_calls", "load_trace_profile", "perun_file", "read_calls"]
+           "load_version_calls", "load_trace_profile", "perun_file", "read_calls", "tracer_ns_of"]
 
 CALLS_SCHEMA = 1
 
@@ -120,7 +122,13 @@ def load_trace_profile(store: Store, ref: str, x: str = "order", amount: str = "
     runs, calls = load_version_calls(store, ref)
     ids = ", ".join(str(r.id) for r in runs)
     label = f"{runs[0].application}@{runs[0].version} (run{'s' if len(runs) > 1 else ''} {ids})"
-    return profile_from_calls(calls, x=x, amount=amount, source=label)
+    return profile_from_calls(calls, x=x, amount=amount, source=label, tracer_ns=tracer_ns_of(runs))
+
+
+def tracer_ns_of(runs: Sequence[TraceRun]) -> float | None:
+    """The median tracer time per call over ``runs`` (None when any of them was traced without measuring it)."""
+    got = [r.probe_ns for r in runs]
+    return None if not got or any(v is None for v in got) else float(np.median(np.asarray(got, dtype=float)))
 
 
 def read_calls(run: TraceRun) -> pd.DataFrame:
@@ -154,7 +162,7 @@ def trace_command(
     """
     import shutil
 
-    from quiho.trace._collect import resolve_functions, run_bpftrace
+    from quiho.trace._collect import measure_tracer_cost, resolve_functions, run_bpftrace
     from quiho.trace._events import events_to_calls
     from quiho.trace._parse import parse_events
 
@@ -165,7 +173,8 @@ def trace_command(
     if not exe.exists():
         raise UsageError(f"binary {exe} not found")
     fns = resolve_functions(exe.resolve(), functions, matching)
+    probe_ns = measure_tracer_cost()
     raw = run_bpftrace(command, exe, fns, sample=sample, timeout=timeout)
     calls, stats = events_to_calls(parse_events(raw.text, raw.functions))
     return save_trace(store, application, version, calls, stats,
-                      TraceSource(" ".join(command), "bpftrace", tuple(fns), sample))
+                      TraceSource(" ".join(command), "bpftrace", tuple(fns), sample, probe_ns=probe_ns))

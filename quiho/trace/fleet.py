@@ -41,6 +41,7 @@ from quiho.app.spec import TraceSpec
 from quiho.errors import QuihoError, UsageError
 from quiho.fleet.runner import FleetEvent, PlaybookResult
 from quiho.fleet.session import FleetAccess, FleetSession, app_budget, measuring, rc_failure, stderr_tail
+from quiho.trace._collect import COST_CODE, COST_FUNCTION, tracer_cost_of
 
 if TYPE_CHECKING:
     from quiho.app.spec import AppSpec, AppVersion
@@ -309,27 +310,15 @@ _STAP_LIFE = ('probe begin { printf("quiho-begin %d\\n", gettimeofday_ns()) }\n'
               'probe process.end { if (pid() == target()) printf("quiho-exit %d\\n", gettimeofday_ns()) }\n')
 
 
-#: The tracer-cost run: libc's ``abs`` (three instructions) called by python3 through ctypes, traced with the
-#: probe code of every traced function, so the time it reads is the tracer's own share of each traced call.
-COST_FUNCTION = "abs"
-COST_CALLS = 3000
-_COST_SH = (f"exec python3 -c 'import ctypes; f = ctypes.CDLL(None).{COST_FUNCTION}; "
-            f"[f(-i) for i in range({COST_CALLS})]'\n")
+_COST_SH = f"exec python3 -c {shlex.quote(COST_CODE)}\n"
 
 
 def tracer_cost_ns(path: Path) -> float | None:
-    """The median time of a traced empty call from the tracer-cost run's gzipped events (None if unusable)."""
-    import numpy as np
-
-    from quiho.trace import events_to_calls, parse_events
-
+    """The median traced empty call of a host's fetched ``cost.txt.gz`` (None if missing or unusable)."""
     try:
-        calls, _ = events_to_calls(parse_events(gzip.decompress(path.read_bytes()), (COST_FUNCTION,)))
-    except (OSError, EOFError, QuihoError):
+        return tracer_cost_of(gzip.decompress(path.read_bytes()))
+    except (OSError, EOFError):
         return None
-    # the median, as the first calls pay for page faults and a cold uprobe path; under half the calls is no measure
-    t = calls["inclusive_ns"].to_numpy(float)
-    return float(np.median(t)) if t.size >= COST_CALLS // 2 else None
 
 
 def _scripts(binary: Path, functions: tuple[str, ...]) -> tuple[str, str]:

@@ -88,7 +88,7 @@ def test_real_trace_of_the_example_flags_only_the_changed_function(tmp_path, cap
                      str(exes[v]), "100000", "150"]) == 0
         doc = json.loads(capsys.readouterr().out)
         assert doc["calls"] == 450 and doc["unmatched_entries"] == doc["unmatched_exits"] == 0
-        assert doc["bad_lines"] == 0
+        assert doc["bad_lines"] == 0 and doc["tracer_ns_per_call"] > 0
     with open_store(db) as st:
         _, calls = load_trace(st, "tags@v1")
     assert (calls.inclusive_ns > 0).all() and (calls.exclusive_ns <= calls.inclusive_ns).all()
@@ -102,6 +102,10 @@ def test_real_trace_of_the_example_flags_only_the_changed_function(tmp_path, cap
     flagged = {c["function"]: c for c in doc["changes"] if c["state"] in ("degradation", "optimization")}
     assert set(flagged) == {"find_tag"}, doc["changes"]
     assert flagged["find_tag"]["state"] == "optimization" and flagged["find_tag"]["magnitude"] < -0.5
+    # what the tracer left unjudged is one of the two short functions, said so
+    within = {c["function"] for c in doc["changes"] if "tracer_ns_per_call" in c["support"]}
+    assert within <= {"make_key", "score_tag"}
+    assert all(c["state"] == "not-meaningful" for c in doc["changes"] if c["function"] in within)
 
 
 @pytest.mark.root

@@ -105,3 +105,46 @@ def test_perun_profiles_carry_no_runs_and_their_verdicts_do_not_move(shared_data
             checked = detect(base, tgt, ["joint", "preg"])
             alone = detect(base, tgt, ["joint", "preg"], run_check=False)
             assert [c.to_dict() for c in checked] == [c.to_dict() for c in alone]
+
+
+def test_quiho_detect_leaves_out_functions_whose_calls_are_mostly_the_tracer(tmp_path: Path, capsys: Any,
+                                                                           synthetic_calls: Any) -> None:
+    """Runs traced where the tracer costs 3 µs a call: ``steady`` (1 µs a call, 10 % faster in v2 as a drift of the
+    probes would make it) is not judged by any method, with why in the text and JSON; ``slower`` (5 → 7.5 µs) is
+    judged. One run without the tracer's time and the rule is off: the calls cannot be read against it."""
+    import doctest
+
+    import quiho.detect._runs
+
+    assert doctest.testmod(quiho.detect._runs).failed == 0
+    db = tmp_path / "q.db"
+    with open_store(db) as st:
+        for rep in range(3):
+            for version, scale in (("v1", 1.0), ("v2", 1.5)):
+                calls = synthetic_calls(200, scale, seed=10 * rep + (version == "v2"))
+                if version == "v2":
+                    steady = calls["function"] == "steady"
+                    calls.loc[steady, "inclusive_ns"] = (calls.loc[steady, "inclusive_ns"] * 0.9).astype("int64")
+                save_trace(st, "app", version, calls, CallStats(400, 400, 0, 0, 0, 0, 0),
+                           TraceSource(command="app", engine="bpftrace", functions=("steady", "slower"),
+                                       probe_ns=3000.0 + rep))
+    capsys.readouterr()
+    assert main(["detect", "app@v1", "app@v2", "--store", str(db), "--json", "-m", "joint", "-m", "mwu"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["tracer_ns_per_call"] == {"baseline": 3001.0, "target": 3001.0}
+    by = {(c["function"], c["method"]): c for c in doc["changes"]}
+    for m in ("joint", "mwu"):
+        s = by[("steady", m)]
+        assert s["state"] == "not-meaningful" and s["magnitude"] is None, s
+        assert s["support"]["measured_magnitude"] < -0.05 and "under 2x the tracer's own time" in s["support"]["why"]
+        assert by[("slower", m)]["state"] == "degradation"
+    assert main(["detect", "app@v1", "app@v2", "--store", str(db), "-m", "joint"]) == 0
+    text = capsys.readouterr().out
+    assert "tracer's own time per call: 3.0 µs (baseline), 3.0 µs (target)" in text
+    assert "steady (joint): not judged: its calls (median 1.0 µs) are under 2x" in text
+    with open_store(db) as st:  # a run of v2 traced without measuring the tracer
+        save_trace(st, "app", "v2", synthetic_calls(200, 1.5, seed=99), CallStats(400, 400, 0, 0, 0, 0, 0),
+                   TraceSource(command="app", engine="bpftrace", functions=("steady", "slower")))
+        pa, pb = load_trace_profile(st, "app@v1"), load_trace_profile(st, "app@v2")
+    assert pa.tracer_ns == 3001.0 and pb.tracer_ns is None
+    assert all("tracer_ns_per_call" not in c.support for c in detect(pa, pb, ["joint"]))
