@@ -96,8 +96,8 @@ def beyond_tracer(change: Change, baseline: Samples, target: Samples, tracer_a: 
     ``tracer_a`` / ``tracer_b``: the tracer's time per traced call where each side was traced (ns; None when not
     measured, and then ``change`` is returned as is). When the function's median call is under ``ratio`` times
     its side's tracer time in *both* versions, at least half of what its calls measure is the probes, whose cost
-    moves with the machine, so a change of the tracer would read as one of the function. A function that one
-    version calls briefly and the other not (a search made a hash lookup) is still judged. The numbers go into
+    moves with the machine, so a change of the tracer would read as one of the function. A function brief in one
+    version only (a search made a hash lookup) is still judged. The numbers go into
     ``support`` (``median_call_ns``, ``tracer_ns_per_call``: the larger side's; the detector's
     ``measured_magnitude``).
 

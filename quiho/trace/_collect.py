@@ -296,12 +296,18 @@ def run_bpftrace(
         except subprocess.TimeoutExpired as exc:
             raise RunFailed(f"traced run exceeded {timeout:.0f} s: {' '.join(command)}") from exc
         text = op.read_bytes() if op.exists() else b""
-    if text.startswith(b"Attaching "):  # bpftrace's banner, not an event
-        text = text.split(b"\n", 1)[1] if b"\n" in text else b""
+    text = without_banner(text)
     tail = r.stderr.strip()[-500:]
     if r.returncode != 0 and not text.strip():
         raise RunFailed(f"bpftrace failed (exit {r.returncode}): {tail}")
     return RawTrace(text, tuple(functions), script, tuple(command), r.returncode, tail)
+
+
+def without_banner(text: bytes) -> bytes:
+    """The output of bpftrace without its ``Attaching N probes...`` banner line (not an event)."""
+    if text.startswith(b"Attaching "):
+        return text.split(b"\n", 1)[1] if b"\n" in text else b""
+    return text
 
 
 def tracer_cost_of(text: bytes) -> float | None:
@@ -311,10 +317,8 @@ def tracer_cost_of(text: bytes) -> float | None:
     from quiho.trace._events import events_to_calls
     from quiho.trace._parse import parse_events
 
-    if text.startswith(b"Attaching "):  # bpftrace's banner, not an event
-        text = text.split(b"\n", 1)[1] if b"\n" in text else b""
     try:
-        calls, _ = events_to_calls(parse_events(text, (COST_FUNCTION,)))
+        calls, _ = events_to_calls(parse_events(without_banner(text), (COST_FUNCTION,)))
     except QuihoError:
         return None
     # the median, as the first calls pay for page faults and a cold uprobe path

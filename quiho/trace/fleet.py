@@ -41,7 +41,7 @@ from quiho.app.spec import TraceSpec
 from quiho.errors import QuihoError, UsageError
 from quiho.fleet.runner import FleetEvent, PlaybookResult
 from quiho.fleet.session import FleetAccess, FleetSession, app_budget, measuring, rc_failure, stderr_tail
-from quiho.trace._collect import COST_CODE, COST_FUNCTION, tracer_cost_of
+from quiho.trace._collect import COST_CODE, COST_FUNCTION, tracer_cost_of, without_banner
 
 if TYPE_CHECKING:
     from quiho.app.spec import AppSpec, AppVersion
@@ -354,9 +354,7 @@ def _store_run(store: Store, spec: AppSpec, version: str, label: str, r: TracedR
         text = gzip.decompress(r.events.read_bytes())
     except (OSError, EOFError) as exc:
         return f"event file unreadable: {exc}"
-    if text.startswith(b"Attaching "):  # bpftrace's banner, not an event
-        text = text.split(b"\n", 1)[1] if b"\n" in text else b""
-    text, wall = split_lifetime(text)
+    text, wall = split_lifetime(without_banner(text))
     try:
         calls, stats = events_to_calls(parse_events(text, plan.functions))
     except QuihoError as exc:
