@@ -192,8 +192,7 @@ def fleet_traces(store: Store, application: str, version_a: str, label_b: str, b
     """
     from quiho.detect import detect, fleet_function_verdicts
     from quiho.store.traces import batch_trace_runs, untraced_walls
-    from quiho.trace import profile_from_calls
-    from quiho.trace._store import tracer_ns_of
+    from quiho.trace import profile_from_calls, tracer_ns_of
 
     rows = batch_trace_runs(store, application, batch)
     if not rows:

@@ -26,6 +26,7 @@ from quiho.trace._store import (
     read_calls,
     save_trace,
     trace_command,
+    tracer_ns_of,
 )
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "save_trace",
     "sliding_window_clusters",
     "trace_command",
+    "tracer_ns_of",
     "list_functions",
     "parse_events",
     "parse_stap_record",
