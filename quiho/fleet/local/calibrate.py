@@ -38,11 +38,12 @@ so they are the same before and after the quota cells are probed.
 - **knobs** (:mod:`quiho.fleet.local.knobs`, screened between the two phases): where one is kept the hosts are a
   two-level screening design (:func:`design_factors`, :mod:`quiho.fleet.local.screening`) with the quota at 100 %
   and one level at least 1.5x slower; otherwise the quota x page size x co-runner grid above.
-- **re-probing**: a memory axis dropped while its rounds cannot rule out a 5 % effect (beyond 5 %, or within 5 %
-  only by less than 2 SE) gets another batch of rounds, and is decided on all of them, up to
-  :data:`REPROBE_BATCHES` batches (a busy minute widens the noise; it does not remove the effect). The looks
-  before the last need 3 SE, the last :data:`LAST_LOOK_SE` (a group-sequential bar, stricter early as
-  O'Brien-Fleming's: the chance of keeping an axis with no effect stays about that of one 2-SE test, 2.5 %).
+- **re-probing**: a memory axis (or a knob, :func:`quiho.fleet.local.knobs.screen_knobs`) dropped while its rounds
+  cannot rule out a 5 % effect (beyond 5 %, or within 5 % only by less than 2 SE) gets another batch of rounds,
+  and is decided on all of them, up to :data:`REPROBE_BATCHES` batches (a busy minute widens the noise; it does
+  not remove the effect). The looks before the last need 3 SE, the last :data:`LAST_LOOK_SE` (a group-sequential
+  bar, stricter early as O'Brien-Fleming's: the chance of keeping an axis with no effect stays about that of one
+  2-SE test, 2.5 %).
   The first round is preceded by one unmeasured run of each probe.
 
 How these rules were arrived at, and on which machines, is in the docs' design page (local-fleet calibration).
@@ -64,7 +65,16 @@ from typing import Any
 from quiho._factors import FACTOR_BY_NAME
 from quiho.errors import InventoryError
 from quiho.fleet.local.emulate import local_fleet_lock
-from quiho.fleet.local.knobs import KNOB_REPS, effect_text, paired_mean, screen_knobs
+from quiho.fleet.local.knobs import (
+    KNOB_REPS,
+    LAST_LOOK_SE,
+    MIN_STEP,
+    REPROBE_BATCHES,
+    effect_text,
+    paired_mean,
+    screen_knobs,
+    undecided,
+)
 from quiho.fleet.local.probes import Cell, ProbeRunner, facts_key, machine_facts, require_root
 from quiho.fleet.local.screening import MAX_KNOBS, screening_design
 from quiho.fleet.session import REMOTE_BASE, measuring
@@ -82,7 +92,6 @@ RESPONSES_SCHEMA = 1
 RESULT_SCHEMA = 1
 #: Candidate CFS periods (µs), probed in this order.
 PERIODS_US = (100000, 20000)
-MIN_STEP = math.log(1.05)  # IRUP hardware grouping merges hosts closer than 5 %
 #: Lowest quota level: a host there runs 2.5x slower. The quota steps must clear the fleet's noise (2 SE of a
 #: host's median); on a VM whose per-run noise is ~15 % that is ~20 % a step, and at 50 % only three levels fit
 #: (6 hosts with page size, where leave-one-group-out needs >= 8). The stressors are time-based, so only the
@@ -94,10 +103,6 @@ UNTHROTTLED_REPS = 6
 PREFAULT_MIB = 512
 #: Runs per host and version in a profile (the demo's --repetitions 5): the sample size of a host's median.
 FLEET_REPS = 5
-#: Most batches of extra rounds for an undecided memory axis (each costs ~20 s: the cap bounds a busy calibration).
-REPROBE_BATCHES = 2
-#: SEs a memory axis's effect needs at the last look, after every re-probe batch (3 at the looks before it).
-LAST_LOOK_SE = 2.0
 _MEDIAN_SE = 1.2533  # sqrt(pi/2): SE of a median relative to that of a mean (normal noise)
 
 
@@ -682,16 +687,6 @@ def measure_responses(runner: ProbeRunner, facts: dict[str, Any], reps: int = UN
     resp["load_before_after"] = [load0, [round(x, 2) for x in os.getloadavg()]]
     resp["probe_runs"] = runner.runs
     return resp
-
-
-def undecided(effect: float | None, kept: bool, se: float | None = None) -> bool:
-    """A dropped axis whose rounds neither show a 5 % effect nor rule one out: more rounds may decide it.
-
-    Ruled out: the effect and two of its SEs stay within 5 % (a dropped axis is kept from 5 % and 3 SE on).
-    """
-    if kept or effect is None:
-        return False
-    return abs(effect) > MIN_STEP or (se is not None and abs(effect) + 2 * se > MIN_STEP)
 
 
 def _reprobe_undecided(runner: ProbeRunner, resp: dict[str, Any], unthrottled: list[tuple[Cell, int]],

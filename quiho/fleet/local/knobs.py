@@ -31,7 +31,7 @@ import os
 import shutil
 import statistics
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -40,10 +40,15 @@ from quiho._factors import FACTOR_BY_NAME
 from quiho.fleet.local.probes import Cell, ProbeRunner
 
 __all__ = ["Knob", "KNOBS", "LOOK_AT", "KnobEffect", "KNOB_REPS", "decide_knob", "knob_cells", "screen_knobs",
-           "write_disk", "network_mechanism", "paired_mean", "MIN_STEP", "MEM_CACHE_MIB", "effect_text"]
+           "write_disk", "network_mechanism", "paired_mean", "MIN_STEP", "MEM_CACHE_MIB", "effect_text",
+           "undecided", "REPROBE_BATCHES", "LAST_LOOK_SE"]
 
 #: Smallest effect that counts (log): IRUP hardware grouping merges hosts closer than 5 %.
 MIN_STEP = math.log(1.05)
+#: Most batches of extra rounds for an undecided axis or knob (each costs ~20 s: the cap bounds a busy calibration).
+REPROBE_BATCHES = 2
+#: SEs an axis's or knob's effect needs at the last look, after every re-probe batch (3 at the looks before it).
+LAST_LOOK_SE = 2.0
 #: Rounds of every knob cell: the first is dropped (a condition's first run after it is set is a transient), so
 #: four paired rounds remain, the fewest whose SE resolves a 10 % effect under the probes' 3-5 % noise.
 KNOB_REPS = 5
@@ -140,7 +145,7 @@ def paired_mean(d: Iterable[float | None]) -> tuple[float, float] | None:
     return statistics.fmean(kept), statistics.stdev(kept) / math.sqrt(len(kept))
 
 
-def _ratios(on: list[float], off: list[float]) -> list[float | None]:
+def _ratios(on: Sequence[float | None], off: Sequence[float | None]) -> list[float | None]:
     return [math.log(a / b) if a and b and a > 0 and b > 0 else None for a, b in zip(on, off, strict=False)]
 
 
@@ -154,34 +159,53 @@ def effect_text(e: tuple[float, float] | None) -> str:
     return f"{math.expm1(e[0]):+.1%} ({abs(e[0]) / e[1]:.1f} SE)" if e[1] > 0 else f"{math.expm1(e[0]):+.1%} (no noise)"
 
 
-def decide_knob(knob: Knob, level: str, on: dict[str, list[float]], off: dict[str, list[float]]) -> KnobEffect:
+def undecided(effect: float | None, kept: bool, se: float | None = None) -> bool:
+    """A dropped axis or knob whose rounds neither show a 5 % effect nor rule one out: more rounds may decide it.
+
+    Ruled out: the effect and two of its SEs stay within 5 % (it is kept from 5 % and 3 SE on).
+    """
+    if kept or effect is None:
+        return False
+    return abs(effect) > MIN_STEP or (se is not None and abs(effect) + 2 * se > MIN_STEP)
+
+
+def decide_knob(knob: Knob, level: str, on: Mapping[str, Sequence[float | None]],
+                off: Mapping[str, Sequence[float | None]], z: float = 3.0) -> KnobEffect:
     """Keep ``knob`` if it slows its probe measurably and measurably more than the CPU probe (pure).
 
     ``on``/``off``: probe → seconds per round, the two conditions measured in the same rounds. Measurable: the
-    mean paired log ratio beyond 3 SE and beyond 5 %. A knob whose probe is the CPU probe (core sharing) needs
-    only the first. Otherwise, where the CPU probe slows too (beyond 2 SE and 5 %), the per-round difference
-    ``log(on/off)[probe] - log(on/off)[cpu]`` must be measurable: a knob that slows everything alike is a speed
-    knob, which the quota already is.
+    mean paired log ratio beyond ``z`` SE (3, or :data:`LAST_LOOK_SE` at the last re-probe look) and beyond 5 %.
+    A knob whose probe is the CPU probe (core sharing) needs only the first. Otherwise, where the CPU probe slows
+    too (beyond 2 SE and 5 %), the per-round difference ``log(on/off)[probe] - log(on/off)[cpu]`` must be
+    measurable: a knob that slows everything alike is a speed knob, which the quota already is.
     """
     ep = paired_mean(_ratios(on.get(knob.probe) or [], off.get(knob.probe) or []))
     ec = paired_mean(_ratios(on.get("cpu") or [], off.get("cpu") or []))
     if ep is None:
         return KnobEffect(knob.name, False, level, None, None, None, None, f"{knob.emulates}: not measured")
+    diff = None
+    if knob.probe != "cpu" and ec is not None and ec[0] > 2 * ec[1] and ec[0] > MIN_STEP:
+        diff = paired_mean(
+            None if p is None or c is None else p - c
+            for p, c in zip(_ratios(on[knob.probe], off[knob.probe]), _ratios(on["cpu"], off["cpu"]), strict=False))
+
+    def fails_at(bar: float) -> list[str]:
+        fails = [] if ep[0] > bar * ep[1] and ep[0] > MIN_STEP else [
+            f"no measurable slowdown of the {knob.probe} probe (needs > 5 % and > {bar:g} SE)"]
+        if knob.probe != "cpu" and ec is not None and ec[0] > 2 * ec[1] and ec[0] > MIN_STEP and (
+                diff is None or not (diff[0] > bar * diff[1] and diff[0] > MIN_STEP)):
+            fails.append(f"it slows the CPU probe about as much ({knob.probe} minus CPU "
+                         f"{effect_text(diff)}; needs > 5 % and > {bar:g} SE): a speed knob")
+        return fails
+
+    fails = fails_at(z)
     text = f"{knob.emulates} ({level}): {knob.probe} probe {effect_text(ep)}"
-    fails = [] if ep[0] > 3 * ep[1] and ep[0] > MIN_STEP else [
-        f"no measurable slowdown of the {knob.probe} probe (needs > 5 % and > 3 SE)"]
     if knob.probe != "cpu":
         text += f", CPU probe {effect_text(ec)}"
-        if ec is not None and ec[0] > 2 * ec[1] and ec[0] > MIN_STEP:
-            diff = paired_mean(
-                None if p is None or c is None else p - c
-                for p, c in zip(_ratios(on[knob.probe], off[knob.probe]), _ratios(on["cpu"], off["cpu"]),
-                                strict=False))
-            if diff is None or not (diff[0] > 3 * diff[1] and diff[0] > MIN_STEP):
-                fails.append(f"it slows the CPU probe about as much ({knob.probe} minus CPU "
-                             f"{effect_text(diff)}; needs > 5 % and > 3 SE): a speed knob")
     elif not fails:
         text += ": the two CPUs share a core's throughput"
+    if not fails and fails_at(3.0):  # kept only because this was the last look
+        text += f" (kept at the last re-probe look's {z:g} SE; 3 SE before it)"
     return KnobEffect(knob.name, not fails, level if not fails else "", ep[0], ep[1],
                       None if ec is None else ec[0], None if ec is None else ec[1], ": ".join([text, *fails]))
 
@@ -287,21 +311,34 @@ def screen_knobs(runner: ProbeRunner, workdir: str, vcpus: int = 2, reps: int = 
     cells, notes = knob_cells(workdir, base[0] if base else None, vcpus)
     probes_all = sorted({k.probe for k, _ in cells} | {"cpu"})
     plan = [(Cell(), reps, probes_all)] + [(c, reps, sorted({k.probe, "cpu"})) for k, c in cells]
-    times = runner.rounds([(c, n) for c, n, _ in plan], probes_all, probes_of=[p for _, _, p in plan])
+    times: list[dict[str, list[float | None]]] = [
+        {p: list(v) for p, v in t.items()}
+        for t in runner.rounds([(c, n) for c, n, _ in plan], probes_all, probes_of=[p for _, _, p in plan])]
     effects = [decide_knob(k, level_of(c, k), t, times[0]) for (k, c), t in zip(cells, times[1:], strict=True)]
-    # a knob dropped with an effect beyond 5 % but within a busy minute's noise: more rounds, then decide on all
-    again = [i for i, e in enumerate(effects) if not e.kept and e.effect_probe is not None
-             and abs(e.effect_probe) > MIN_STEP]
-    if again:
+    # a knob its rounds neither show nor rule out (a busy minute's noise): more rounds, decided on all of them,
+    # at most REPROBE_BATCHES batches, the last look at LAST_LOOK_SE (the memory axes' rule)
+    reprobed: list[str] = []
+    for batch in range(REPROBE_BATCHES):
+        again = [i for i, e in enumerate(effects) if undecided(e.effect_probe, e.kept, e.se_probe)]
+        if not again:
+            break
+        last = batch == REPROBE_BATCHES - 1
+        which = f" (batch {batch + 1} of at most {REPROBE_BATCHES}; decided after it at {LAST_LOOK_SE:g} SE)" \
+            if last else ""
         step(f"calibration: knob(s) {', '.join(effects[i].name for i in again)} undecided within the noise: "
-             f"{reps} more rounds")
+             f"{reps} more rounds{which}")
         sub = [plan[0]] + [plan[i + 1] for i in again]
         more = runner.rounds([(c, n) for c, n, _ in sub], probes_all, probes_of=[p for _, _, p in sub])
+        width = max(len(v) for v in times[0].values())
         for j, res in zip([0, *(i + 1 for i in again)], more, strict=True):
-            for p_, v in res.items():
-                times[j][p_] = times[j][p_] + v
-        effects = [decide_knob(k, level_of(c, k), t, times[0]) for (k, c), t in zip(cells, times[1:], strict=True)]
+            for p_, v in res.items():  # a knob not re-probed in an earlier batch is padded: rounds still pair
+                old = list(times[j].get(p_) or [])
+                times[j][p_] = [*old, *[None] * (width - len(old)), *v]
+        reprobed += [effects[i].name for i in again if effects[i].name not in reprobed]
+        z = LAST_LOOK_SE if last else 3.0
+        effects = [decide_knob(k, level_of(c, k), t, times[0], z if i in again else 3.0)
+                   for i, ((k, c), t) in enumerate(zip(cells, times[1:], strict=True))]
     for e in effects:
         step(f"calibration: knob {e.name}: {'kept' if e.kept else 'dropped'}: {e.reason}")
-    return {"knobs": [e.to_dict() for e in effects], "notes": notes, "reprobed": [effects[i].name for i in again],
+    return {"knobs": [e.to_dict() for e in effects], "notes": notes, "reprobed": reprobed,
             "cells": [{**asdict(c), **t} for (c, _, _), t in zip(plan, times, strict=True)]}

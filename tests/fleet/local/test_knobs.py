@@ -22,7 +22,15 @@ import pytest
 
 from quiho.fleet.inventory import repo_root
 from quiho.fleet.local.emulate import CGROUP_CPU, CGROUP_KNOBS, NETNS_DIR, cleanup_emulation
-from quiho.fleet.local.knobs import KNOBS, decide_knob, knob_cells, screen_knobs, write_disk
+from quiho.fleet.local.knobs import (
+    KNOBS,
+    LAST_LOOK_SE,
+    REPROBE_BATCHES,
+    decide_knob,
+    knob_cells,
+    screen_knobs,
+    write_disk,
+)
 from quiho.fleet.local.probes import ProbeRunner
 
 BY = {k.name: k for k in KNOBS}
@@ -74,6 +82,60 @@ def test_the_first_round_is_a_transient_and_does_not_decide() -> None:
     e = decide_knob(BY["storage"], "x", {"fsync": [f * (1 + 0.001 * i) for i, f in enumerate(on["fsync"])],
                                          "cpu": on["cpu"]}, off)
     assert e.kept and abs(math.exp(e.effect_probe or 0) - 2) < 0.02
+
+
+class _Rounds:
+    """A probe runner replaying planted times: every knob's cell slows its own probe 3x, the compute co-runner's
+    cell slows the CPU probe by ``sharing`` (cycled within each batch); every batch is recorded."""
+
+    def __init__(self, sharing: list[float]) -> None:
+        self.sharing, self.asked = sharing, []
+        self.on_step = lambda _m: None
+
+    def rounds(self, cells, probes, probes_of=None):  # noqa: ANN001, ANN201 - the runner's signature
+        self.asked.append([(c.corunner, n) for c, n in cells])
+        out = []
+        for (c, n), ps in zip(cells, probes_of or [probes] * len(cells), strict=True):
+            res = {}
+            for p in ps:
+                own = (c.syscall_rules and p == "syscall") or (c.net != "0" and p == "network")
+                res[p] = ([0.2 * self.sharing[i % len(self.sharing)] for i in range(n)]
+                          if c.corunner == "cpu" and p == "cpu" else [0.2 * (3 if own else 1)] * n)
+            out.append(res)
+        return out
+
+
+def test_a_knob_a_noisy_minute_leaves_undecided_is_probed_again_and_kept_at_the_last_look() -> None:
+    # compute co-runner rounds alternate +30 % and -7 % (a ~+11 % effect in a busy minute): < 3 SE on one batch
+    runner = _Rounds([1.30, 0.93])
+    out = screen_knobs(runner, "/proc", vcpus=2, reps=5)  # type: ignore[arg-type]
+    by = {e["name"]: e for e in out["knobs"]}
+    assert out["reprobed"] == ["core-sharing"]
+    # the fsync base, the first batch, then REPROBE_BATCHES batches of the reference and the one undecided knob
+    assert len(runner.asked) == 2 + REPROBE_BATCHES
+    assert all(batch == [("none", 5), ("cpu", 5)] for batch in runner.asked[2:])
+    sharing = by["core-sharing"]
+    assert sharing["kept"] and "kept at the last re-probe look's 2 SE; 3 SE before it" in sharing["reason"]
+    assert LAST_LOOK_SE < sharing["effect_probe"] / sharing["se_probe"] < 3
+    # the knobs decided at once were not measured again, and their rounds stay as they were
+    assert by["kernel-entry"]["kept"] and len(out["cells"][0]["cpu"]) == 5 * (1 + REPROBE_BATCHES)
+    assert [len(c["cpu"]) for c in out["cells"][1:]] == [5 * (1 + REPROBE_BATCHES)] + [5] * (len(out["cells"]) - 2)
+
+
+def test_a_knob_whose_rounds_rule_out_five_percent_is_not_probed_again() -> None:
+    runner = _Rounds([1.01, 0.99])
+    out = screen_knobs(runner, "/proc", vcpus=2, reps=5)  # type: ignore[arg-type]
+    assert out["reprobed"] == [] and len(runner.asked) == 2
+    assert not next(e for e in out["knobs"] if e["name"] == "core-sharing")["kept"]
+
+
+def test_a_knob_without_an_effect_is_not_kept_by_its_last_look() -> None:
+    # scatter of +-20 % around none: probed again up to the cap, then dropped at 2 SE too
+    runner = _Rounds([1.2, 0.83, 1.18, 0.85])
+    out = screen_knobs(runner, "/proc", vcpus=2, reps=5)  # type: ignore[arg-type]
+    sharing = next(e for e in out["knobs"] if e["name"] == "core-sharing")
+    assert out["reprobed"] == ["core-sharing"] and len(runner.asked) == 2 + REPROBE_BATCHES
+    assert not sharing["kept"] and "needs > 5 % and > 2 SE" in sharing["reason"]
 
 
 def test_a_directory_on_no_block_device_has_no_storage_knob_and_says_so() -> None:
