@@ -1,6 +1,7 @@
 """The gate's per-revision location on a busy shared runner: which estimator of a revision's rounds (issue 48).
 
-Run: ``.venv/bin/python bench/history_gate_interference.py [--quick]``. Prints tables; asserts nothing.
+Run: ``.venv/bin/python bench/history_gate_interference.py [--quick]`` (the protocol), or ``--seeds 2000-2199
+--locations min`` (a further sample after the choice). Prints tables; asserts nothing.
 
 Registered protocol (round 1, written down and committed before any candidate was run on these generators)
 --------------------------------------------------------------------------------------------------------------
@@ -147,14 +148,14 @@ def _caught(h: History, opts: GateOptions, where: Path) -> bool:
     return any(a.state == "new" and a.first_bad == h.revisions[-1] for a in res.open_alerts)
 
 
-def measure(seeds: tuple[int, ...], tmp: Path) -> dict[tuple[str, str], Cell]:
+def measure(seeds: tuple[int, ...], tmp: Path, candidates: tuple[str, ...] = CANDIDATES) -> dict[tuple[str, str], Cell]:
     out: dict[tuple[str, str], Cell] = {}
     k = 0
     for gen in GENERATORS:
         for seed in seeds:
             null = _walk(gen, seed, N_NULL)
             steps = {s: _walk(gen, seed, N_BASE, s) for s in STEPS}
-            for c in CANDIDATES:
+            for c in candidates:
                 cell = out.setdefault((gen, c), Cell([], [], {s: [] for s in STEPS}))
                 opts = GateOptions(location=c)
                 k += 1
@@ -182,14 +183,14 @@ def _pooled(cells: dict[tuple[str, str], Cell], c: str, what: str, step: float =
     return np.mean(rows, axis=0)
 
 
-def table(cells: dict[tuple[str, str], Cell], title: str) -> None:
+def table(cells: dict[tuple[str, str], Cell], title: str, candidates: tuple[str, ...] = CANDIDATES) -> None:
     print(f"\n{title}")
     head = (f"{'generator':<12} {'location':<8} {'false alarms/check':>22} {'red checks':>12} "
             + " ".join(f"{'caught +' + format(s, '.0%'):>16}" for s in STEPS))
     print(head)
     print("-" * len(head))
     for gen in (*GENERATORS, "mean of 4"):
-        for c in CANDIDATES:
+        for c in candidates:
             if gen == "mean of 4":
                 f, r = _pooled(cells, c, "false"), _pooled(cells, c, "red")
                 pw = {s: _pooled(cells, c, "caught", s) for s in STEPS}
@@ -236,7 +237,23 @@ def choose(cells: dict[tuple[str, str], Cell]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="8 seeds per set (a smoke run, not the protocol)")
+    ap.add_argument("--seeds", metavar="FIRST-LAST",
+                    help="a further sample after the protocol: only these seeds, one table, no choice (e.g. 2000-2199)")
+    ap.add_argument("--locations", default=",".join(CANDIDATES),
+                    help="with --seeds: the candidates to measure (comma-separated; default all)")
     args = ap.parse_args()
+    if args.seeds:
+        first, _, last = args.seeds.partition("-")
+        seeds = tuple(range(int(first), int(last or first) + 1))
+        locs = tuple(x for x in args.locations.split(",") if x)
+        if not seeds or not locs or set(locs) - set(CANDIDATES):
+            ap.error(f"--seeds FIRST-LAST with FIRST <= LAST and --locations among {', '.join(CANDIDATES)}")
+        t0 = time.perf_counter()
+        with tempfile.TemporaryDirectory() as d:
+            cells = measure(seeds, Path(d), locs)
+        table(cells, f"FURTHER SAMPLE (seeds {seeds[0]}-{seeds[-1]}), after the choice", locs)
+        print(f"({time.perf_counter() - t0:.0f} s)")
+        return
     ins, outs = (IN_SEEDS[:8], OUT_SEEDS[:8]) if args.quick else (IN_SEEDS, OUT_SEEDS)
     o = GateOptions()
     print(f"gate settings: method={o.method} alpha={o.alpha} newest_alpha={o.newest_alpha} min_size={o.min_size} "
