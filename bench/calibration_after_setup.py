@@ -11,7 +11,9 @@ and the same knobs; the design's factors follow from those. Printed: one row per
 and after, the kept sets and what differs, then the count of agreeing tries.
 
 Registered before the first run (2026-11-28): 5 tries, reference after the tries, agreement = same kept axes and
-knobs; the issue's bar is 4 of 5.
+knobs; the issue's bar is 4 of 5. Added after run 5 (2026-12-02), beside the registered count and not instead of
+it: whether the try's screening design has the reference's factors (a knob kept by its probe but left out of the
+hosts, core sharing beside the stream co-runner, changes no host).
 """
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ def kept_sets(info: dict) -> tuple[frozenset[str], frozenset[str]]:
     """The kept grid axes and the kept knobs of ``quiho fleet calibrate --json``'s document."""
     return (frozenset(info.get("kept") or ()),
             frozenset(k["name"] for k in info.get("knobs") or () if k.get("kept")))
+
+
+def design_of(info: dict) -> tuple[str, ...]:
+    """The screening design's factors, in the design's order (empty: the grid), from the same document."""
+    return tuple((info.get("design") or {}).get("factors") or ())
 
 
 def calibrate_into(py: Path, store: Path, log: Path) -> tuple[dict, list[float], list[float], float]:
@@ -88,25 +95,29 @@ def main() -> int:
         print(f"try {i}: set-up {setup_s:.0f} s, calibration {wall:.0f} s, load {before} -> {after}", file=sys.stderr)
     reached = wait_quiet(a.quiet_load)
     py = a.out / "clone-1" / ".venv" / "bin" / "python"
-    info, before, after, wall = calibrate_into(py, a.out / "quiet.db", log)
-    ref = kept_sets(info)
+    ref_info, before, after, wall = calibrate_into(py, a.out / "quiet.db", log)
+    ref = kept_sets(ref_info)
     print(f"\nreference: quiet calibration (1-min load {reached:.2f} when started): axes {fmt(ref[0])}; "
           f"knobs {fmt(ref[1])}; {wall:.0f} s\n")
     if reached >= a.quiet_load:
         print(f"NOT QUIET: the load stayed at or above {a.quiet_load} for 15 min; this reference is a busy "
               "calibration and the count below does not answer the registered question\n")
-    print("| try | set-up s | load before | load after | calibration s | axes kept | knobs kept | same as quiet |")
-    print("|---|---|---|---|---|---|---|---|")
-    agree = 0
+    print("| try | set-up s | load before | load after | calibration s | axes kept | knobs kept | same as quiet "
+          "| same design |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    agree = same_design = 0
     for name, setup_s, before, after, wall, info in rows:
         axes, knobs = kept_sets(info)
         diff = [f"-{x}" for x in sorted((ref[0] | ref[1]) - (axes | knobs))] + \
                [f"+{x}" for x in sorted((axes | knobs) - (ref[0] | ref[1]))]
         same = (axes, knobs) == ref
         agree += same
+        design = design_of(info) == design_of(ref_info)
+        same_design += design
         print(f"| {name} | {setup_s:.0f} | {before[0]:.2f} | {after[0]:.2f} | {wall:.0f} | {fmt(axes)} | "
-              f"{fmt(knobs)} | {'yes' if same else 'no: ' + ' '.join(diff)} |")
+              f"{fmt(knobs)} | {'yes' if same else 'no: ' + ' '.join(diff)} | {'yes' if design else 'no'} |")
     print(f"\n{agree} of {len(rows)} calibrations right after set-up keep what the quiet one keeps (bar: 4 of 5)")
+    print(f"{same_design} of {len(rows)} build the quiet one's design ({', '.join(design_of(ref_info)) or 'the grid'})")
     return 0
 
 
