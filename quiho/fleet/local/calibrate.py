@@ -70,6 +70,8 @@ from quiho.fleet.local.knobs import (
     LAST_LOOK_SE,
     MIN_STEP,
     REPROBE_BATCHES,
+    append_rounds,
+    batch_note,
     effect_text,
     paired_mean,
     screen_knobs,
@@ -708,22 +710,18 @@ def _reprobe_undecided(runner: ProbeRunner, resp: dict[str, Any], unthrottled: l
                 and any(c == by_axis[a.name] for c, _ in unthrottled)]
         if not todo:
             break
-        last = batch == REPROBE_BATCHES - 1
-        which = ""
-        if batch:
-            decided = f"; decided after it at {LAST_LOOK_SE:g} SE" if last else ""
-            which = f" (batch {batch + 1} of at most {REPROBE_BATCHES}{decided})"
-        runner.on_step(f"calibration: {', '.join(todo)} undecided within the noise: {reps} more rounds{which}")
+        runner.on_step(f"calibration: {', '.join(todo)} undecided within the noise: {reps} more rounds"
+                       f"{batch_note(batch)}")
         cells = [(Cell(100, "never"), reps)] + [(by_axis[n], reps) for n in todo]
         stored = {json.dumps({k: c[k] for k in asdict(Cell())}, sort_keys=True): c for c in resp["cells"]}
         width = max(len(c.get("memory") or []) for c in resp["cells"])
         for (cell, _), res in zip(cells, runner.rounds(cells, probes), strict=True):
             row = stored[json.dumps(asdict(cell), sort_keys=True)]
             for p in probes:
-                row[p] = list(row.get(p) or []) + [None] * (width - len(row.get(p) or [])) + res[p]
+                row[p] = append_rounds(row.get(p), res[p], width)
         names += [n for n in todo if n not in names]
         resp["reprobed"], resp["reprobe_batches"] = names, batch + 1
-        if last:
+        if batch == REPROBE_BATCHES - 1:
             resp["last_look"] = todo
 
 

@@ -41,7 +41,7 @@ from quiho.fleet.local.probes import Cell, ProbeRunner
 
 __all__ = ["Knob", "KNOBS", "LOOK_AT", "KnobEffect", "KNOB_REPS", "decide_knob", "knob_cells", "screen_knobs",
            "write_disk", "network_mechanism", "paired_mean", "MIN_STEP", "MEM_CACHE_MIB", "effect_text",
-           "undecided", "REPROBE_BATCHES", "LAST_LOOK_SE"]
+           "undecided", "REPROBE_BATCHES", "LAST_LOOK_SE", "batch_note", "append_rounds"]
 
 #: Smallest effect that counts (log): IRUP hardware grouping merges hosts closer than 5 %.
 MIN_STEP = math.log(1.05)
@@ -169,6 +169,20 @@ def undecided(effect: float | None, kept: bool, se: float | None = None) -> bool
     return abs(effect) > MIN_STEP or (se is not None and abs(effect) + 2 * se > MIN_STEP)
 
 
+def batch_note(batch: int) -> str:
+    """What a re-probe step's message adds for batch ``batch`` (0-based): its number, and the last look's bar."""
+    if not batch:
+        return ""
+    decided = f"; decided after it at {LAST_LOOK_SE:g} SE" if batch == REPROBE_BATCHES - 1 else ""
+    return f" (batch {batch + 1} of at most {REPROBE_BATCHES}{decided})"
+
+
+def append_rounds(old: Sequence[float | None] | None, new: Sequence[float | None], width: int) -> list[float | None]:
+    """``old`` padded with None to ``width`` rounds, then ``new``: a cell left out of some rounds still pairs."""
+    old = list(old or [])
+    return [*old, *[None] * (width - len(old)), *new]
+
+
 def decide_knob(knob: Knob, level: str, on: Mapping[str, Sequence[float | None]],
                 off: Mapping[str, Sequence[float | None]], z: float = 3.0) -> KnobEffect:
     """Keep ``knob`` if it slows its probe measurably and measurably more than the CPU probe (pure).
@@ -183,8 +197,10 @@ def decide_knob(knob: Knob, level: str, on: Mapping[str, Sequence[float | None]]
     ec = paired_mean(_ratios(on.get("cpu") or [], off.get("cpu") or []))
     if ep is None:
         return KnobEffect(knob.name, False, level, None, None, None, None, f"{knob.emulates}: not measured")
+    # a knob that also slows the CPU probe (beyond 2 SE and 5 %) must slow its own probe measurably more
+    slows_cpu = knob.probe != "cpu" and ec is not None and ec[0] > 2 * ec[1] and ec[0] > MIN_STEP
     diff = None
-    if knob.probe != "cpu" and ec is not None and ec[0] > 2 * ec[1] and ec[0] > MIN_STEP:
+    if slows_cpu:
         diff = paired_mean(
             None if p is None or c is None else p - c
             for p, c in zip(_ratios(on[knob.probe], off[knob.probe]), _ratios(on["cpu"], off["cpu"]), strict=False))
@@ -192,8 +208,7 @@ def decide_knob(knob: Knob, level: str, on: Mapping[str, Sequence[float | None]]
     def fails_at(bar: float) -> list[str]:
         fails = [] if ep[0] > bar * ep[1] and ep[0] > MIN_STEP else [
             f"no measurable slowdown of the {knob.probe} probe (needs > 5 % and > {bar:g} SE)"]
-        if knob.probe != "cpu" and ec is not None and ec[0] > 2 * ec[1] and ec[0] > MIN_STEP and (
-                diff is None or not (diff[0] > bar * diff[1] and diff[0] > MIN_STEP)):
+        if slows_cpu and (diff is None or not (diff[0] > bar * diff[1] and diff[0] > MIN_STEP)):
             fails.append(f"it slows the CPU probe about as much ({knob.probe} minus CPU "
                          f"{effect_text(diff)}; needs > 5 % and > {bar:g} SE): a speed knob")
         return fails
@@ -322,20 +337,16 @@ def screen_knobs(runner: ProbeRunner, workdir: str, vcpus: int = 2, reps: int = 
         again = [i for i, e in enumerate(effects) if undecided(e.effect_probe, e.kept, e.se_probe)]
         if not again:
             break
-        last = batch == REPROBE_BATCHES - 1
-        which = f" (batch {batch + 1} of at most {REPROBE_BATCHES}; decided after it at {LAST_LOOK_SE:g} SE)" \
-            if last else ""
         step(f"calibration: knob(s) {', '.join(effects[i].name for i in again)} undecided within the noise: "
-             f"{reps} more rounds{which}")
+             f"{reps} more rounds{batch_note(batch)}")
         sub = [plan[0]] + [plan[i + 1] for i in again]
         more = runner.rounds([(c, n) for c, n, _ in sub], probes_all, probes_of=[p for _, _, p in sub])
         width = max(len(v) for v in times[0].values())
         for j, res in zip([0, *(i + 1 for i in again)], more, strict=True):
-            for p_, v in res.items():  # a knob not re-probed in an earlier batch is padded: rounds still pair
-                old = list(times[j].get(p_) or [])
-                times[j][p_] = [*old, *[None] * (width - len(old)), *v]
+            for p_, v in res.items():  # a knob not re-probed in an earlier batch is padded
+                times[j][p_] = append_rounds(times[j].get(p_), v, width)
         reprobed += [effects[i].name for i in again if effects[i].name not in reprobed]
-        z = LAST_LOOK_SE if last else 3.0
+        z = LAST_LOOK_SE if batch == REPROBE_BATCHES - 1 else 3.0
         effects = [decide_knob(k, level_of(c, k), t, times[0], z if i in again else 3.0)
                    for i, ((k, c), t) in enumerate(zip(cells, times[1:], strict=True))]
     for e in effects:
