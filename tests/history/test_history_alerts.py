@@ -615,6 +615,20 @@ def test_each_location_reads_a_revision_by_its_statistic_and_a_summary_by_the_sa
         GateOptions(location="p99")
 
 
+def test_a_rate_is_read_at_its_best_end_too() -> None:
+    """Interference lowers a rate: ``min`` and ``q25`` read a higher-is-better unit's maximum and 75th percentile."""
+    from quiho.history._model import Summary
+    from quiho.history.gate._levels import located
+
+    rounds = np.array([3.0, 1.0, 2.0, 9.0, 5.0])
+    summ = Summary(min=1.0, q1=2.0, median=3.0, q3=5.0, max=9.0, mean=4.0, rounds=5)
+    h = History("s", ("raw", "summary", "asv"), np.arange(3), (rounds, np.array([summ.centre]), np.array([7.0])),
+                "ops/s", summaries=(None, summ, Summary(q1=6.0, median=7.0, q3=8.0)))
+    assert located(h, "min").values.tolist() == [9.0, 9.0, 8.0]
+    assert located(h, "q25").values.tolist() == [5.0, 5.0, 8.0]
+    assert located(h, "median").values.tolist() == [3.0, 3.0, 7.0]
+
+
 def test_the_minimum_sees_a_step_that_bursts_of_interference_hide_from_the_mean(tmp_path: Path) -> None:
     """Half the runs get a co-runner on some rounds; +30 % at the newest revision: the min reads it, the mean not."""
     rng = np.random.default_rng(3)

@@ -17,6 +17,7 @@ from scipy import stats
 
 from quiho.errors import UsageError
 from quiho.history._model import History, Summary
+from quiho.history.sources import direction_of_unit
 
 __all__ = ["WITHIN_RULES", "LOCATIONS", "DEFAULT_LOCATION", "VarianceComponents", "LevelComparison",
            "variance_components", "compare_levels", "located", "revision_location"]
@@ -39,21 +40,28 @@ LOCATIONS: dict[str, tuple[str, ...]] = {
 }
 
 
-def revision_location(samples: np.ndarray, summary: Summary | None, location: str) -> float:
+#: a summary statistic read at the other end of the rounds, for a unit where higher is better
+_MIRROR = {"min": "max", "q1": "q3"}
+
+
+def revision_location(samples: np.ndarray, summary: Summary | None, location: str, better: str = "lower") -> float:
     """One revision's value by the estimator ``location`` (a key of :data:`LOCATIONS` other than ``"rounds"``).
 
     From the rounds when they are kept; from a harness's summary when only it is (its first reported statistic in
     :data:`LOCATIONS` order: asv reports quartiles but no minimum, so ``"min"`` reads its first quartile); a
-    revision with one value and no summary is that value whatever the estimator.
+    revision with one value and no summary is that value whatever the estimator. ``"min"`` and ``"q25"`` are the
+    *best* end of the rounds: for a unit where higher is ``better`` (a rate), the maximum and the 75th percentile,
+    because interference lowers a rate as it lengthens a time.
     """
+    hi = better == "higher"
     if summary is not None:
         for stat in LOCATIONS[location]:
-            if not np.isnan(v := summary.get(stat)):
+            if not np.isnan(v := summary.get(_MIRROR.get(stat, stat) if hi else stat)):
                 return v
     if location == "min":
-        return float(samples.min())
+        return float(samples.max() if hi else samples.min())
     if location == "q25":
-        return float(np.quantile(samples, 0.25))
+        return float(np.quantile(samples, 0.75 if hi else 0.25))
     if location == "median":
         return float(np.median(samples))
     return float(samples.mean())
@@ -62,9 +70,10 @@ def revision_location(samples: np.ndarray, summary: Summary | None, location: st
 def located(history: History, location: str) -> History:
     """``history`` with one value per revision, its location by ``location`` (``"rounds"``: unchanged).
 
-    Interference on a shared machine only ever adds time, so a low order statistic of a revision's rounds
-    survives it where their mean does not; each revision then counts as one value, and the gate's comparisons
-    become prediction intervals over revisions (builds, runs and their interference all scatter between them).
+    Interference on a shared machine only ever adds time (or takes rate), so an order statistic at the best end of
+    a revision's rounds (:func:`revision_location`, by the unit's direction) survives it where their mean does not;
+    each revision then counts as one value, and the gate's comparisons become prediction intervals over revisions
+    (builds, runs and their interference all scatter between them).
 
     Raises
     ------
@@ -91,7 +100,8 @@ def located(history: History, location: str) -> History:
     if location == "rounds":
         return history
     sums = history.summaries or (None,) * len(history)
-    vals = [revision_location(s, m, location) for s, m in zip(history.samples, sums, strict=True)]
+    better = direction_of_unit(history.unit)
+    vals = [revision_location(s, m, location, better) for s, m in zip(history.samples, sums, strict=True)]
     return History(history.name, history.revisions, history.orders, tuple(np.array([v]) for v in vals),
                    history.unit, history.config, history.missing)
 
