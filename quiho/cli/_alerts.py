@@ -28,11 +28,12 @@ def progress(msg: str) -> None:
 
 
 def detect_all(store: str | None, options: object, fmt: str, fail_on_change: bool, json_out: bool,
-               rerun: tuple[object, object] | None = None) -> None:
+               rerun: tuple[object, object] | None = None, view: object = None) -> None:
     """Run the gate (:func:`quiho.history.run_gate`) and print it; ``ChangeFound`` while a ``new`` alert is open.
 
     ``rerun`` (a ``GitBench`` and ``ConfirmOptions``): every ``new`` alert is rerun in pairs first
-    (:func:`quiho.history.gate.confirm_gate`) and only those the rerun does not clear fail.
+    (:func:`quiho.history.gate.confirm_gate`) and only those the rerun does not clear fail. ``view``: what the gate
+    reads of each series (``--normalise``: :func:`quiho.history.normalise.normalised_view`).
     """
     from quiho.cli.main import ChangeFound
     from quiho.history.gate import (
@@ -48,7 +49,7 @@ def detect_all(store: str | None, options: object, fmt: str, fail_on_change: boo
     from quiho.store import open_store
 
     with open_store(store, create=False) as st:
-        gate = run_gate(st, options)  # type: ignore[arg-type]
+        gate = run_gate(st, options, view=view)  # type: ignore[arg-type]
         # a failed rerun is one line naming the alert it leaves unconfirmed
         cg = ConfirmedGate(gate) if rerun is None else confirm_gate(st, gate, rerun[0], rerun[1],  # type: ignore[arg-type]
                                                                     log=progress)

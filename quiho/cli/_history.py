@@ -231,10 +231,11 @@ def detect_(
     base: BaseOpt = None,
     newest_alpha: NewestAlphaOpt = None,
     location: Annotated[str | None, typer.Option("--location", help="Each revision's value in the gate: min "
-                                                                    "(default: survives a busy runner), q25, "
-                                                                    "median, mean, or rounds (every round under "
-                                                                    "the random-effects model, the earlier "
-                                                                    "default).")] = None,
+                                                                    "(default: its best round, the lowest time or "
+                                                                    "highest rate, survives a busy runner), q25 "
+                                                                    "(q75 of a rate), median, mean, or rounds "
+                                                                    "(every round under the random-effects model, "
+                                                                    "the earlier default).")] = None,
     normalise: NormaliseOpt = False,
     rerun: Annotated[str | None, typer.Option("--rerun", callback=shell_words, metavar="CMD",
                                               help="With --all: rerun each new alert's first bad revision and the "
@@ -267,8 +268,6 @@ def detect_(
         raise UsageError("--base goes with --all")
     if newest_alpha is not None and not (all_series or normalise):
         raise UsageError("--newest-alpha goes with --all or --normalise")
-    if all_series and normalise:
-        raise UsageError("--normalise works on one stored series: name it instead of --all")
     if location is not None and not (all_series or fmt == "markdown"):
         raise UsageError("--location goes with --all or --format markdown (the gate's verdicts)")
     if rerun is not None and not all_series:
@@ -284,8 +283,15 @@ def detect_(
         gate = replace(gate, location=location) if location is not None else gate
         again = None if rerun is None else _rerun_of(rerun, rerun_build, repo, pairs, rerun_metric, rerun_level,
                                                      timeout, gate)
-        detect_all(store, gate if newest_alpha is None else replace(gate, newest_alpha=newest_alpha), fmt,
-                   fail_on_change, json_out, again)
+        gate = gate if newest_alpha is None else replace(gate, newest_alpha=newest_alpha)
+        view = None
+        if normalise:  # each series' values with its machines' effect removed, where the series validates it
+            from quiho.history.normalise import NormaliseOptions, normalised_view
+
+            view = normalised_view(NormaliseOptions(method=method, min_size=min_size,
+                                                    magnitude_floor=magnitude_floor, alpha=alpha),
+                                   newest_alpha=gate.newest_alpha, test_within=gate.test_within)
+        detect_all(store, gate, fmt, fail_on_change, json_out, again, view)
         return
     assert target is not None
     if normalise:  # remove what the machines' fingerprints explain, where validated (quiho.history.normalise)

@@ -17,6 +17,7 @@ from quiho.history.gate._alerts import (
     STACK_VARIANCES,
     GateOptions,
     GateResult,
+    SeriesView,
     alert_lines,
     alert_markdown,
     alert_to_dict,
@@ -38,6 +39,7 @@ __all__ = [
     # stored alerts
     "GateOptions",
     "GateResult",
+    "SeriesView",
     "run_gate",
     "list_alerts",
     "set_alert_state",

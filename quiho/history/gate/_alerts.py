@@ -11,7 +11,7 @@ were judged wrong by a person.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
@@ -38,7 +38,8 @@ from quiho.store import alerts as sa
 from quiho.store.alerts import ALERT_STATES, AlertRow
 
 __all__ = ["ALERT_STATES", "OPEN_STATES", "SPIKE_FILTERS", "STACK_RULES", "STACK_VARIANCES", "GateOptions",
-           "GateResult", "run_gate", "list_alerts", "set_alert_state", "alert_to_dict", "alert_lines", "alert_markdown"]
+           "GateResult", "SeriesView", "run_gate", "list_alerts", "set_alert_state", "alert_to_dict", "alert_lines",
+           "alert_markdown"]
 
 OPEN_STATES = ("new", "acknowledged")
 #: values of :attr:`GateOptions.stack_on_new`
@@ -147,8 +148,29 @@ class GateResult:
                 "alerts": [alert_to_dict(a, now, self.confirmations.get(a.id)) for a in self.open_alerts]}
 
 
-def run_gate(store: Store, options: GateOptions = GateOptions()) -> GateResult:
+@dataclass(frozen=True)
+class SeriesView:
+    """What the gate reads of one series instead of its stored values (``run_gate(..., view=...)``).
+
+    ``history`` is reviewed as stored values are: change points, the newest revision, alerts raised, followed,
+    closed. ``note`` says what was read (e.g. why the raw series was used), and ``tag`` is appended to the
+    ``found_by`` of an alert raised on it, so the alert says which values its evidence is in. With ``unjudged``
+    (a "not meaningful" check of the newest revision) no alert is raised, followed or closed: the newest revision
+    cannot be read on the view's scale, and an alert decided on another scale would mix the two.
+    """
+
+    history: History
+    note: str = ""
+    tag: str = ""
+    unjudged: NewestCheck | None = None
+
+
+def run_gate(store: Store, options: GateOptions = GateOptions(), *,
+             view: Callable[[Store, History], SeriesView] | None = None) -> GateResult:
     """Check every stored series and keep its alerts (see the module docstring).
+
+    ``view`` maps each stored series (read by ``options.location``) to what the gate reviews instead, e.g. its
+    values with the machines' effect removed (:func:`quiho.history.normalise.normalised_view`).
 
     Raises
     ------
@@ -158,10 +180,24 @@ def run_gate(store: Store, options: GateOptions = GateOptions()) -> GateResult:
     hs = [located(load_history(store, str(r["name"])), options.location) for r in list_series(store)]
     base = _resolve_base(hs, options.base) if options.base is not None else None
     opts = replace(options, base=base)
-    verdicts = tuple(_review(store, h, opts) for h in hs)
+    verdicts = tuple(_review_view(store, view(store, h) if view is not None else SeriesView(h), opts) for h in hs)
     names = {h.name for h in hs}
     open_ = tuple(a for a in sa.alerts_of(store, states=OPEN_STATES) if a.series in names)
     return GateResult(verdicts, open_, base, latest_confirmations(store, [a.id for a in open_]))
+
+
+def _review_view(store: Store, v: SeriesView, opts: GateOptions) -> SeriesVerdict:
+    """:func:`_review` of ``v.history``, its note kept and a raised alert tagged; an unjudged view changes nothing."""
+    h = v.history
+    if v.unjudged is not None:
+        d = detect(h, opts.method, min_size=opts.min_size, alpha=opts.alpha, magnitude_floor=opts.magnitude_floor)
+        open_ = [a for a in sa.alerts_of(store, h.name) if a.state in OPEN_STATES]
+        return replace(_verdict(h, d, v.unjudged, open_[-1] if open_ else None), note=v.note)
+    out = replace(_review(store, h, opts), note=v.note)
+    if out.event == "raised" and out.alert is not None and v.tag:
+        sa.update_alert(store, out.alert.id, found_by=f"{out.alert.found_by} ({v.tag})")
+        out = replace(out, alert=sa.get_alert(store, out.alert.id))
+    return out
 
 
 def _resolve_base(hs: Sequence[History], base: str) -> str:

@@ -132,7 +132,8 @@ class SeriesVerdict:
     """One row of ``history detect --all``: the change points of a series and the newest-revision check.
 
     ``alert`` is the series' open alert (or the one this check raised or closed), ``event`` what this check did
-    to it: ``raised``, ``fixed`` or ``""``.
+    to it: ``raised``, ``fixed`` or ``""``; ``note`` what the gate read when not the stored values as they are
+    (:class:`~quiho.history.gate.SeriesView`).
     """
 
     series: str
@@ -142,6 +143,7 @@ class SeriesVerdict:
     missing: int = 0
     alert: AlertRow | None = None
     event: str = ""
+    note: str = ""
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready dict (non-finite numbers become None)."""
@@ -149,7 +151,7 @@ class SeriesVerdict:
                 "newest": self.newest.to_dict(),
                 "alert": None if self.alert is None else {"id": self.alert.id, "state": self.alert.state,
                                                           "first_bad": self.alert.first_bad, "event": self.event},
-                "skipped": {"missing": self.missing}}
+                "skipped": {"missing": self.missing}, **({"note": self.note} if self.note else {})}
 
 
 def verdict_of(history: History, method: str = "auto", *, alpha: float = 0.01, min_size: int = 5,
@@ -201,7 +203,8 @@ def verdict_lines(verdicts: Sequence[SeriesVerdict]) -> list[str]:
     rows = [[printable(c) for c in _cells(v)] for v in verdicts]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(_HEADER)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return [fmt.format(*_HEADER).rstrip()] + [fmt.format(*r).rstrip() for r in rows]
+    notes = [printable(f"{v.series}: {v.note}") for v in verdicts if v.note]
+    return [fmt.format(*_HEADER).rstrip()] + [fmt.format(*r).rstrip() for r in rows] + ([""] + notes if notes else [])
 
 
 def verdict_markdown(verdicts: Sequence[SeriesVerdict], *, title: str = "quiho history") -> str:
@@ -213,5 +216,6 @@ def verdict_markdown(verdicts: Sequence[SeriesVerdict], *, title: str = "quiho h
             else f"No regression at the newest revision ({len(verdicts)} series)")
     missing = sum(v.missing for v in verdicts)
     note = f"\n\n{missing} missing values were skipped." if missing else ""
+    notes = "".join(f"- {md_escape(v.series)}: {md_escape(v.note)}\n" for v in verdicts if v.note)
     return (f"### {md_escape(title)}\n\n{head}{note}\n\n"
-            + md_table(_HEADER, [_cells(v) for v in verdicts], align="lrllll"))
+            + md_table(_HEADER, [_cells(v) for v in verdicts], align="lrllll") + (f"\n{notes}" if notes else ""))

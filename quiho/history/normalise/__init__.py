@@ -3,7 +3,8 @@
 ``_detect`` removes what each revision's machine explains (a per-series model on the machines' fingerprints,
 used only where it is validated on held-out machines) and detects changes in what it does not
 (:func:`detect_normalised`, :func:`check_newest_normalised`); ``_machines`` records which machine measured each
-revision and reads it back from the store; ``_view`` shows raw and normalised side by side.
+revision and reads it back from the store; ``_gate`` gives the CI gate normalised values
+(:func:`normalised_view`); ``_view`` shows raw and normalised side by side.
 """
 
 from quiho.history.normalise._detect import (
@@ -19,6 +20,7 @@ from quiho.history.normalise._detect import (
     check_newest_normalised,
     detect_normalised,
 )
+from quiho.history.normalise._gate import normalised_view
 from quiho.history.normalise._machines import (
     MachineSource,
     attach_machine,
@@ -51,6 +53,8 @@ __all__ = [
     "machine_type",
     "revision_fingerprints",
     "detect_series_normalised",
+    # the CI gate on normalised values
+    "normalised_view",
     # views
     "newest_text",
     "normalised_lines",

@@ -480,7 +480,8 @@ class NormalisedNewest:
     ``machine`` is the newest revision's machine (:attr:`MachineFingerprint.identity`; None: no fingerprint),
     ``seen`` whether the history before it has that machine, ``factor`` the machine factor divided out of the
     newest revision (1 when raw) and ``history`` the detection of the revisions before it, whose newest segment is
-    the baseline; ``alpha`` the check's level (its interval is ``1 - alpha``).
+    the baseline; ``alpha`` the check's level (its interval is ``1 - alpha``); ``used`` the series the check read,
+    every revision divided by its machine's factor (None unless normalised).
     """
 
     check: NewestCheck
@@ -491,6 +492,7 @@ class NormalisedNewest:
     factor: float
     history: NormalisedDetection
     alpha: float = 0.001
+    used: History | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready dict: the check (as the gate's ``newest``), how the newest revision was normalised and why."""
@@ -610,4 +612,4 @@ def check_newest_normalised(h: History, machines: Sequence[MachineFingerprint | 
            f"its machine {m.identity} is new: factor predicted from its fingerprint, with the held-out machines' error "
            f"(±{np.expm1(np.sqrt(max(eff.machine_var, 0.0))):.1%}) in the interval")
     return NormalisedNewest(chk, True, f"normalised (the effect fitted on the revisions before it): {how}", m.identity,
-                            seen, float(np.exp(e_new)), nd, alpha)
+                            seen, float(np.exp(e_new)), nd, alpha, used)
