@@ -30,9 +30,12 @@ def _leftover_tmp() -> set[str]:
     return {p.name for p in Path(tempfile.gettempdir()).glob("quiho-wt-*")}
 
 
-def test_sample_then_bisect_find_the_slow_commit(slowdown_repo, tmp_path, capsys):
+def test_sample_then_bisect_find_the_slow_commit(slowdown_repo, tmp_path, capsys, monkeypatch):
     repo, shas = slowdown_repo
     db = str(tmp_path / "q.db")
+    # a temporary directory of this test's own: a test on another worker makes worktrees too
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     before_tmp = _leftover_tmp()
     args = ["history", "sample", "--repo", str(repo), "--build", BUILD, "--bench", "./prog", "--budget", "8",
             "--series", "prog", "--store", db, "--json", *METRIC]
