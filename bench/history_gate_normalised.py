@@ -29,7 +29,7 @@ import numpy as np
 from scipy.stats import fisher_exact
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from history_newest import KINDS, _fit_once, _keyed  # noqa: E402
+from history_newest import KINDS, _fit_once, _keyed, draw_arguments  # noqa: E402
 from history_normalised import _history, pool_from_arguments  # noqa: E402
 
 from quiho.history import GateOptions, History, run_gate, save_history  # noqa: E402
@@ -131,16 +131,7 @@ def run(pool: object, args: argparse.Namespace) -> bool:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pool", choices=("cloudlab", "store"), default="cloudlab")
-    ap.add_argument("--store", type=Path, help="store of --pool store")
-    ap.add_argument("--targets", default=None, help="targets (default as bench/history_normalised.py)")
-    ap.add_argument("--batch", default=None)
-    ap.add_argument("--seeds", type=int, default=200)
-    ap.add_argument("--seed-offset", type=int, default=3600, help="first seed (the registered run: 3600)")
-    ap.add_argument("--revisions", type=int, default=40, help="revisions before the newest")
-    ap.add_argument("--shift", type=float, default=0.10)
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--list-alerts", action="store_true", help="list every false alert")
+    draw_arguments(ap, 3600, "first seed (the registered run: 3600)")
     args = ap.parse_args()
     _fit_once()
     run(pool_from_arguments(ap, args), args)

@@ -172,23 +172,27 @@ def run(pool: Pool, args: argparse.Namespace) -> bool:
     return ok
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def draw_arguments(ap: argparse.ArgumentParser, seed_offset: int, seed_help: str) -> None:
+    """The pool and the draw of histories and newest revisions (shared with bench/history_gate_normalised.py)."""
     ap.add_argument("--pool", choices=("cloudlab", "store"), default="cloudlab")
     ap.add_argument("--store", type=Path, help="store of --pool store")
     ap.add_argument("--targets", default=None, help="targets (default as bench/history_normalised.py)")
     ap.add_argument("--batch", default=None)
     ap.add_argument("--seeds", type=int, default=200)
-    ap.add_argument("--seed-offset", type=int, default=3200,
-                    help="first seed (registered runs: round 1 3000 with --new-machine predict, round 2 3200)")
+    ap.add_argument("--seed-offset", type=int, default=seed_offset, help=seed_help)
     ap.add_argument("--revisions", type=int, default=40, help="revisions before the newest")
     ap.add_argument("--shift", type=float, default=0.10)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--list-alerts", action="store_true", help="list every false alert")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    draw_arguments(ap, 3200, "first seed (registered runs: round 1 3000 with --new-machine predict, round 2 3200)")
     ap.add_argument("--method", default="auto")
     ap.add_argument("--min-size", type=int, default=5)
     ap.add_argument("--alpha", type=float, default=0.01, help="change points' level")
     ap.add_argument("--newest-alpha", type=float, default=0.001, help="the newest revision's level")
-    ap.add_argument("--list-alerts", action="store_true", help="list every false alert")
     ap.add_argument("--new-machine", choices=("refuse", "predict"), default="refuse",
                     help="a newest machine the history has not seen (round 1: predict; round 2 and default: refuse)")
     ap.add_argument("--runners", choices=("named", "hosted"), default="named",
