@@ -40,18 +40,19 @@ MODES = ("raw", "normalised")
 
 
 def _gate(where: Path, h: History, machines: list[MachineFingerprint], mode: str,
-          nopts: NormaliseOptions) -> tuple[str, str]:
+          nopts: NormaliseOptions, gate: GateOptions) -> tuple[str, str]:
     """(what the gate did, its newest verdict) on ``h`` alone in a fresh store: ``raised@first_bad`` or ``""``."""
     view = None if mode == "raw" else normalised_view(nopts, machines_of=lambda st, x: machines[:len(x)])
     with open_store(where) as st:
         save_history(st, h, "bench")
-        (v,) = run_gate(st, GateOptions(), view=view).verdicts
+        (v,) = run_gate(st, gate, view=view).verdicts
     return (f"raised@{v.alert.first_bad}" if v.event == "raised" and v.alert is not None else ""), v.newest.verdict
 
 
 def run(pool: object, args: argparse.Namespace) -> bool:
     """Print the table; whether the protocol's rule holds on this pool."""
-    nopts = NormaliseOptions(min_size=GateOptions().min_size, alpha=GateOptions().alpha)
+    gate = GateOptions(location=args.location)
+    nopts = NormaliseOptions(min_size=gate.min_size, alpha=gate.alpha)
     benches = list(pool.values)  # type: ignore[attr-defined]
     tally: dict[tuple[str, str], Counter[str]] = {}
     listed: list[str] = []
@@ -85,7 +86,8 @@ def run(pool: object, args: argparse.Namespace) -> bool:
                                     else "ops/s")
                         for mode in MODES:
                             k_store += 1
-                            did, verdict = _gate(Path(tmp) / f"g{k_store}.db", h, [*machines, *ms], mode, nopts)
+                            did, verdict = _gate(Path(tmp) / f"g{k_store}.db", h, [*machines, *ms], mode, nopts,
+                                                 gate)
                             c = tally.setdefault((kind, mode), Counter())
                             c["planted" if planted else "unchanged"] += 1
                             c["unjudged"] += int(verdict == "not meaningful")
@@ -97,7 +99,7 @@ def run(pool: object, args: argparse.Namespace) -> bool:
                                     listed.append(f"{kind} {mode}: seed {seed} {b} on {hosts[n]}: {did} "
                                                   f"(newest {verdict})")
                             (Path(tmp) / f"g{k_store}.db").unlink()
-    print(f"gate defaults {GateOptions()}; seeds {args.seed_offset}-{args.seed_offset + args.seeds - 1}; "
+    print(f"gate {gate}; seeds {args.seed_offset}-{args.seed_offset + args.seeds - 1}; "
           f"{len(benches)} benchmarks ({', '.join(benches)}); {n} revisions before the newest, {args.runs} runs each; "
           f"{len(pool.hosts)} hosts, a quarter held out as new; planted {args.shift:+.0%}; "  # type: ignore[attr-defined]
           f"{time.time() - t0:.0f} s")
@@ -132,6 +134,8 @@ def run(pool: object, args: argparse.Namespace) -> bool:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     draw_arguments(ap, 3600, "first seed (the registered run: 3600)")
+    ap.add_argument("--location", default=GateOptions().location,
+                    help="each revision's value in the gate (the registered run: the default, min)")
     args = ap.parse_args()
     _fit_once()
     run(pool_from_arguments(ap, args), args)
