@@ -330,12 +330,12 @@ def _base_check(h: History, d: Detection, opts: GateOptions, spans: Sequence[tup
                 bounds: Sequence[int]) -> NewestCheck:
     """The newest revision against the level at ``opts.base`` (its segment up to and with it)."""
     assert opts.base is not None
-    nan, n = float("nan"), len(h)
+    n = len(h)
     b = h.revisions.index(opts.base) if opts.base in h.revisions else None
     rev = h.revisions[-1] if n else ""
     if b is None or b == n - 1:
         why = "the base revision is not measured in this series" if b is None else "the newest revision is the base"
-        return NewestCheck("not meaningful", rev, nan, nan, nan, (nan, nan), nan, 0, f"not meaningful: {why}")
+        return NewestCheck.not_meaningful(rev, f"not meaningful: {why}")
     return check_newest(h, alpha=opts.newest_alpha, min_size=opts.min_size,
                         baseline=_newest_baseline(h, _segment(d, b + 1, spans, bounds), opts),
                         magnitude_floor=opts.magnitude_floor, test_within=opts.test_within)
@@ -409,10 +409,8 @@ def _follow(store: Store, h: History, d: Detection, a: AlertRow, spans: Sequence
     idx = {r: i for i, r in enumerate(h.revisions)}
     fb, b0, n = idx.get(a.first_bad), idx.get(a.baseline_from), len(h)
     if fb is None or b0 is None:
-        nan = float("nan")
-        return _verdict(h, d, NewestCheck("not meaningful", h.revisions[-1] if n else "", nan, nan, nan, (nan, nan),
-                                          nan, 0, f"not meaningful: alert #{a.id}'s revisions are no longer stored"),
-                        a, event)
+        return _verdict(h, d, NewestCheck.not_meaningful(h.revisions[-1] if n else "", f"not meaningful: alert "
+                                                         f"#{a.id}'s revisions are no longer stored"), a, event)
     good = _newest_baseline(h, _outside(range(b0, fb), spans), opts)
     chk = check_newest(h, alpha=opts.newest_alpha, min_size=min(opts.min_size, max(len(good), 1)), baseline=good,
                        magnitude_floor=opts.magnitude_floor, test_within=opts.test_within)

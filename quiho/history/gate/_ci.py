@@ -38,6 +38,12 @@ class NewestCheck:
     reason: str = ""
     df: float = float("nan")
 
+    @classmethod
+    def not_meaningful(cls, revision: str, reason: str, n_baseline: int = 0) -> NewestCheck:
+        """A check the data cannot answer: no magnitude, interval or p; ``reason`` (the whole line) says why."""
+        nan = float("nan")
+        return cls("not meaningful", revision, nan, nan, nan, (nan, nan), nan, n_baseline, reason)
+
     def to_dict(self) -> dict[str, object]:
         """JSON-ready dict (non-finite numbers become None)."""
         def f(x: float) -> float | None:
@@ -100,17 +106,16 @@ def check_newest(history: History, *, alpha: float = 0.01, min_size: int = 5, di
     history = located(history, location)
     n = len(history)
     rev = history.revisions[-1] if n else ""
-    nan = float("nan")
     if n < min_size + 1:
-        return NewestCheck("not meaningful", rev, nan, nan, nan, (nan, nan), nan, max(n - 1, 0),
-                           f"not meaningful: {n} revisions; the newest needs {min_size} before it to compare with")
+        return NewestCheck.not_meaningful(rev, f"not meaningful: {n} revisions; the newest needs {min_size} before "
+                                               "it to compare with", max(n - 1, 0))
     if baseline is None:
         start = max((c.index for c in (detection.change_points if detection else ()) if c.index < n - 1), default=0)
         baseline = range(start, n - 1)
     base = [history.samples[i] for i in baseline if i < n - 1]
     if len(base) < min_size:
-        return NewestCheck("not meaningful", rev, nan, nan, nan, (nan, nan), nan, len(base),
-                           f"not meaningful: only {len(base)} baseline revisions (min_size={min_size})")
+        return NewestCheck.not_meaningful(rev, f"not meaningful: only {len(base)} baseline revisions "
+                                               f"(min_size={min_size})", len(base))
     newest = history.samples[-1]
     cmp = compare_levels(variance_components(base), base, [newest], alpha, test_within=test_within, extra=extra)
     better = direction or direction_of_unit(history.unit)

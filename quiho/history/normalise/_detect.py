@@ -589,11 +589,10 @@ def check_newest_normalised(h: History, machines: Sequence[MachineFingerprint | 
     if seen:
         e_new = by_id[m.identity]
     elif new_machine == "refuse":
-        nan = float("nan")
         why = (f"not meaningful: it ran on {m.identity}, a machine this normalised history has not measured, whose "
                "factor is not known well enough (check it again once a revision of the history has run there)")
-        return NormalisedNewest(NewestCheck("not meaningful", h.revisions[-1], nan, nan, nan, (nan, nan), nan, 0, why),
-                                False, why, m.identity, False, 1.0, nd, alpha)
+        return NormalisedNewest(NewestCheck.not_meaningful(h.revisions[-1], why), False, why, m.identity, False, 1.0,
+                                nd, alpha)
     else:
         predicted, why = _predicted_factor(eff, m, [x for x in machines[:-1] if x is not None])
         if predicted is None:

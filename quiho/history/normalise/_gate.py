@@ -54,8 +54,6 @@ def normalised_view(options: NormaliseOptions | None = None, *, newest_alpha: fl
             return SeriesView(h, nn.reason)
         why = nn.reason if nn.check.verdict == "not meaningful" else \
             f"not meaningful: {nn.reason.removeprefix('raw check: ')}, and the history before it is read normalised"
-        nan = float("nan")
-        return SeriesView(h, why, unjudged=NewestCheck("not meaningful", h.revisions[-1], nan, nan, nan, (nan, nan),
-                                                       nan, 0, why))
+        return SeriesView(h, why, unjudged=NewestCheck.not_meaningful(h.revisions[-1], why))
 
     return view
