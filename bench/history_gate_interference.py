@@ -1,7 +1,8 @@
 """The gate's per-revision location on a busy shared runner: which estimator of a revision's rounds (issue 48).
 
 Run: ``.venv/bin/python bench/history_gate_interference.py [--quick]`` (the protocol), or ``--seeds 2000-2199
---locations min`` (a further sample after the choice). Prints tables; asserts nothing.
+--locations min`` (a further sample after the choice; ``--runs 5``: five runs of 5 rounds per revision). Prints
+tables; asserts nothing.
 
 Registered protocol (round 1, written down and committed before any candidate was run on these generators)
 --------------------------------------------------------------------------------------------------------------
@@ -77,12 +78,13 @@ IN_SEEDS = tuple(range(0, 40))
 OUT_SEEDS = tuple(range(1000, 1040))
 
 
-def _quiet(rng: np.random.Generator, level: float) -> np.ndarray:
-    return level * np.exp(rng.normal(0, 0.005)) * np.exp(rng.normal(0, 0.02, ROUNDS))
+def _quiet(rng: np.random.Generator, level: float, layout: bool = True) -> np.ndarray:
+    """One run's rounds; ``layout=False``: the build's layout scatter is in ``level`` already (later runs)."""
+    return level * (np.exp(rng.normal(0, 0.005)) if layout else 1.0) * np.exp(rng.normal(0, 0.02, ROUNDS))
 
 
-def _busy(rng: np.random.Generator, level: float) -> np.ndarray:
-    x = _quiet(rng, level)
+def _busy(rng: np.random.Generator, level: float, layout: bool = True) -> np.ndarray:
+    x = _quiet(rng, level, layout)
     if rng.random() < 0.4:  # a co-runner's burst over a block of rounds: one-sided, heavy-tailed
         k = int(rng.integers(1, ROUNDS + 1))
         start = int(rng.integers(0, ROUNDS - k + 1))
@@ -92,24 +94,33 @@ def _busy(rng: np.random.Generator, level: float) -> np.ndarray:
     return x
 
 
-def _bimodal(rng: np.random.Generator, level: float) -> np.ndarray:
-    return _quiet(rng, level) * np.where(rng.random(ROUNDS) < 0.25, 1.20, 1.0)
+def _bimodal(rng: np.random.Generator, level: float, layout: bool = True) -> np.ndarray:
+    return _quiet(rng, level, layout) * np.where(rng.random(ROUNDS) < 0.25, 1.20, 1.0)
 
 
-def _bimodal_run(rng: np.random.Generator, level: float) -> np.ndarray:
-    return _quiet(rng, level) * (1.06 if rng.random() < 0.15 else 1.0)
+def _bimodal_run(rng: np.random.Generator, level: float, layout: bool = True) -> np.ndarray:
+    return _quiet(rng, level, layout) * (1.06 if rng.random() < 0.15 else 1.0)
 
 
-GENERATORS: dict[str, Callable[[np.random.Generator, float], np.ndarray]] = {
+GENERATORS: dict[str, Callable[[np.random.Generator, float, bool], np.ndarray]] = {
     "quiet": _quiet, "busy": _busy, "bimodal": _bimodal, "bimodal-run": _bimodal_run}
 
 
-def _walk(gen: str, seed: int, n: int, step: float = 0.0) -> History:
+def _revision(gen: str, rng: np.random.Generator, level: float, runs: int) -> np.ndarray:
+    """A revision's rounds: ``runs`` runs of generator ``gen``, each drawing its own whole-run effects; the build's
+    layout scatter is drawn once (the same binary is run again)."""
+    if runs == 1:
+        return GENERATORS[gen](rng, level, True)
+    level *= np.exp(rng.normal(0, 0.005))
+    return np.concatenate([GENERATORS[gen](rng, level, False) for _ in range(runs)])
+
+
+def _walk(gen: str, seed: int, n: int, step: float = 0.0, runs: int = 1) -> History:
     """``n`` null revisions of generator ``gen``; with ``step``, one more whose true time is ``1 + step`` slower."""
     rng = np.random.default_rng([seed, list(GENERATORS).index(gen), int(round(step * 1000))])
-    samples = [GENERATORS[gen](rng, TRUE_TIME) for _ in range(n)]
+    samples = [_revision(gen, rng, TRUE_TIME, runs) for _ in range(n)]
     if step:
-        samples.append(GENERATORS[gen](rng, TRUE_TIME * (1 + step)))
+        samples.append(_revision(gen, rng, TRUE_TIME * (1 + step), runs))
     revs = tuple(f"r{i:03d}" for i in range(len(samples)))
     return History("bench", revs, np.arange(len(samples)), tuple(samples), "s")
 
@@ -148,13 +159,14 @@ def _caught(h: History, opts: GateOptions, where: Path) -> bool:
     return any(a.state == "new" and a.first_bad == h.revisions[-1] for a in res.open_alerts)
 
 
-def measure(seeds: tuple[int, ...], tmp: Path, candidates: tuple[str, ...] = CANDIDATES) -> dict[tuple[str, str], Cell]:
+def measure(seeds: tuple[int, ...], tmp: Path, candidates: tuple[str, ...] = CANDIDATES,
+            runs: int = 1) -> dict[tuple[str, str], Cell]:
     out: dict[tuple[str, str], Cell] = {}
     k = 0
     for gen in GENERATORS:
         for seed in seeds:
-            null = _walk(gen, seed, N_NULL)
-            steps = {s: _walk(gen, seed, N_BASE, s) for s in STEPS}
+            null = _walk(gen, seed, N_NULL, runs=runs)
+            steps = {s: _walk(gen, seed, N_BASE, s, runs) for s in STEPS}
             for c in candidates:
                 cell = out.setdefault((gen, c), Cell([], [], {s: [] for s in STEPS}))
                 opts = GateOptions(location=c)
@@ -241,17 +253,20 @@ def main() -> None:
                     help="a further sample after the protocol: only these seeds, one table, no choice (e.g. 2000-2199)")
     ap.add_argument("--locations", default=",".join(CANDIDATES),
                     help="with --seeds: the candidates to measure (comma-separated; default all)")
+    ap.add_argument("--runs", type=int, default=1,
+                    help=f"with --seeds: runs per revision, {ROUNDS} rounds each (default 1, the protocol's)")
     args = ap.parse_args()
     if args.seeds:
         first, _, last = args.seeds.partition("-")
         seeds = tuple(range(int(first), int(last or first) + 1))
         locs = tuple(x for x in args.locations.split(",") if x)
-        if not seeds or not locs or set(locs) - set(CANDIDATES):
-            ap.error(f"--seeds FIRST-LAST with FIRST <= LAST and --locations among {', '.join(CANDIDATES)}")
+        if not seeds or not locs or set(locs) - set(CANDIDATES) or args.runs < 1:
+            ap.error(f"--seeds FIRST-LAST with FIRST <= LAST, --locations among {', '.join(CANDIDATES)}, --runs >= 1")
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory() as d:
-            cells = measure(seeds, Path(d), locs)
-        table(cells, f"FURTHER SAMPLE (seeds {seeds[0]}-{seeds[-1]}), after the choice", locs)
+            cells = measure(seeds, Path(d), locs, args.runs)
+        runs = f", {args.runs} runs of {ROUNDS} rounds per revision" if args.runs > 1 else ""
+        table(cells, f"FURTHER SAMPLE (seeds {seeds[0]}-{seeds[-1]}{runs}), after the choice", locs)
         print(f"({time.perf_counter() - t0:.0f} s)")
         return
     ins, outs = (IN_SEEDS[:8], OUT_SEEDS[:8]) if args.quick else (IN_SEEDS, OUT_SEEDS)
