@@ -13,7 +13,8 @@ result: the programs, sizes and expectations are fixed here.
 
 The fleet: the default local fleet, calibrated to this machine in each run's own store (``quiho fleet calibrate``):
 the axes and knobs its probes keep, laid out as a screening design of at most seven two-level factors
-(:func:`quiho.fleet.local.calibrate.design_factors`; 8 hosts, or 16 when round 2 is the fold-over).
+(:func:`quiho.fleet.local.calibrate.design_factors`; 8 hosts, or 16 when round 2 is the fold-over), fingerprinted
+with the resources battery (named on the command line: a project file where the bench runs does not change it).
 Each run gets its own store. The table gives per pair and run: the metric change, each version's class, right or
 wrong, and each factor's effect on each version (± 95 % CI) as ``quiho profile`` printed them.
 """
@@ -166,7 +167,7 @@ def run(out: Path, pairs: list[str], runs: int, first: int = 1) -> None:
             a, b = list(versions)
             t0 = time.monotonic()
             p = subprocess.run([QUIHO, "profile", f"{name}@{a}", f"{name}@{b}", "--spec", str(pd / "spec.yml"),
-                                "--store", str(store), "--report", str(pd)],
+                                "--battery", "resources", "--store", str(store), "--report", str(pd)],
                                capture_output=True, text=True, check=False)
             (pd / "stdout.txt").write_text(p.stdout)
             (pd / "stderr.txt").write_text(p.stderr)

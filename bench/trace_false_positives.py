@@ -94,7 +94,8 @@ def _profile(a: str, b: str, spec: Path, inv: Path, store: Path, args: argparse.
     """``quiho profile A B --json`` (measured runs, fingerprints, traces); (batch, version_a, label_b)."""
     extra = ["--trace-runs", str(args.trace_runs)] if a.startswith("zlib@") else []
     cmd = [sys.executable, "-m", "quiho", "profile", a, b, "--spec", str(spec), "-i", str(inv), "--store",
-           str(store), "--max-age", "6h", "--fingerprint-repetitions", "1", "--seeds", "2", "--json", *extra]
+           str(store), "--battery", "quick", "--max-age", "6h", "--fingerprint-repetitions", "1", "--seeds", "2",
+           "--json", *extra]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if out.returncode not in (0, 3) or not out.stdout.strip():
         raise RuntimeError(str(out.stderr.strip().splitlines()[-1:]))
