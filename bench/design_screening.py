@@ -127,9 +127,10 @@ def _settings(**kw: object) -> contextlib.AbstractContextManager[object]:
     return mock.patch.object(analysis, "DesignSettings", lambda **given: real(**{**given, **kw}))
 
 
-#: ``--stored`` comparisons: name -> (rule name, design settings) x 2, today's rule second.
-COMPARE = {"screen": (("every factor", {"screen": False}), ("screened", {})),
-           "summary": (("visit min", {"summary": "min"}), ("visit median", {}))}
+#: ``--stored`` comparisons: name -> (rule name, design settings) x 2, the other rule second; each names its
+#: setting, so a change of default does not turn a comparison into one rule twice.
+COMPARE = {"screen": (("every factor", {"screen": False}), ("screened", {"screen": True})),
+           "summary": (("visit min", {"summary": "min"}), ("visit median", {"summary": "median"}))}
 
 
 def stored(dirs: list[Path], compare: str = "screen") -> None:
