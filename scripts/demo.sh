@@ -9,9 +9,9 @@
 # STREAM-like example interleaved on every host in two blocked rounds, and print the verdict
 # (regression/improvement/no-change/inconclusive) with its size, CI and p-value, the designed fleet's answer (each
 # factor's effect per version: memory-bound -> CPU-bound), both IRUPs and the hints. Default mode (fingerprint
-# 8 stressors x 1 s, one repetition; then 2 rounds x 3 runs per version per host): the profile took 10.4 min on a
-# 2-vCPU AMD EPYC microVM with six factors kept (16 hosts; calibration 2.1 min), plus ~1.5 min of set-up
-# (docs/design.md, "A battery the knobs move"); QUIHO_DEMO_MODE=default uses the 43-stressor battery (much longer).
+# 8 stressors x 1 s, one repetition; then 2 rounds x 3 runs per version per host): 9.4-10.7 min from a fresh clone,
+# set-up and calibration (1.9-2.6 min) included, on a 2-vCPU AMD EPYC microVM with six or seven factors kept (16
+# hosts; docs/quickstart.md); QUIHO_DEMO_MODE=default uses the 43-stressor battery (much longer).
 # Needs root (cgroups); the report lands in .quiho/profile-report/report.html.
 set -euo pipefail
 cd "$(dirname "$0")/.."
