@@ -132,6 +132,9 @@ def import_(
     unit: Annotated[str, typer.Option("--unit", help="Unit of a CSV's values, e.g. s or ops/s.")] = "",
     from_runs: Annotated[str | None, typer.Option("--from-runs", help="APPLICATION/TEST from the store's "
                                                                       "application runs.")] = None,
+    append: Annotated[bool, typer.Option("--append", help="Add a result file's values to the revision's stored "
+                                                          "ones (another run of it, on the same machine) instead "
+                                                          "of replacing them.")] = False,
     fingerprint: FingerprintOpt = False,
     host: HostOpt = None,
     max_age: MaxAgeOpt = 168.0,
@@ -151,7 +154,11 @@ def import_(
 
     if (file is None) == (from_runs is None):
         raise UsageError("give either a FILE or --from-runs APPLICATION/TEST")
+    no_append = ("--append adds a benchmark result file's values to its revision; a CSV or --from-runs replaces "
+                 "whole series")
     if from_runs is not None:
+        if append:
+            raise UsageError(no_append)
         app_name, _, test = from_runs.partition("/")
         if not test:
             raise UsageError("--from-runs takes APPLICATION/TEST")
@@ -161,11 +168,13 @@ def import_(
     elif file is not None and _is_result_file(file, fmt):
         rf = read_results(file, fmt)  # validate before the store is opened; read once
         with open_store(store) as st:
-            r = import_results(st, file, fmt, revision, rf)
+            r = import_results(st, file, fmt, revision, rf, append)
         doc = r.to_dict()
         s = None
     else:
         assert file is not None
+        if append and file.is_file():  # a missing file: the CSV reader names it
+            raise UsageError(no_append)
         hs = read_history_csv(file, revision_col=revision_col, value_col=value_col, order_col=order_col,
                               config_cols=config_col or (), name=series, unit=unit)  # validate first
         with open_store(store) as st:

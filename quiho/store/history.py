@@ -21,7 +21,8 @@ from quiho.store.hosts import ensure_hosts
 
 __all__ = ["StoredRevision", "ensure_series", "series_id", "series_names", "series_meta", "add_revisions",
            "record_measurement", "record_failure", "revisions", "replace_series", "list_series",
-           "ok_app_run_values", "append_revision", "MachineRecord", "set_revision_machine", "revision_machines"]
+           "ok_app_run_values", "append_revision", "summary_only", "MachineRecord", "set_revision_machine",
+           "revision_machines"]
 
 
 #: Revision ids per query when reading a series' points (well under SQLite's 32,766 parameters).
@@ -101,17 +102,41 @@ def _summary_json(summary: Mapping[str, float] | None) -> str | None:
 
 def record_measurement(store: Store, series_id: int, revision: str, values: Sequence[float],
                        machine: Mapping[str, object] | None = None,
-                       summary: Mapping[str, float] | None = None) -> None:
-    """Store the repetitions of one revision (with the machine facts and its summary, if any) and mark it ``ok``."""
+                       summary: Mapping[str, float] | None = None, append: bool = False) -> None:
+    """Store the repetitions of one revision (with the machine facts and its summary, if any) and mark it ``ok``.
+
+    ``append`` adds ``values`` after the revision's stored repetitions (another run of it) instead of replacing
+    them; both must be rounds, since two harness summaries do not make one.
+
+    Raises
+    ------
+    HistoryError
+        ``append`` where this import or the stored revision has only a summary.
+    """
     with store.transaction() as c:
-        rid = c.execute("SELECT id FROM history_revisions WHERE series_id = ? AND revision = ?",
-                        (series_id, revision)).fetchone()[0]
-        c.execute("DELETE FROM history_points WHERE revision_id = ?", (rid,))
+        row = c.execute("SELECT id, summary_json FROM history_revisions WHERE series_id = ? AND revision = ?",
+                        (series_id, revision)).fetchone()
+        rid = row[0]
+        first = 0
+        if append:
+            if summary is not None or row[1] is not None:
+                raise HistoryError(f"revision {revision}: a summary cannot be appended to or appended with")
+            last = c.execute("SELECT MAX(repetition) FROM history_points WHERE revision_id = ?", (rid,)).fetchone()[0]
+            first = 0 if last is None else int(last) + 1
+        else:
+            c.execute("DELETE FROM history_points WHERE revision_id = ?", (rid,))
         c.executemany("INSERT INTO history_points(revision_id, repetition, value) VALUES (?, ?, ?)",
-                      [(rid, i, float(v)) for i, v in enumerate(values)])
+                      [(rid, first + i, float(v)) for i, v in enumerate(values)])
         c.execute("UPDATE history_revisions SET status='ok', reason=NULL, stderr_tail=NULL, measured_at=?, "
                   "machine_json=?, summary_json=? WHERE id = ?",
                   (utcnow(), _config_json(machine), _summary_json(summary), rid))
+
+
+def summary_only(store: Store, series_id: int, revision: str) -> bool:
+    """Whether ``revision`` of series ``series_id`` is stored with only its harness's summary (False: not stored)."""
+    row = store.conn.execute("SELECT summary_json FROM history_revisions WHERE series_id = ? AND revision = ?",
+                             (series_id, revision)).fetchone()
+    return row is not None and row[0] is not None
 
 
 def record_failure(store: Store, series_id: int, revision: str, reason: str, stderr_tail: str = "",

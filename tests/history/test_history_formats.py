@@ -406,6 +406,50 @@ def test_a_summary_survives_both_store_backends_and_save_history(store_spec, tmp
     assert c.summaries == h.summaries and c.samples[0].tolist() == h.samples[0].tolist()
 
 
+def test_append_adds_a_run_of_rounds_and_refuses_summaries(store_spec, tmp_path):
+    from quiho.errors import HistoryError
+
+    def drop(doc):
+        for b in doc["benchmarks"]:
+            del b["stats"]["data"]
+
+    summary_only = _without(DATA / "pytest_benchmark.json", tmp_path, drop)
+    with open_store(store_spec) as st:
+        name = import_results(st, DATA / "pytest_benchmark.json", revision="r1").series[0]
+        once = load_history(st, name).samples[0].tolist()
+        import_results(st, DATA / "pytest_benchmark.json", revision="r1", append=True)  # a second run of r1
+        assert load_history(st, name).samples[0].tolist() == once + once
+        import_results(st, DATA / "pytest_benchmark.json", revision="r1")  # without --append: replaced
+        assert load_history(st, name).samples[0].tolist() == once
+        import_results(st, summary_only, revision="r2")
+        for path, rev, what in ((summary_only, "r3", "the file"), (DATA / "pytest_benchmark.json", "r2",
+                                                                     "the stored revision")):
+            with pytest.raises(HistoryError, match=f"revision {rev}: --append adds rounds to rounds, but {what}"):
+                import_results(st, path, revision=rev, append=True)
+        h = load_history(st, name)
+        assert h.revisions == ("r1", "r2") and h.samples[0].tolist() == once  # nothing stored by the refusals
+
+
+def test_append_on_the_command_line(tmp_path, capsys):
+    from quiho.cli.main import main
+
+    db = tmp_path / "q.db"
+    hf = ["history", "import", str(DATA / "hyperfine.json"), "--revision", "r1", "--store", str(db)]
+    assert main(hf) == 0 and main([*hf, "--append"]) == 0
+    from quiho.history.sources._io import _series_name
+
+    with open_store(db) as st:
+        for m in read_results(DATA / "hyperfine.json").measurements:
+            assert load_history(st, _series_name(m.benchmark, m.config)).samples[0].tolist() == list(m.values) * 2
+    capsys.readouterr()
+    csv = tmp_path / "h.csv"
+    csv.write_text("revision,value\nr1,1.0\n")
+    for args in ([str(csv)], ["--from-runs", "app/test"]):
+        assert main(["history", "import", *args, "--append", "--store", str(db)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "--append adds a benchmark result file's values" in err
+
+
 # --- Rust criterion (fixtures written by hand from its documented format) -----------------------------------
 
 

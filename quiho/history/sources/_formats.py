@@ -615,14 +615,15 @@ class ResultImport:
 
 
 def import_results(store: Any, path: str | Path, fmt: str = "auto", revision: str | None = None,
-                   result: ResultFile | None = None) -> ResultImport:
+                   result: ResultFile | None = None, append: bool = False) -> ResultImport:
     """Read a result file and add its revision to one stored series per benchmark and configuration.
 
     A series is named ``benchmark[key=value,...]`` by the file's machine and
     configuration. The revision is ``revision`` if given, else the one the
     file names (pytest-benchmark, asv), else ``git rev-parse HEAD`` where the
     file lies; it is appended after the series' last revision (a revision
-    already stored keeps its place and gets the new values). Everything is
+    already stored keeps its place and gets the new values; with ``append`` the
+    values are added to its stored ones, as another run of it). Everything is
     validated before the store is written. ``result``, if given, is what
     :func:`read_results` already returned for ``path`` (the file is not read twice).
 
@@ -633,7 +634,8 @@ def import_results(store: Any, path: str | Path, fmt: str = "auto", revision: st
     UsageError
         No revision can be found.
     HistoryError
-        A stored series of the same name has another unit.
+        A stored series of the same name has another unit; with ``append``, the
+        file or the stored revision has only a summary.
     """
     from quiho.errors import HistoryError, UsageError
     from quiho.history.sources._io import _series_name, local_facts_dict
@@ -649,10 +651,15 @@ def import_results(store: Any, path: str | Path, fmt: str = "auto", revision: st
         sid = sq.series_id(store, name)
         if sid is not None and (unit := sq.series_meta(store, sid)[0]) != m.unit:
             raise HistoryError(f"series {name!r} is stored in {unit!r}, the file gives {m.unit!r}")
+        if append and (m.summary is not None or (sid is not None and sq.summary_only(store, sid, rev))):
+            raise HistoryError(f"series {name!r}, revision {rev}: --append adds rounds to rounds, but "
+                               f"{'the file' if m.summary is not None else 'the stored revision'} has only the "
+                               "harness's summary (save the rounds, e.g. pytest-benchmark --benchmark-save-data)")
     facts = local_facts_dict()
     for name, m in kept:
         sid = sq.ensure_series(store, name, f"{rf.format}:{Path(path).name}", m.unit, m.config)
         sq.append_revision(store, sid, rev)
-        sq.record_measurement(store, sid, rev, m.values, facts, None if m.summary is None else m.summary.to_dict())
+        sq.record_measurement(store, sid, rev, m.values, facts, None if m.summary is None else m.summary.to_dict(),
+                              append)
     return ResultImport(str(path), rf.format, rev, tuple(n for n, _ in kept), tuple(m.unit for _, m in kept),
                         tuple(len(m.values) for _, m in kept), rf.missing)
