@@ -263,12 +263,17 @@ def _without(path: Path, tmp: Path, edit) -> Path:
     return out
 
 
-def test_pytest_benchmark_without_saved_data_keeps_its_summary_and_the_store_keeps_it(tmp_path):
+def _summary_only(tmp: Path) -> Path:
+    """The pytest-benchmark fixture as written without ``--benchmark-save-data``: summaries, no rounds."""
     def drop(doc):
         for b in doc["benchmarks"]:
             del b["stats"]["data"]
 
-    p = _without(DATA / "pytest_benchmark.json", tmp_path, drop)
+    return _without(DATA / "pytest_benchmark.json", tmp, drop)
+
+
+def test_pytest_benchmark_without_saved_data_keeps_its_summary_and_the_store_keeps_it(tmp_path):
+    p = _summary_only(tmp_path)
     stats = json.loads((DATA / "pytest_benchmark.json").read_text())["benchmarks"][0]["stats"]
     r, m = by_name(p)
     t = m["tests/history/data/formats/src/test_pybench.py::test_sum"]
@@ -391,11 +396,7 @@ def test_history_import_reads_a_result_file_once(tmp_path, monkeypatch):
 def test_a_summary_survives_both_store_backends_and_save_history(store_spec, tmp_path):
     from quiho.history import save_history
 
-    def drop(doc):
-        for b in doc["benchmarks"]:
-            del b["stats"]["data"]
-
-    p = _without(DATA / "pytest_benchmark.json", tmp_path, drop)
+    p = _summary_only(tmp_path)
     with open_store(store_spec) as st:
         name = import_results(st, p, revision="r1").series[0]
         import_results(st, DATA / "pytest_benchmark.json", revision="r2")  # rounds saved: no summary
@@ -409,11 +410,7 @@ def test_a_summary_survives_both_store_backends_and_save_history(store_spec, tmp
 def test_append_adds_a_run_of_rounds_and_refuses_summaries(store_spec, tmp_path):
     from quiho.errors import HistoryError
 
-    def drop(doc):
-        for b in doc["benchmarks"]:
-            del b["stats"]["data"]
-
-    summary_only = _without(DATA / "pytest_benchmark.json", tmp_path, drop)
+    summary_only = _summary_only(tmp_path)
     with open_store(store_spec) as st:
         name = import_results(st, DATA / "pytest_benchmark.json", revision="r1").series[0]
         once = load_history(st, name).samples[0].tolist()
