@@ -23,7 +23,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 BATTERY=resources
 [ "${QUIHO_DEMO_MODE:-quick}" = default ] && BATTERY=default
-# Default mode: the resources battery (8 stressors x 1 s, one repetition) and 5 runs per version per host.
+# Default mode: the resources battery (8 stressors x 1 s, one repetition); --repetitions 5 over 2 rounds is
+# ceil(5/2) = 3 runs per version a visit, and each host of the 16-host fold-over is visited in one round.
 REPS=(--repetitions 5)
 [ "$BATTERY" = default ] && REPS=()
 .venv/bin/quiho profile stream@nadds1 stream@nadds30 --battery "$BATTERY" --max-age 6h "${REPS[@]}" \
