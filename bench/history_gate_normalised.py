@@ -133,9 +133,9 @@ def run(pool: object, args: argparse.Namespace) -> bool:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    draw_arguments(ap, 3600, "first seed (the registered run: 3600)")
+    draw_arguments(ap, 3600, "first seed (round 1: 3600; round 2: 3800)")
     ap.add_argument("--location", default=GateOptions().location,
-                    help="each revision's value in the gate (the registered run: the default, min)")
+                    help="each revision's value in the gate (round 1: the default, min; round 2: min and rounds)")
     args = ap.parse_args()
     _fit_once()
     run(pool_from_arguments(ap, args), args)
