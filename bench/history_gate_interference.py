@@ -78,9 +78,14 @@ IN_SEEDS = tuple(range(0, 40))
 OUT_SEEDS = tuple(range(1000, 1040))
 
 
+def _layout(rng: np.random.Generator) -> float:
+    """A build's level scatter (code layout): log-normal, SD 0.5 %."""
+    return float(np.exp(rng.normal(0, 0.005)))
+
+
 def _quiet(rng: np.random.Generator, level: float, layout: bool = True) -> np.ndarray:
     """One run's rounds; ``layout=False``: the build's layout scatter is in ``level`` already (later runs)."""
-    return level * (np.exp(rng.normal(0, 0.005)) if layout else 1.0) * np.exp(rng.normal(0, 0.02, ROUNDS))
+    return level * (_layout(rng) if layout else 1.0) * np.exp(rng.normal(0, 0.02, ROUNDS))
 
 
 def _busy(rng: np.random.Generator, level: float, layout: bool = True) -> np.ndarray:
@@ -111,7 +116,7 @@ def _revision(gen: str, rng: np.random.Generator, level: float, runs: int) -> np
     layout scatter is drawn once (the same binary is run again)."""
     if runs == 1:
         return GENERATORS[gen](rng, level, True)
-    level *= np.exp(rng.normal(0, 0.005))
+    level *= _layout(rng)
     return np.concatenate([GENERATORS[gen](rng, level, False) for _ in range(runs)])
 
 
