@@ -648,11 +648,12 @@ def load_responses(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def measure_responses(runner: ProbeRunner, facts: dict[str, Any], reps: int = UNTHROTTLED_REPS,
-                      screen: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any]:
+                      screen: Callable[[bool], dict[str, Any]] | None = None) -> dict[str, Any]:
     """Run the probes (two phases: unthrottled page size and co-runner, then quota at the planned levels).
 
     ``screen`` (the knob catalogue's screening) runs between the two: a kept knob makes the fleet a screening
-    design, whose quota has two levels, so the quota cells to probe depend on it.
+    design, whose quota has two levels, so the quota cells to probe depend on it. It is told whether the stream
+    co-runner was kept (then core sharing, which would take the same CPU, is not probed).
 
     Cells are measured round-robin within each phase (:meth:`ProbeRunner.rounds`). The unthrottled cells get
     ``reps`` repetitions (they decide the noise, hence the quota step, and the page-size effect); the co-runner
@@ -678,7 +679,7 @@ def measure_responses(runner: ProbeRunner, facts: dict[str, Any], reps: int = UN
     run(unthrottled)
     _reprobe_undecided(runner, resp, unthrottled, probes, reps)
     if screen is not None:
-        resp["knobs"] = screen()
+        resp["knobs"] = screen(_first_phase(resp).co.kept)
     first = _first_phase(resp)
     levels = first.levels
     low, mid = levels[-1], levels[len(levels) // 2]
@@ -820,10 +821,11 @@ def calibrate(
         try:
             screen = None
             if knobs:
-                def screen() -> dict[str, Any]:
+                def screen(stream_kept: bool) -> dict[str, Any]:
                     Path(REMOTE_BASE).mkdir(mode=0o700, parents=True, exist_ok=True)
                     runner.workdir = REMOTE_BASE  # the storage probe writes where the fleet's applications run
-                    return screen_knobs(runner, REMOTE_BASE, int(facts.get("vcpus") or 1), knob_reps, on_step)
+                    return screen_knobs(runner, REMOTE_BASE, int(facts.get("vcpus") or 1), knob_reps, on_step,
+                                        stream_kept)
             responses = measure_responses(runner, facts, reps, screen)
         finally:
             runner.cleanup()

@@ -263,19 +263,25 @@ def network_mechanism() -> str | None:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
 
 
-def knob_cells(workdir: str, fsync_s: float | None = None, vcpus: int = 2) -> tuple[list[tuple[Knob, Cell]], list[str]]:
+def knob_cells(workdir: str, fsync_s: float | None = None, vcpus: int = 2,
+               stream_kept: bool = False) -> tuple[list[tuple[Knob, Cell]], list[str]]:
     """Each knob this machine can set, as the cell that turns it on; and one line per knob it cannot set.
 
     ``fsync_s``: the storage probe's unthrottled seconds (its :data:`FSYNC_OPS` fsync'd writes), from which the
     IOPS limit is a quarter of the probe's own operation rate within :data:`IOPS_RANGE` (each such write needs at
     least one device write, so the probe slows at least 4x; a program that writes nothing does not move).
+    ``stream_kept``: the stream co-runner is a factor, so core sharing is not probed (both take the other CPU: a
+    knob that cannot be a factor would only cost calibration time).
     """
     cells: list[tuple[Knob, Cell]] = []
     notes: list[str] = []
-    if vcpus >= 2:
-        cells.append((_BY_NAME["core-sharing"], Cell(corunner="cpu")))
-    else:
+    if vcpus < 2:
         notes.append("core-sharing: one CPU only, no other CPU to share a core with")
+    elif stream_kept:
+        notes.append("core-sharing: not probed: the stream co-runner, kept, runs on the other CPU, where the "
+                     "compute co-runner would have to run")
+    else:
+        cells.append((_BY_NAME["core-sharing"], Cell(corunner="cpu")))
     disk = write_disk(workdir)
     if disk is None:
         notes.append(f"storage: {workdir} is on no block device (tmpfs?): a write-IOPS limit cannot act on it")
@@ -314,16 +320,17 @@ def level_of(cell: Cell, knob: Knob) -> str:
 
 
 def screen_knobs(runner: ProbeRunner, workdir: str, vcpus: int = 2, reps: int = KNOB_REPS,
-                 on_step: Callable[[str], None] | None = None) -> dict[str, Any]:
+                 on_step: Callable[[str], None] | None = None, stream_kept: bool = False) -> dict[str, Any]:
     """Measure every knob this machine can set against its probe and the CPU probe; decide each (:func:`decide_knob`).
 
     One round measures the reference cell (no knob) and each knob's cell once, round-robin, so a slow minute of
     the machine falls on a round's cells alike and cancels in the paired ratios. The caller holds the locks and
-    cleans up. Returns ``{"knobs": [KnobEffect dicts], "notes": [...], "cells": [...]}`` (cells: the raw times).
+    cleans up. ``stream_kept``: see :func:`knob_cells`. Returns ``{"knobs": [KnobEffect dicts], "notes": [...],
+    "cells": [...]}`` (cells: the raw times).
     """
     step = on_step or (lambda _m: None)
     base = runner.rounds([(Cell(), 1)], ["fsync"])[0]["fsync"]
-    cells, notes = knob_cells(workdir, base[0] if base else None, vcpus)
+    cells, notes = knob_cells(workdir, base[0] if base else None, vcpus, stream_kept)
     probes_all = sorted({k.probe for k, _ in cells} | {"cpu"})
     plan = [(Cell(), reps, probes_all)] + [(c, reps, sorted({k.probe, "cpu"})) for k, c in cells]
     times: list[dict[str, list[float | None]]] = [

@@ -138,6 +138,17 @@ def test_a_knob_without_an_effect_is_not_kept_by_its_last_look() -> None:
     assert not sharing["kept"] and "needs > 5 % and > 2 SE" in sharing["reason"]
 
 
+def test_core_sharing_is_not_probed_beside_a_kept_stream_co_runner_and_says_so() -> None:
+    # both co-runners take the other CPU: the compute one could not be a factor, so its rounds are not spent
+    runner = _Rounds([1.30, 0.93])
+    out = screen_knobs(runner, "/proc", vcpus=2, reps=5, stream_kept=True)  # type: ignore[arg-type]
+    assert all(corunner != "cpu" for batch in runner.asked for corunner, _n in batch)
+    assert "core-sharing" not in {e["name"] for e in out["knobs"]} and out["reprobed"] == []
+    assert [n for n in out["notes"] if n.startswith("core-sharing: not probed: the stream co-runner, kept")]
+    probed = screen_knobs(_Rounds([1.30, 0.93]), "/proc", vcpus=2, reps=5)  # type: ignore[arg-type]
+    assert "core-sharing" in {e["name"] for e in probed["knobs"]}
+
+
 def test_a_directory_on_no_block_device_has_no_storage_knob_and_says_so() -> None:
     assert write_disk("/proc") is None
     cells, notes = knob_cells("/proc", vcpus=1)
