@@ -19,17 +19,25 @@
 set -eu
 THP=/sys/kernel/mm/transparent_hugepage/enabled
 # The memory-capacity knob's watcher (python3: it blocks between looks instead of forking a sleep 50 times a
-# second, which on a VM whose two vCPUs share a core slowed compute on the other CPU by a third): every 20 ms,
-# for at most SECONDS, the limit becomes the group's unreclaimable memory (anonymous, shmem, kernel) plus the
-# allowance, and while it grows twice its growth since the last look (raised at once, lowered past a 4 MiB slack:
-# an application that allocates should meet no limit, only one whose file data outgrows the allowance); the moment the group is under OOM (an eventfd on
-# memory.oom_control) the limit doubles, so an application that outgrows it waits microseconds, not a look. A
-# lowering the kernel refuses (EBUSY: the page cache cannot be reclaimed that fast) keeps the old limit: the
-# watcher must outlive it, since without the watcher a group with the OOM killer off would stay frozen.
-#   python3 -c "$MEM_WATCH" CO_CGDIR MEMCG ALLOWANCE_MIB SECONDS
+# second, which on a VM whose two vCPUs share a core slowed compute on the other CPU by a third). cgroup v1 makes
+# only a page fault wait at the limit: any other charge there (a read's page cache, a pipe buffer, a kernel-mode
+# fault in copy_to_user) fails with ENOMEM or EFAULT once nothing is left to reclaim. So the limit stays HEADROOM
+# above the group's unreclaimable memory (anonymous, shmem, kernel) plus the allowance, and the page cache is
+# trimmed to the allowance instead: every 20 ms, for at most SECONDS, a cache above the allowance (plus a 4 MiB
+# slack) is reclaimed by lowering the limit to memory + allowance for a moment (the kernel evicts the oldest file
+# pages; a lowering it refuses, EBUSY, is left for the next look), and the limit is set back to memory + allowance
+# + max(HEADROOM, twice the memory's growth since the last look). 256 MiB is twice what a fault-in burst reached
+# in one look on the VMs this was built on (6.5 GiB/s with huge pages). A fault waiting at the limit (an eventfd on
+# memory.oom_control) doubles it at once. Meetings with nothing left to reclaim are counted in EVENTS_FILE, so the
+# runs around them are marked (another process's system call may have failed then): that waiting fault, or
+# memory.failcnt risen outside the watcher's own trims while the group holds < 4 MiB of page cache (a writer that
+# meets the limit with dirty pages waits for their writeback and fails nothing). The watcher must outlive the runs:
+# without it a group with the OOM killer off stays frozen.
+#   python3 -c "$MEM_WATCH" CO_CGDIR MEMCG ALLOWANCE_MIB SECONDS EVENTS_FILE
 MEM_WATCH='
 import errno, os, select, sys, time
-co, m, allowance, secs = sys.argv[1], sys.argv[2], int(sys.argv[3]) << 20, int(sys.argv[4])
+co, m, allowance, secs, events = sys.argv[1], sys.argv[2], int(sys.argv[3]) << 20, int(sys.argv[4]), sys.argv[5]
+HEADROOM, SLACK = 256 << 20, 4 << 20
 def read(name):
     with open(os.path.join(m, name)) as fh:
         return fh.read()
@@ -46,24 +54,41 @@ efd = os.eventfd(0)
 oom = os.open(os.path.join(m, "memory.oom_control"), os.O_RDONLY)
 with open(os.path.join(m, "cgroup.event_control"), "w") as fh:
     fh.write(f"{efd} {oom}")
-end, last = time.monotonic() + secs, 0
+def count():
+    global met
+    met += 1
+    with open(events + ".tmp", "w") as fh:
+        fh.write(f"{met}\n")
+    os.replace(events + ".tmp", events)
+end, last, met, seen = time.monotonic() + secs, 0, 0, int(read("memory.failcnt"))
 while time.monotonic() < end:
     ready = select.select([efd], [], [], 0.02)[0]
     try:
-        limit = int(read("memory.limit_in_bytes"))
+        limit, failcnt = int(read("memory.limit_in_bytes")), int(read("memory.failcnt"))
         if ready:
             os.read(efd, 8)
             limit_to(2 * limit)
+            count()
+            seen = int(read("memory.failcnt"))
             continue
         stat = dict(line.split() for line in read("memory.stat").splitlines())
+        cache = int(stat["active_file"]) + int(stat["inactive_file"])
+        if failcnt > seen and cache < SLACK:
+            count()
+        seen = failcnt
         try:
             kmem = int(read("memory.kmem.usage_in_bytes"))
         except OSError:
             kmem = 0
         rss = int(stat["rss"])
-        want = rss + int(stat.get("shmem", 0)) + kmem + allowance + 2 * max(0, rss - last)
+        own = rss + int(stat.get("shmem", 0)) + kmem
+        want = own + allowance + max(HEADROOM, 2 * max(0, rss - last))
         last = rss
-        if want > limit or want < limit - (4 << 20):
+        if cache > allowance + SLACK:
+            limit_to(own + allowance)
+            limit_to(want)
+            seen = int(read("memory.failcnt"))  # charges that met the lowered limit of the trim itself
+        elif want > limit or want < limit - SLACK:
             limit_to(want)
     except OSError:
         break
@@ -110,14 +135,17 @@ start)
   if [ "$mem" -gt 0 ]; then
     command -v python3 >/dev/null || { echo "quiho-emulate: the memory-capacity knob needs python3" >&2; exit 1; }
     # Memory capacity: the page cache may hold MEM_MIB beyond the group's own memory (anonymous, shmem, kernel),
-    # which cannot be reclaimed without swap. A watcher on the last CPU keeps the limit there as that memory grows and
-    # shrinks; with the OOM killer off for the group, an application that outgrows the limit is paused until the
-    # watcher raises it, never killed.
+    # which cannot be reclaimed without swap. A watcher on the last CPU trims the cache to that allowance and keeps
+    # the limit well above the group's own memory as it grows and shrinks; with the OOM killer off for the group,
+    # an application that still meets the limit is paused until the watcher raises it, never killed, and the
+    # meeting is counted in /run/quiho-memcap-NAME.events (read around each run by library/quiho_runs.py).
     m="/sys/fs/cgroup/memory/$name"
     mkdir -p "$m"
     echo 1 > "$m/memory.oom_control"
-    echo $((mem * 1048576)) > "$m/memory.limit_in_bytes"
-    setsid taskset -c $(($(nproc) - 1)) python3 -c "$MEM_WATCH" "$cg-co" "$m" "$mem" "$secs" </dev/null >/dev/null 2>&1 &
+    echo $(((mem + 256) * 1048576)) > "$m/memory.limit_in_bytes"
+    echo 0 > "/run/quiho-memcap-$name.events"
+    setsid taskset -c $(($(nproc) - 1)) python3 -c "$MEM_WATCH" "$cg-co" "$m" "$mem" "$secs" \
+      "/run/quiho-memcap-$name.events" </dev/null >/dev/null 2>&1 &
   fi
   if [ "$net" != 0 ]; then
     ip netns add "qh-$name"
@@ -155,6 +183,7 @@ stop)
     done
     rmdir "$d"
   done
+  rm -f "/run/quiho-memcap-$name.events" "/run/quiho-memcap-$name.events.tmp"
   ;;
 *) echo "quiho-emulate: unknown command '$cmd'" >&2; exit 2 ;;
 esac

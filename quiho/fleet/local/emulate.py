@@ -12,11 +12,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["cleanup_emulation", "cleanup_cgroups", "cleanup_knobs", "restore_thp", "local_fleet_lock", "CGROUP_CPU",
-           "CGROUP_KNOBS", "LOCK_PATH", "NETNS_DIR", "THP_PATH", "THP_SAVE"]
+           "CGROUP_KNOBS", "LOCK_PATH", "MEM_EVENTS_DIR", "NETNS_DIR", "THP_PATH", "THP_SAVE"]
 
 CGROUP_CPU = Path("/sys/fs/cgroup/cpu")
 #: The knobs' groups (storage: blkio write-IOPS limit; memory capacity: memory limit), named like the cpu group.
 CGROUP_KNOBS = (Path("/sys/fs/cgroup/blkio"), Path("/sys/fs/cgroup/memory"))
+#: Where the memory-capacity watcher keeps its count of limit meetings, ``quiho-memcap-<cpu group name>.events``.
+MEM_EVENTS_DIR = Path("/run")
 #: Where ``ip netns`` keeps named namespaces; the network knob's is ``qh-<cpu group name>``.
 NETNS_DIR = Path("/run/netns")
 #: Machine-wide transparent-huge-page policy, and where playbooks/files/quiho-emulate.sh saves the original.
@@ -93,6 +95,9 @@ def cleanup_knobs(prefix: str) -> list[str]:
         return removed
     for root in CGROUP_KNOBS:
         removed += [f"{root.name}/{n}" for n in cleanup_cgroups(prefix, root)]
+    for f in sorted(MEM_EVENTS_DIR.glob(f"quiho-memcap-{prefix}*.events*")):  # the memory watcher's count
+        f.unlink(missing_ok=True)
+        removed.append(f"run/{f.name}")
     if NETNS_DIR.is_dir():
         for ns in sorted(NETNS_DIR.iterdir()):
             if not ns.name.startswith(f"qh-{prefix}"):

@@ -14,13 +14,15 @@ kernel-entry       a seccomp filter of N rules every system call    writes to /d
                    passes (playbooks/files/quiho-seccomp.py)
 network            a network namespace whose loopback carries a     TCP over loopback       network
                    netem delay (tbf rate limit without netem)
-memory-capacity    a cgroup v1 memory limit that follows the        rereading a file 4x     memory-capacity
-                   group's own memory plus a 32 MiB page-cache      the allowance
-                   allowance; OOM killer off (paused, never killed)
+memory-capacity    the page cache trimmed to 32 MiB beyond the      rereading a file 4x     memory-capacity
+                   group's own memory; a cgroup v1 limit 256 MiB    the allowance
+                   above that, OOM killer off (a run during which
+                   the group meets it is not used)
 =================  ==============================================  ======================  ====================
 
 The memory-capacity level is measured on the application while it runs (its anonymous, shmem and kernel memory,
-every 20 ms), because these machines have no swap: a limit below that is an OOM kill, not a slower run. A
+every 20 ms), because these machines have no swap: a limit below that is an OOM kill, not a slower run; and the
+limit stays well above it, because at a cgroup v1 limit only page faults wait and any other charge fails. A
 shared-cache thrasher is not in the catalogue: it needs a probe that tells it from the stream co-runner.
 """
 
@@ -104,7 +106,7 @@ KNOBS: tuple[Knob, ...] = (
           "round trips and bytes on the wire: requests per operation, connection reuse, batching, payload size"),
     _knob("memory-capacity", "memory capacity",
           "less free memory: the page cache holds at most a fixed allowance beyond the application's own memory "
-          "(a cgroup memory limit that follows it; a run is paused at the limit, never killed)",
+          "(trimmed back to it every 20 ms; a run during which the group meets its memory limit is not used)",
           "file data read more than once: working sets larger than the cache, scans that an index or a stream "
           "would avoid, temporary files, mmap'd files"),
 )
