@@ -10,12 +10,16 @@ SIGPIPE; the module's stdin and environment) and comes back with its fields: ``r
 twice after the pipes close, and a child that exits between the two calls leaves it in a one-second ``select`` on
 no pipes, which the run's wall time (the ``runtime`` metric) then includes. A run still going ``guard_s`` seconds
 after its start is killed (its process group when it leads one, as coreutils ``timeout`` does) and reported with
-``guard_killed``; the other runs are kept.
+``guard_killed``; the other runs are kept. With ``events_file``, each run also carries ``limit_events``: how much
+the count in that file (written by the memory-capacity knob's watcher, playbooks/files/quiho-emulate.sh) rose
+while it ran (read 50 ms after it ended, past the watcher's next look), so a run during which the group met its
+memory limit is told apart.
 
 Options: ``argv`` (list of str); ``items`` (list: one run each, returned as the run's ``item``); ``item_args``
 (optional list of lists, one per item, appended to ``argv``); ``chdir`` (path); ``guard_s`` (float, 0 = none);
 ``before`` (argv run once first, e.g. the emulation's start: the runs only happen if it exits 0) and ``after``
-(argv run once last, also after a failure: the emulation's stop), each within ``step_guard_s`` seconds. The task
+(argv run once last, also after a failure: the emulation's stop), each within ``step_guard_s`` seconds;
+``events_file`` (path, "" = none; a missing or unreadable file counts 0). The task
 fails without ``runs`` when ``chdir`` or ``before`` fails, and with them when ``after`` fails.
 """
 
@@ -26,6 +30,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
@@ -41,9 +46,23 @@ def _kill(pid: int) -> None:
         pass  # already gone
 
 
+#: Seconds to wait after a run before reading ``events_file``: past the memory watcher's next look (every 20 ms).
+WATCHER_LOOK_S = 0.05
+
+
+def _count(path: str) -> int:
+    """The number in ``path``; 0 when there is none (no file, not yet written, no number)."""
+    try:
+        with open(path) as fh:
+            return int(fh.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
 def _one(module: AnsibleModule, argv: list[str], item: object, guard_s: float, cwd: str | None = None,
-         ) -> dict[str, object]:
+         events_file: str = "") -> dict[str, object]:
     fired: list[bool] = []
+    before = _count(events_file) if events_file else 0
     args = [os.path.expanduser(os.path.expandvars(a)) for a in argv]  # as run_command(expand_user_and_vars=True)
     start = datetime.datetime.now()
     try:
@@ -59,9 +78,12 @@ def _one(module: AnsibleModule, argv: list[str], item: object, guard_s: float, c
     rc = proc.returncode
     if guard is not None:
         guard.cancel()
-    return {"item": item, "rc": rc, "stdout": to_text(out).rstrip("\r\n"), "stderr": to_text(err).rstrip("\r\n"),
-            "start": to_text(start), "end": to_text(end), "delta": to_text(end - start),
-            "guard_killed": bool(fired)}
+    run = {"item": item, "rc": rc, "stdout": to_text(out).rstrip("\r\n"), "stderr": to_text(err).rstrip("\r\n"),
+           "start": to_text(start), "end": to_text(end), "delta": to_text(end - start), "guard_killed": bool(fired)}
+    if events_file:
+        time.sleep(WATCHER_LOOK_S)  # the watcher's next look, so a meeting near the end counts for this run
+        run["limit_events"] = max(0, _count(events_file) - before)
+    return run
 
 
 def _step(module: AnsibleModule, name: str, argv: list[str], guard_s: float) -> str | None:
@@ -86,6 +108,7 @@ def main() -> None:
         "before": {"type": "list", "elements": "str", "default": []},
         "after": {"type": "list", "elements": "str", "default": []},
         "step_guard_s": {"type": "float", "default": 60.0},
+        "events_file": {"type": "str", "default": ""},
     })
     p = module.params
     items, extra = p["items"], p["item_args"]
@@ -100,7 +123,7 @@ def main() -> None:
         if why is None:
             for i, item in enumerate(items):
                 argv = list(p["argv"]) + ([str(a) for a in extra[i]] if extra is not None else [])
-                runs.append(_one(module, argv, item, float(p["guard_s"]), p["chdir"]))
+                runs.append(_one(module, argv, item, float(p["guard_s"]), p["chdir"], p["events_file"]))
     finally:
         after = _step(module, "after", list(p["after"]), p["step_guard_s"])
     if why is not None:

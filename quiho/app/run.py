@@ -16,6 +16,7 @@ from quiho.fleet.runner import FleetEvent, PlaybookResult
 from quiho.fleet.session import (
     FleetSession,
     app_budget,
+    limit_failure,
     measuring,
     new_batch,
     rc_failure,
@@ -118,7 +119,7 @@ def app_records(
     for data in res.runs("quiho app run"):
         r = data.get("res") or {}
         tail = stderr_tail(r)
-        why = rc_failure(run_rc(r), spec.timeout)
+        why = rc_failure(run_rc(r), spec.timeout) or limit_failure(r)
         wall = command_wall(r)
         value = None
         if why is None and wall is None:

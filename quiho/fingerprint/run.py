@@ -444,6 +444,8 @@ def fingerprint_records(
         rc = run_rc(r) if r else None
         busy = _stat_busy(hostdir / f"rep{rep}.stat0", hostdir / f"rep{rep}.stat1")
         rep_extra = {"job_rc": rc, "machine_busy_share": busy[0] if busy else None}
+        if r and r.get("limit_events"):  # the memory-capacity group met its limit: kept, marked (see limit_failure)
+            rep_extra["memory_limit_events"] = int(r["limit_events"])
         keep = list(requested)
         if rc in TIMEOUT_RCS:
             log_path = hostdir / f"rep{rep}.log"

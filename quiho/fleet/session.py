@@ -46,7 +46,7 @@ from quiho.store.fingerprints import mark_interrupted_runs
 from quiho.store.hosts import remember_hosts
 
 __all__ = ["FleetAccess", "FleetSession", "STDERR_TAIL", "REMOTE_BASE", "TIMEOUT_RCS", "app_budget", "measuring",
-           "new_batch", "rc_failure", "remember_inventory", "remote_root", "run_rc", "stderr_tail"]
+           "limit_failure", "new_batch", "rc_failure", "remember_inventory", "remote_root", "run_rc", "stderr_tail"]
 
 #: Characters of stderr kept with a failed repetition.
 STDERR_TAIL = 2000
@@ -92,6 +92,19 @@ def rc_failure(rc: Any, timeout_s: float, tail: str | None = None, *, with_stder
         last = tail.strip().splitlines()[-1] if with_stderr and tail and tail.strip() else None
         return f"exit code {rc}" + (f": {last}" if last else "")
     return None
+
+
+def limit_failure(result: dict[str, Any]) -> str | None:
+    """Why a run of ``quiho_runs`` cannot be trusted although it exited 0: its memory-capacity group met its limit.
+
+    At the limit of a cgroup v1 memory group only page faults wait; any other process's system call in that
+    moment may have failed (ENOMEM), and a program that hides the error (``cat ... 2>/dev/null | xz``) looks fast.
+    """
+    n = int(result.get("limit_events") or 0)
+    if n <= 0:
+        return None
+    return (f"the memory-capacity knob's group met its limit ({n}x) while it ran: a system call in it may have "
+            "failed, so its result is not used")
 
 
 def run_rc(result: dict[str, Any]) -> Any:

@@ -35,6 +35,7 @@ from quiho.fleet import FleetEvent, Inventory, PlaybookResult, load_inventory
 from quiho.fleet.session import (
     FleetSession,
     app_budget,
+    limit_failure,
     measuring,
     rc_failure,
     remember_inventory,
@@ -149,7 +150,7 @@ def interleaved_records(
         wall = command_wall(r)
         tail = stderr_tail(r)
         value: float | None = None
-        why = rc_failure(run_rc(r), spec.timeout, tail, with_stderr=True)
+        why = rc_failure(run_rc(r), spec.timeout, tail, with_stderr=True) or limit_failure(r)
         if why is None and m is None:
             why = "the interleaving wrapper printed no version marker"
         elif why is None and wall is None:

@@ -115,3 +115,28 @@ def test_a_short_run_in_a_throttled_cgroup_is_timed_without_a_poll_timeout(tmp_p
     assert [r["rc"] for r in res["runs"]] == [0] * 200
     assert all(w is not None and w < 0.9 for w in walls), sorted(w for w in walls if w is not None)[-5:]
     assert not Path(cg).exists()  # the emulation was stopped
+
+
+def test_a_run_during_which_the_memory_group_met_its_limit_is_counted_and_not_used(tmp_path: Path) -> None:
+    """The memory-capacity watcher counts its group's limit meetings in a file; the run during which the count
+    rose carries how much, and a profile records it failed with that reason although it exited 0."""
+    events = tmp_path / "events"
+    # run 1: the count is not there yet; run 2 meets the limit twice; run 3 does not
+    bump = ('echo "quiho-version: $1"; echo "ops: 7"; '
+            'case $1 in 2) echo 2 > "$0" ;; esac')
+    res, _ = _module(tmp_path, {"argv": ["sh", "-c", bump, str(events)], "items": [1, 2, 3],
+                                "item_args": [["1"], ["2"], ["1"]], "events_file": str(events)})
+    assert [r["limit_events"] for r in res["runs"]] == [0, 2, 0]
+    plain, _ = _module(tmp_path, {"argv": ["true"], "items": [1]})
+    assert "limit_events" not in plain["runs"][0]  # no events file: the runs are as before
+
+    spec = AppSpec.model_validate({
+        "name": "mem", "versions": {"a": {"command": ["true"]}, "b": {"command": ["true"]}},
+        "metric": {"kind": "regex", "pattern": "ops: (\\d+)", "unit": "ops/s", "higher_is_better": True}})
+    log = EventLog()
+    log({"event": "runner_on_ok", "event_data": {"host": "h", "task": "quiho app run", "res": res}})
+    log({"event": "runner_on_ok", "event_data": {"host": "h", "task": "quiho done", "res": {}}})
+    recs = interleaved_records(log.result("successful", 0, cancelled=False, timeout_s=60), ["h"], spec,
+                               {"1": "a", "2": "b"}, first=0, n_warm=0, n_runs=3, statuses={"h": ("ok", None)})
+    assert [(r.status, r.value) for r in recs] == [("ok", 7.0), ("failed", None), ("ok", 7.0)]
+    assert recs[1].reason is not None and "met its limit (2x)" in recs[1].reason
