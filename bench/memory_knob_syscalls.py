@@ -105,8 +105,8 @@ def main() -> int:
         tmp = Path(d)
         print(f"alloc {args.alloc} MiB x4 per run, allowance {args.mem_mib} MiB, THP {args.thp}, "
               f"co-runner {args.co_runner}")
-        print("| revision | runs | runs with a failed call | failed calls | a process died | runs with a meeting counted "
-              "| failed calls not counted |")
+        print("| revision | runs | runs with a failed call | failed calls | a process died "
+              "| runs with a meeting counted | failed calls not counted |")
         print("|---|---|---|---|---|---|---|")
         for rev in args.rev or ["WORKTREE"]:
             res = runs_of(script_of(rev, tmp), args)
