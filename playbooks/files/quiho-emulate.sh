@@ -23,10 +23,13 @@ THP=/sys/kernel/mm/transparent_hugepage/enabled
 # only a page fault wait at the limit: any other charge there (a read's page cache, a pipe buffer, a kernel-mode
 # fault in copy_to_user) fails with ENOMEM or EFAULT once nothing is left to reclaim. So the limit stays HEADROOM
 # above the group's unreclaimable memory (anonymous, shmem, kernel) plus the allowance, and the page cache is
-# trimmed to the allowance instead: every 20 ms, for at most SECONDS, a cache above the allowance (plus a 4 MiB
-# slack) is reclaimed by lowering the limit to memory + allowance for a moment (the kernel evicts the oldest file
-# pages; a lowering it refuses, EBUSY, is left for the next look), and the limit is set back to memory + allowance
-# + max(HEADROOM, twice the memory's growth since the last look). 256 MiB is twice what a fault-in burst reached
+# trimmed to the allowance instead. The watcher looks every 20 ms, for at most SECONDS, and at once when the usage
+# crosses memory + allowance + OVERSHOOT (an eventfd on memory.usage_in_bytes: a 20 ms look let a 64 MiB file stay
+# cached); a cache above the allowance (plus a 4 MiB slack) is reclaimed by lowering the limit to memory + allowance
+# for a moment (the kernel evicts the oldest file pages; a lowering it refuses, EBUSY, is left for the next look),
+# and the limit is set back to memory + allowance + max(HEADROOM, twice the memory's growth since the last look).
+# While that memory grows, nothing is trimmed (the burst would meet the lowered limit) and the threshold is not
+# moved (registering one waits for an RCU grace period, long enough for a burst to go unwatched). 256 MiB is twice what a fault-in burst reached
 # in one look on the VMs this was built on (6.5 GiB/s with huge pages). A fault waiting at the limit (an eventfd on
 # memory.oom_control) doubles it at once. Meetings with nothing left to reclaim are counted in EVENTS_FILE, so the
 # runs around them are marked (another process's system call may have failed then): that waiting fault, or
@@ -37,7 +40,7 @@ THP=/sys/kernel/mm/transparent_hugepage/enabled
 MEM_WATCH='
 import errno, os, select, sys, time
 co, m, allowance, secs, events = sys.argv[1], sys.argv[2], int(sys.argv[3]) << 20, int(sys.argv[4]), sys.argv[5]
-HEADROOM, SLACK = 256 << 20, 4 << 20
+HEADROOM, SLACK, OVERSHOOT = 256 << 20, 4 << 20, 16 << 20
 def read(name):
     with open(os.path.join(m, name)) as fh:
         return fh.read()
@@ -60,12 +63,24 @@ def count():
     with open(events + ".tmp", "w") as fh:
         fh.write(f"{met}\n")
     os.replace(events + ".tmp", events)
+usage = os.open(os.path.join(m, "memory.usage_in_bytes"), os.O_RDONLY)
+over, over_at = None, 0
+def arm(at):
+    global over, over_at
+    fd = os.eventfd(0)
+    with open(os.path.join(m, "cgroup.event_control"), "w") as fh:
+        fh.write(f"{fd} {usage} {at}")
+    if over is not None:
+        os.close(over)
+    over, over_at = fd, at
 end, last, met, seen = time.monotonic() + secs, 0, 0, int(read("memory.failcnt"))
 while time.monotonic() < end:
-    ready = select.select([efd], [], [], 0.02)[0]
+    ready = select.select([efd] if over is None else [efd, over], [], [], 0.02)[0]
     try:
+        if over in ready:
+            os.read(over, 8)
         limit, failcnt = int(read("memory.limit_in_bytes")), int(read("memory.failcnt"))
-        if ready:
+        if efd in ready:
             os.read(efd, 8)
             limit_to(2 * limit)
             count()
@@ -82,14 +97,17 @@ while time.monotonic() < end:
             kmem = 0
         rss = int(stat["rss"])
         own = rss + int(stat.get("shmem", 0)) + kmem
-        want = own + allowance + max(HEADROOM, 2 * max(0, rss - last))
-        last = rss
-        if cache > allowance + SLACK:
+        growing = own - last > SLACK
+        want = own + allowance + max(HEADROOM, 2 * max(0, own - last))
+        last = own
+        if cache > allowance + SLACK and not growing:
             limit_to(own + allowance)
             limit_to(want)
             seen = int(read("memory.failcnt"))  # charges that met the lowered limit of the trim itself
         elif want > limit or want < limit - SLACK:
             limit_to(want)
+        if not growing and abs(own + allowance + OVERSHOOT - over_at) > SLACK:
+            arm(own + allowance + OVERSHOOT)
     except OSError:
         break
 '

@@ -106,7 +106,7 @@ KNOBS: tuple[Knob, ...] = (
           "round trips and bytes on the wire: requests per operation, connection reuse, batching, payload size"),
     _knob("memory-capacity", "memory capacity",
           "less free memory: the page cache holds at most a fixed allowance beyond the application's own memory "
-          "(trimmed back to it every 20 ms; a run during which the group meets its memory limit is not used)",
+          "(trimmed back to it as it overshoots; a run during which the group meets its memory limit is not used)",
           "file data read more than once: working sets larger than the cache, scans that an index or a stream "
           "would avoid, temporary files, mmap'd files"),
 )
