@@ -352,18 +352,23 @@ def test_the_reread_probe_says_bad_arguments_and_a_missing_time_in_one_line(tmp_
             reread_seconds(bad, ["python", "quiho-reread.py"])
 
 
-@pytest.mark.root
-def test_a_memory_capacity_host_pauses_an_application_that_outgrows_its_limit_and_never_kills_it(
-        tmp_path: Path) -> None:
-    """No swap here: a limit below the anonymous working set would be an OOM kill. The limit follows the
-    application's own memory instead, and the page cache it may keep is trimmed back to the allowance."""
+def _memory_host() -> tuple[Path, str, Path]:
+    """(the memory controller's root, the playbooks' qh_join, quiho-emulate.sh); skips without cgroup v1 memory."""
     import yaml
 
     memcg = Path("/sys/fs/cgroup/memory")
     if not (memcg / "memory.oom_control").exists():
         pytest.skip("no cgroup v1 memory controller with memory.oom_control here")
     join = yaml.safe_load((repo_root() / "playbooks" / "vars" / "emulation.yml").read_text())["qh_join"]
-    script = repo_root() / "playbooks" / "files" / "quiho-emulate.sh"
+    return memcg, join, repo_root() / "playbooks" / "files" / "quiho-emulate.sh"
+
+
+@pytest.mark.root
+def test_a_memory_capacity_host_pauses_an_application_that_outgrows_its_limit_and_never_kills_it(
+        tmp_path: Path) -> None:
+    """No swap here: a limit below the anonymous working set would be an OOM kill. The limit follows the
+    application's own memory instead, and the page cache it may keep is trimmed back to the allowance."""
+    memcg, join, script = _memory_host()
     cg = CGROUP_CPU / f"quiho-memcap-{os.getpid()}"
     data = tmp_path / "data.bin"
     data.write_bytes(os.urandom(64 << 20))
@@ -433,15 +438,9 @@ def test_a_process_beside_an_allocating_one_on_a_memory_capacity_host_has_no_sys
     bursts as fast as they get here; before the headroom, 6 such runs had 2 ENOMEM and 1 EFAULT."""
     import shutil
 
-    import yaml
-
-    memcg = Path("/sys/fs/cgroup/memory")
-    if not (memcg / "memory.oom_control").exists():
-        pytest.skip("no cgroup v1 memory controller with memory.oom_control here")
+    memcg, join, script = _memory_host()
     if shutil.which("stress-ng") is None:
         pytest.skip("stress-ng is not installed: the stream co-runner keeps the watcher's CPU busy")
-    join = yaml.safe_load((repo_root() / "playbooks" / "vars" / "emulation.yml").read_text())["qh_join"]
-    script = repo_root() / "playbooks" / "files" / "quiho-emulate.sh"
     cg = CGROUP_CPU / f"quiho-memcap-beside-{os.getpid()}"
     events = MEM_EVENTS_DIR / f"quiho-memcap-{cg.name}.events"
     thp = "always" if Path("/sys/kernel/mm/transparent_hugepage/enabled").exists() else "keep"
@@ -469,15 +468,9 @@ def test_a_process_beside_an_allocating_one_on_a_memory_capacity_host_has_no_sys
 def test_a_system_call_that_meets_the_memory_limit_is_counted_for_the_run(tmp_path: Path) -> None:
     """What the headroom cannot prevent is counted: with the watcher stopped, a tmpfs write (a charge from a system
     call, which fails at the limit instead of waiting) meets the limit; the watcher, resumed, counts it."""
-    import yaml
-
-    memcg = Path("/sys/fs/cgroup/memory")
-    if not (memcg / "memory.oom_control").exists():
-        pytest.skip("no cgroup v1 memory controller with memory.oom_control here")
+    memcg, join, script = _memory_host()
     if not Path("/dev/shm").is_dir():
         pytest.skip("no /dev/shm (tmpfs) to charge the group from a system call")
-    join = yaml.safe_load((repo_root() / "playbooks" / "vars" / "emulation.yml").read_text())["qh_join"]
-    script = repo_root() / "playbooks" / "files" / "quiho-emulate.sh"
     cg = CGROUP_CPU / f"quiho-memcap-meet-{os.getpid()}"
     events = MEM_EVENTS_DIR / f"quiho-memcap-{cg.name}.events"
     shm = Path(f"/dev/shm/quiho-meet-{os.getpid()}")
