@@ -74,6 +74,8 @@ def arm(at):
         os.close(over)
     over, over_at = fd, at
 end, last, met, seen = time.monotonic() + secs, 0, 0, int(read("memory.failcnt"))
+arm(allowance + OVERSHOOT)
+open(events + ".ready", "w").close()
 while time.monotonic() < end:
     ready = select.select([efd] if over is None else [efd, over], [], [], 0.02)[0]
     try:
@@ -164,6 +166,12 @@ start)
     echo 0 > "/run/quiho-memcap-$name.events"
     setsid taskset -c $(($(nproc) - 1)) python3 -c "$MEM_WATCH" "$cg-co" "$m" "$mem" "$secs" \
       "/run/quiho-memcap-$name.events" </dev/null >/dev/null 2>&1 &
+    # the application must not start before the watcher watches: a short run would never meet its allowance
+    i=0
+    until [ -e "/run/quiho-memcap-$name.events.ready" ] || [ $i -ge 100 ]; do sleep 0.05; i=$((i + 1)); done
+    [ -e "/run/quiho-memcap-$name.events.ready" ] \
+      || { echo "quiho-emulate: the memory-capacity watcher did not start" >&2; exit 1; }
+    rm -f "/run/quiho-memcap-$name.events.ready"
   fi
   if [ "$net" != 0 ]; then
     ip netns add "qh-$name"
@@ -201,7 +209,7 @@ stop)
     done
     rmdir "$d"
   done
-  rm -f "/run/quiho-memcap-$name.events" "/run/quiho-memcap-$name.events.tmp"
+  rm -f "/run/quiho-memcap-$name.events" "/run/quiho-memcap-$name.events.tmp" "/run/quiho-memcap-$name.events.ready"
   ;;
 *) echo "quiho-emulate: unknown command '$cmd'" >&2; exit 2 ;;
 esac

@@ -511,3 +511,28 @@ def test_a_system_call_that_meets_the_memory_limit_is_counted_for_the_run(tmp_pa
     assert written[0] == (600, 0) and counts[0] == 0  # watched: the limit stayed ahead of 600 MiB written
     assert written[1][0] < 600 and written[1][1] in (0, errno.ENOMEM)  # unwatched: a short or failed write ...
     assert counts[1] > 0  # ... and that was counted
+
+
+@pytest.mark.root
+def test_a_short_run_on_a_memory_capacity_host_meets_its_allowance_from_its_first_moment(tmp_path: Path) -> None:
+    """``start`` returns once the watcher watches: a 0.05 s reread of a 128 MiB file right after it comes from the
+    disk, not from a page cache not yet trimmed (before, the run was over before the watcher's first look)."""
+    from quiho.fleet.local.probes import reread_seconds
+
+    _memcg, join, script = _memory_host()
+    reread = [sys.executable, str(repo_root() / "playbooks" / "files" / "quiho-reread.py"), str(tmp_path / "f.bin"),
+              "128", "3"]
+    subprocess.run(reread, check=True, capture_output=True)  # the file made, outside any group
+    times = {}
+    for mem in ("0", "32", "0", "32"):
+        cg = CGROUP_CPU / f"quiho-memcap-first-{os.getpid()}-{len(times)}"
+        subprocess.run(["sh", str(script), "start", str(cg), "100", "none", "60", "keep", "20000", "0", mem, "0"],
+                       check=True)
+        try:
+            r = subprocess.run(["sh", "-c", join, "sh", str(cg), "0", *reread], capture_output=True, text=True,
+                               timeout=120, check=True)
+        finally:
+            subprocess.run(["sh", str(script), "stop", str(cg)], check=True)
+        times[f"{mem}-{len(times)}"] = reread_seconds(r.stdout, reread)
+    cached, evicted = [times[k] for k in times if k.startswith("0-")], [times[k] for k in times if k.startswith("32-")]
+    assert min(evicted) > 1.5 * max(cached), times  # the same passes from the disk, each time
