@@ -58,8 +58,8 @@ def main(argv: list[str]) -> int:
         return 1
     try:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        # page-aligned: a copy from the page cache into a misaligned buffer (a bytearray's) ran ~5x slower on an
-        # AMD EPYC VM, as slow as the virtual disk, so cached and evicted passes measured alike
+        # page-aligned: a copy from the page cache to 16 bytes past a page boundary (where a fresh bytearray
+        # starts) ran ~4x slower on an AMD EPYC host, as slow as its disk (bench/reread_buffer.py)
         buf = mmap.mmap(-1, CHUNK)
         read_all(fd, buf)
         t0 = time.perf_counter()
