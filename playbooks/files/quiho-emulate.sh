@@ -201,13 +201,17 @@ stop)
   [ -e "/run/netns/qh-$name" ] && { ip netns pids "qh-$name" | xargs -r kill -9; ip netns del "qh-$name"; }
   for d in "$cg" "$cg-co" "/sys/fs/cgroup/blkio/$name" "/sys/fs/cgroup/memory/$name"; do
     [ -d "$d" ] || continue
-    # a killed task still exiting keeps a v1 cgroup busy after cgroup.procs reads empty: retry the rmdir
     i=0
-    until rmdir "$d" 2>/dev/null || [ $i -ge 100 ]; do
+    while [ -n "$(cat "$d/cgroup.procs" 2>/dev/null)" ] && [ $i -lt 100 ]; do
       kill -9 $(cat "$d/cgroup.procs") 2>/dev/null || true
       sleep 0.1
       i=$((i + 1))
     done
+    # a killed task still exiting keeps a v1 cgroup busy after cgroup.procs reads empty: retry the removal for a
+    # second, and only while the group is there (a cleanup beside this one may remove it, and a resumed run
+    # recreate it under the same name)
+    i=0
+    until rmdir "$d" 2>/dev/null || [ ! -d "$d" ] || [ $i -ge 20 ]; do sleep 0.05; i=$((i + 1)); done
     [ ! -d "$d" ] || rmdir "$d"
   done
   rm -f "/run/quiho-memcap-$name.events" "/run/quiho-memcap-$name.events.tmp" "/run/quiho-memcap-$name.events.ready"
