@@ -56,12 +56,12 @@ def main() -> int:
             print(f"| buffer | address mod 4096 | cached: s per {a.mib} MiB pass (median of {a.passes}) | "
                   "first pass after the file is dropped (disk) |")
             print("|---|---|---|---|")
-            for name, (view, addr) in views.items():
+            for name, (view, at) in views.items():
                 one_pass(fd, view)  # the file back in the cache, the buffer faulted in
                 cached = statistics.median(one_pass(fd, view) for _ in range(a.passes))
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
                 disk = one_pass(fd, view)
-                print(f"| {name} | {addr % 4096} | {cached:.4f} | {disk:.4f} |")
+                print(f"| {name} | {at % 4096} | {cached:.4f} | {disk:.4f} |")
         finally:
             os.close(fd)
     return 0

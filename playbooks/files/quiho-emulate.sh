@@ -117,10 +117,11 @@ THP_SAVE=/run/quiho-thp.orig
 cmd=$1
 cg=$2
 case $cg in /sys/fs/cgroup/cpu/*) ;; *) echo "quiho-emulate: refusing cgroup path $cg" >&2; exit 2 ;; esac
+name=${cg##*/}
+events=/run/quiho-memcap-$name.events  # the memory watcher's count of limit meetings (library/quiho_runs.py)
 case $cmd in
 start)
   pct=$3; co=$4; secs=$5; thp=${6:-keep}; period=${7:-20000}; iops=${8:-0}; mem=${9:-0}; net=${10:-0}
-  name=${cg##*/}
   case $iops in 0) ;; *[!0-9:]*|:*|*::*|*:|*:*:*:*) echo "quiho-emulate: bad IOPS limit '$iops'" >&2; exit 2 ;;
     *:*:*) ;; *) echo "quiho-emulate: bad IOPS limit '$iops'" >&2; exit 2 ;; esac
   case $mem in ''|*[!0-9]*) echo "quiho-emulate: bad memory limit '$mem'" >&2; exit 2 ;; esac
@@ -163,15 +164,14 @@ start)
     mkdir -p "$m"
     echo 1 > "$m/memory.oom_control"
     echo $(((mem + 256) * 1048576)) > "$m/memory.limit_in_bytes"
-    echo 0 > "/run/quiho-memcap-$name.events"
-    setsid taskset -c $(($(nproc) - 1)) python3 -c "$MEM_WATCH" "$cg-co" "$m" "$mem" "$secs" \
-      "/run/quiho-memcap-$name.events" </dev/null >/dev/null 2>&1 &
+    echo 0 > "$events"
+    setsid taskset -c $(($(nproc) - 1)) python3 -c "$MEM_WATCH" "$cg-co" "$m" "$mem" "$secs" "$events" \
+      </dev/null >/dev/null 2>&1 &
     # the application must not start before the watcher watches: a short run would never meet its allowance
     i=0
-    until [ -e "/run/quiho-memcap-$name.events.ready" ] || [ $i -ge 100 ]; do sleep 0.05; i=$((i + 1)); done
-    [ -e "/run/quiho-memcap-$name.events.ready" ] \
-      || { echo "quiho-emulate: the memory-capacity watcher did not start" >&2; exit 1; }
-    rm -f "/run/quiho-memcap-$name.events.ready"
+    until [ -e "$events.ready" ] || [ $i -ge 100 ]; do sleep 0.05; i=$((i + 1)); done
+    [ -e "$events.ready" ] || { echo "quiho-emulate: the memory-capacity watcher did not start" >&2; exit 1; }
+    rm -f "$events.ready"
   fi
   if [ "$net" != 0 ]; then
     ip netns add "qh-$name"
@@ -197,7 +197,6 @@ start)
   ;;
 stop)
   if [ -s "$THP_SAVE" ]; then cat "$THP_SAVE" > "$THP" && rm -f "$THP_SAVE"; fi
-  name=${cg##*/}
   [ -e "/run/netns/qh-$name" ] && { ip netns pids "qh-$name" | xargs -r kill -9; ip netns del "qh-$name"; }
   for d in "$cg" "$cg-co" "/sys/fs/cgroup/blkio/$name" "/sys/fs/cgroup/memory/$name"; do
     [ -d "$d" ] || continue
@@ -214,7 +213,7 @@ stop)
     until rmdir "$d" 2>/dev/null || [ ! -d "$d" ] || [ $i -ge 20 ]; do sleep 0.05; i=$((i + 1)); done
     [ ! -d "$d" ] || rmdir "$d"
   done
-  rm -f "/run/quiho-memcap-$name.events" "/run/quiho-memcap-$name.events.tmp" "/run/quiho-memcap-$name.events.ready"
+  rm -f "$events" "$events.tmp" "$events.ready"
   ;;
 *) echo "quiho-emulate: unknown command '$cmd'" >&2; exit 2 ;;
 esac

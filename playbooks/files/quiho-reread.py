@@ -58,8 +58,8 @@ def main(argv: list[str]) -> int:
         return 1
     try:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        # page-aligned: a copy from the page cache to 16 bytes past a page boundary (where a fresh bytearray
-        # starts) ran ~4x slower on an AMD EPYC host, as slow as its disk (bench/reread_buffer.py)
+        # page-aligned: on some CPUs a copy to just past a page boundary (a fresh bytearray) is several times
+        # slower, and cached passes would time like evicted ones (bench/reread_buffer.py)
         buf = mmap.mmap(-1, CHUNK)
         read_all(fd, buf)
         t0 = time.perf_counter()
