@@ -61,6 +61,8 @@ _PROBE_OF_CLASS: dict[str, str] = {f.resource: f.probe for f in FACTORS if f.res
 
 #: How a visit's runs of a version may be summarised (:attr:`DesignSettings.summary`).
 SUMMARIES = ("median", "min")
+#: Where a screened-out factor's contrast goes (:attr:`DesignSettings.untested`).
+UNTESTED = ("residual", "model")
 
 
 @dataclass(frozen=True)
@@ -73,12 +75,17 @@ class DesignSettings:
     random_state: int = 0
     #: Test only the factors that move the versions' pooled runs (False: every factor, the rule before 2026-12).
     screen: bool = True
+    #: With ``screen``, where an untested factor's contrast goes: ``"residual"`` (the noise of the tested ones, a
+    #: degree of freedom each) or ``"model"`` (its own column, so a change it carries cannot widen theirs).
+    untested: str = "residual"
     #: A version's runs in one visit are summarised by their ``"min"`` (interference only adds time) or ``"median"``.
     summary: str = "min"
 
     def __post_init__(self) -> None:
         if self.summary not in SUMMARIES:
             raise UsageError(f"unknown visit summary {self.summary!r}: use one of {', '.join(SUMMARIES)}")
+        if self.untested not in UNTESTED:
+            raise UsageError(f"unknown place for untested factors {self.untested!r}: use one of {', '.join(UNTESTED)}")
 
 
 @dataclass(frozen=True)
@@ -283,8 +290,8 @@ def effect_changes(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
     the design; p from within-visit label permutations of the runs aligned under "no factor effect changed",
     studentised (|t|), Holm-adjusted over the tested factors.
     With ``settings.screen`` a factor is tested only when it moves both versions' runs pooled; an untested
-    factor's change keeps its estimate and interval from the whole design and no p, and the tested ones are
-    fitted without it, so its contrast adds a degree of freedom to their noise.
+    factor's change keeps its estimate and interval from the whole design and no p; the tested ones are fitted
+    without it (its contrast adds a degree of freedom to their noise) or beside it (``settings.untested``).
     """
     a, b = _visit_summaries(runs, version_a, settings.summary), _visit_summaries(runs, version_b, settings.summary)
     shared = sorted(set(a.index) & set(b.index))
@@ -308,8 +315,11 @@ def effect_changes(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
 
     if not tested:
         return tuple(untested(f.name, c) for f, c in zip(factors.factors, cols, strict=True)), len(shared), 0
-    Zt = np.delete(Z, [c for j, c in enumerate(cols) if j not in tested], axis=1)
-    ct = [Zt.shape[1] - len(tested) + i for i in range(len(tested))]  # the factors are the design's last columns
+    if settings.untested == "model":
+        Zt, ct = Z, [cols[j] for j in tested]
+    else:
+        Zt = np.delete(Z, [c for j, c in enumerate(cols) if j not in tested], axis=1)
+        ct = [Zt.shape[1] - len(tested) + i for i in range(len(tested))]  # the factors are the design's last columns
     beta_t, se_t, _sd_t, df_t = _ols(Zt, d)
     with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 (an exact fit of no change) reads 0, as the null's
         t_obs = np.nan_to_num(np.abs(beta_t[ct] / se_t[ct]), nan=0.0, posinf=np.inf)

@@ -10,6 +10,7 @@ import pytest
 
 from quiho.datasets import planted_design, planted_fingerprints
 from quiho.design import DesignSettings, analyse_design, factor_table, local_fleet_vars
+from quiho.errors import UsageError
 
 PRIMARY = {"cpu": "cpu", "matrix": "cpu", "stream": "memory", "memrate": "memory"}
 MEMORY_BOUND = {"cpu-quota": 0.40, "huge-pages": -0.20, "co-runner": 0.22}
@@ -297,3 +298,27 @@ def test_screening_finds_a_change_every_factor_testing_misses_more_often():
                                  settings=DesignSettings(permutations=199, random_state=seed, screen=screen))
             found[screen] += "huge-pages" in {c.factor for c in res.moved}
     assert found[True] >= found[False] + 3, found
+
+
+def test_an_untested_change_kept_in_the_model_stays_out_of_the_tested_factors_noise():
+    """A factor whose effects on the two versions cancel is left untested; kept in the model, its change cannot
+    widen the tested factors' intervals (their SE is the whole design's), left in the residual it does."""
+    truth = {"v1": {"cpu-quota": 0.33, "huge-pages": -0.22, "network": -0.15},
+             "v2": {"cpu-quota": 0.33, "huge-pages": -0.04, "network": 0.15}}
+    runs, table = _fold_over_runs(truth, seed=7)
+    se = {}
+    for where in ("residual", "model"):
+        res = analyse_design(runs, "v1", "v2", table,
+                             settings=DesignSettings(permutations=199, random_state=0, untested=where))
+        ch = {c.factor: c for c in res.changes}
+        assert not ch["network"].tested and ch["network"].pct > 0.2  # the cancelling factor: left out, shown
+        assert ch["cpu-quota"].tested
+        se[where] = ch["cpu-quota"].se
+        whole = ch["network"].se  # an untested factor's interval comes from the whole design
+    assert se["model"] == pytest.approx(whole)
+    assert se["residual"] > 1.5 * se["model"], se
+
+
+def test_an_unknown_place_for_untested_factors_is_a_usage_error():
+    with pytest.raises(UsageError, match="untested"):
+        DesignSettings(untested="nowhere")
