@@ -14,7 +14,7 @@ after removing the level change fitted under "no factor effect changed" (the shi
 :mod:`quiho.irup.shift`), which keeps every host- and round-level effect intact (Anderson & ter Braak 2003).
 Several factors are tested at once, so a change counts only when its Holm-adjusted p is below ``alpha`` and its
 size is at least the floor. Only the factors that move the two versions' runs together (their pooled effect's
-interval excludes 0) are tested; the others' changes go to the noise (independent filtering: the pooled runs of a
+interval excludes 0) are tested; the others keep their columns (independent filtering: the pooled runs of a
 visit are the same under every label exchange, so the filter leaves the permutation p exact, Bourgon et al. 2010).
 
 Every stressor of the visits' fingerprints gets the same regression; the classes of the stressors a factor moves
@@ -75,9 +75,9 @@ class DesignSettings:
     random_state: int = 0
     #: Test only the factors that move the versions' pooled runs (False: every factor, the rule before 2026-12).
     screen: bool = True
-    #: With ``screen``, where an untested factor's contrast goes: ``"residual"`` (the noise of the tested ones, a
-    #: degree of freedom each) or ``"model"`` (its own column, so a change it carries cannot widen theirs).
-    untested: str = "residual"
+    #: With ``screen``, where an untested factor's contrast goes: ``"model"`` (its own column, so a change it
+    #: carries cannot widen the tested ones' intervals) or ``"residual"`` (their noise, a degree of freedom each).
+    untested: str = "model"
     #: A version's runs in one visit are summarised by their ``"min"`` (interference only adds time) or ``"median"``.
     summary: str = "min"
 
