@@ -315,12 +315,12 @@ def effect_changes(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
 
     if not tested:
         return tuple(untested(f.name, c) for f, c in zip(factors.factors, cols, strict=True)), len(shared), 0
-    if settings.untested == "model":
-        Zt, ct = Z, [cols[j] for j in tested]
+    if settings.untested == "model":  # the whole design's fit above
+        Zt, ct, beta_t, se_t, df_t = Z, [cols[j] for j in tested], beta, se, df
     else:
         Zt = np.delete(Z, [c for j, c in enumerate(cols) if j not in tested], axis=1)
         ct = [Zt.shape[1] - len(tested) + i for i in range(len(tested))]  # the factors are the design's last columns
-    beta_t, se_t, _sd_t, df_t = _ols(Zt, d)
+        beta_t, se_t, _sd_t, df_t = _ols(Zt, d)
     with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 (an exact fit of no change) reads 0, as the null's
         t_obs = np.nan_to_num(np.abs(beta_t[ct] / se_t[ct]), nan=0.0, posinf=np.inf)
     null_t = _permuted_t(aligned, Zt, ct, settings)
