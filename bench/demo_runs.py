@@ -64,8 +64,12 @@ PAIRS = {
 }
 
 
-def one_run(i: int, out: Path, pair: str = "stream", rounds: int | None = None) -> dict:
-    """One fresh-store run of ``pair``: the demo itself for ``stream``, the demo's ``quiho profile`` otherwise."""
+def one_run(i: int, out: Path, pair: str = "stream", rounds: int | None = None, repetitions: int | None = None
+            ) -> dict:
+    """One fresh-store run of ``pair``: the demo itself for ``stream``, the demo's ``quiho profile`` otherwise.
+
+    ``repetitions``: the demo's ``quiho profile`` command with this ``--repetitions`` instead of the demo's 5.
+    """
     d = out / f"run-{i}"
     if d.exists():
         shutil.rmtree(d)
@@ -73,11 +77,12 @@ def one_run(i: int, out: Path, pair: str = "stream", rounds: int | None = None) 
     env = {**os.environ, "QUIHO_STORE": str(d / "quiho.db")}
     a, b, spec, _truth = PAIRS[pair]
     extra = ["--rounds", str(rounds)] if rounds else []
-    if pair == "stream" and not extra:
+    if pair == "stream" and not extra and repetitions is None:
         cmd = ["bash", "scripts/demo.sh"]
     else:
         cmd = [str(REPO / ".venv" / "bin" / "quiho"), "profile", a, b, "--battery", "resources", "--max-age", "6h",
-               "--repetitions", "5", "--report", ".quiho/profile-report", *extra] + (["--spec", spec] if spec else [])
+               "--repetitions", str(repetitions or 5), "--report", ".quiho/profile-report", *extra]
+        cmd += ["--spec", spec] if spec else []
     t0 = time.monotonic()
     with open(d / "stdout.txt", "w") as so, open(d / "stderr.txt", "w") as se:
         rc = subprocess.run(cmd, cwd=REPO, env=env, stdout=so, stderr=se, check=False).returncode
@@ -193,6 +198,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path("/tmp/quiho-demo-runs"))
     ap.add_argument("--quiet-load", type=float, default=0.3, help="start a run below this 1-min load average")
     ap.add_argument("--max-wait", type=float, default=300.0, help="seconds to wait for it at most")
+    ap.add_argument("--repetitions", type=int, default=None,
+                    help="the demo's quiho profile command with this --repetitions (5 in the demo: 3 runs a visit)")
     ap.add_argument("--first", type=int, default=1, help="number of the first run (to add runs to a table)")
     ap.add_argument("--noise-of", type=Path, nargs="+", metavar="OUT",
                     help="print the noise table of earlier --out directories and run nothing")
@@ -229,7 +236,7 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for i in range(a.first, a.first + a.runs):
         load = wait_quiet(a.quiet_load, a.max_wait)
-        r = one_run(i, a.out, a.pair, a.rounds)
+        r = one_run(i, a.out, a.pair, a.rounds, a.repetitions)
         r["load"] = load
         rows.append(r)
         if "design" not in r:
