@@ -9,13 +9,13 @@ residual SD of a visit's change fell 0.17 -> 0.13 -> 0.10, 0.09 -> 0.07 -> 0.056
 levelling off at 3: most of it is the runs' own noise (within a visit, log runs spread 7-14 %), which a visit's
 minimum over more runs narrows, while the 16 visits and their degrees of freedom stay.
 
-Candidates: 3 runs a visit (today) and 5. Data: the stores of ``python bench/demo_runs.py --repetitions 9
---runs 6 --out /work/runs/rpv74`` (the demo's command with 5 runs a visit) started after this text was committed, on the AMD EPYC
-microVM, nothing else working; each is read twice with today's analysis: with every run, and with only the first
-3 runs of each version in each visit (the runs today's demo would have made, in the same minutes: the runs of a
-visit alternate between the versions, so the first 3 of each are the first 6 of the visit). **Rule**: 5 runs a
-visit become the demo's default if right in more of these demos than 3; otherwise 3 stays (the shorter demo).
-The wall time of the demo with 5 runs (the table of ``demo_runs.py``) and the median SE of the tested changes are
+Candidates: 3 runs a visit (today) and 5. Data: the stores of ``python bench/demo_runs.py --repetitions 9 --runs 6
+--out /work/runs/rpv74`` (the demo's command with 5 runs a visit) started after this text was committed, on the AMD
+EPYC microVM, nothing else working; each is read twice with today's analysis: with every run, and with only the
+first 3 runs of each version in each visit (the runs today's demo would have made, in the same minutes: the runs of
+a visit alternate between the versions, so the first 3 of each are the first 6 of the visit). **Rule**: 5 runs a
+visit become the demo's default if right in more of these demos than 3; otherwise 3 stays (the shorter demo). The
+wall time of the demo with 5 runs (the table of ``demo_runs.py``) and the median SE of the tested changes are
 reported beside, not part of the rule.
 
 Run: ``python bench/runs_per_visit.py /work/runs/rpv74`` (a few seconds a store; nothing is measured).
