@@ -17,6 +17,8 @@ a visit alternate between the versions, so the first 3 of each are the first 6 o
 visit become the demo's default if right in more of these demos than 3; otherwise 3 stays (the shorter demo). The
 wall time of the demo with 5 runs (the table of ``demo_runs.py``) and the median SE of the tested changes are
 reported beside, not part of the rule.
+Outcome (2026-12-04): right with the first 3 runs in 3 of 6, with all 5 in 3 of 6, so 3 runs a visit stay;
+median SE 0.049 against 0.047 (docs/design.md, "Runs a visit").
 
 Run: ``python bench/runs_per_visit.py /work/runs/rpv74`` (a few seconds a store; nothing is measured).
 """
