@@ -62,7 +62,7 @@ _PROBE_OF_CLASS: dict[str, str] = {f.resource: f.probe for f in FACTORS if f.res
 #: How a visit's runs of a version may be summarised (:attr:`DesignSettings.summary`).
 SUMMARIES = ("median", "min")
 #: Where a screened-out factor's contrast goes (:attr:`DesignSettings.untested`).
-UNTESTED = ("residual", "model")
+UNTESTED = ("residual", "model", "weighted")
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,9 @@ class DesignSettings:
     #: Test only the factors that move the versions' pooled runs (False: every factor, the rule before 2026-12).
     screen: bool = True
     #: With ``screen``, where an untested factor's contrast goes: ``"model"`` (its own column, so a change it
-    #: carries cannot widen the tested ones' intervals) or ``"residual"`` (their noise, a degree of freedom each).
+    #: carries cannot widen the tested ones' intervals), ``"residual"`` (their noise, a degree of freedom each) or
+    #: ``"weighted"`` (its column, and tested too: the screened-out factors share one screened factor's weight in
+    #: a weighted Holm, so a change that reverses between the versions, which pools to nothing, can still be found).
     untested: str = "model"
     #: A version's runs in one visit are summarised by their ``"min"`` (interference only adds time) or ``"median"``.
     summary: str = "min"
@@ -272,13 +274,22 @@ def version_effects(runs: pd.DataFrame, version: str, factors: FactorTable, summ
     return VersionEffects(version, effects, len(vm), int(vm["n"].sum()), int(vm["round"].nunique()), sd, df, f_p)
 
 
-def _holm(p: list[float]) -> list[float]:
-    order = np.argsort(p)
+def _holm(p: list[float], weights: list[float] | None = None) -> list[float]:
+    """Holm-adjusted p-values; with ``weights``, Holm's weighted procedure (Holm 1979, section 5).
+
+    Hypotheses are taken in order of ``p / w``; the one at step i is rejected at level alpha when
+    ``p <= alpha * w / (sum of the weights not yet rejected)``, so its adjusted p is that ratio's running maximum.
+    """
+    w = np.ones(len(p)) if weights is None else np.asarray(weights, dtype=float)
+    pa = np.asarray(p, dtype=float)
+    order = np.argsort(pa / w, kind="stable")
     adj = np.empty(len(p))
+    left = float(w.sum())
     running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (len(p) - rank) * p[i]))
+    for i in order:
+        running = max(running, min(1.0, pa[i] * left / w[i]))
         adj[i] = running
+        left -= w[i]
     return adj.tolist()
 
 
@@ -291,7 +302,8 @@ def effect_changes(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
     studentised (|t|), Holm-adjusted over the tested factors.
     With ``settings.screen`` a factor is tested only when it moves both versions' runs pooled; an untested
     factor's change keeps its estimate and interval from the whole design and no p; the tested ones are fitted
-    without it (its contrast adds a degree of freedom to their noise) or beside it (``settings.untested``).
+    without it (its contrast adds a degree of freedom to their noise) or beside it (``settings.untested``); with
+    ``"weighted"`` it is tested too, at a smaller share of the level.
     """
     a, b = _visit_summaries(runs, version_a, settings.summary), _visit_summaries(runs, version_b, settings.summary)
     shared = sorted(set(a.index) & set(b.index))
@@ -308,6 +320,11 @@ def effect_changes(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
                      for f, c in zip(factors.factors, cols, strict=True)), len(shared), 0
     aligned = _aligned_runs(runs, version_a, version_b, shared, Z, cols, d)
     tested = _screened(aligned, Z, cols, settings.alpha) if settings.screen else list(range(len(cols)))
+    weights = None
+    if settings.screen and settings.untested == "weighted" and 0 < len(tested) < len(cols):
+        out_w = 1.0 / (len(cols) - len(tested))  # the screened-out ones together weigh as one screened factor
+        weights = [1.0 if j in tested else out_w for j in range(len(cols))]
+        tested = list(range(len(cols)))
 
     def untested(name: str, c: int) -> Effect:  # its estimate and interval from the whole design, no p
         return dataclasses.replace(_t_effect(name, float(beta[c]), float(se[c]), df), p_value=float("nan"),
@@ -315,7 +332,7 @@ def effect_changes(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
 
     if not tested:
         return tuple(untested(f.name, c) for f, c in zip(factors.factors, cols, strict=True)), len(shared), 0
-    if settings.untested == "model":  # the whole design's fit above
+    if settings.untested in ("model", "weighted"):  # the whole design's fit above
         Zt, ct, beta_t, se_t, df_t = Z, [cols[j] for j in tested], beta, se, df
     else:
         Zt = np.delete(Z, [c for j, c in enumerate(cols) if j not in tested], axis=1)
@@ -326,7 +343,7 @@ def effect_changes(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
     null_t = _permuted_t(aligned, Zt, ct, settings)
     B = null_t.shape[0]
     p = [(1 + int(np.sum(null_t[:, j] >= t_obs[j] - 1e-12))) / (1 + B) for j in range(len(ct))]
-    adj = _holm(p)
+    adj = _holm(p, weights)
     at = {j: i for i, j in enumerate(tested)}  # factor index -> its place among the tested
     out = []
     for j, (f, c) in enumerate(zip(factors.factors, cols, strict=True)):
