@@ -13,9 +13,11 @@ Its p-value is a permutation test that needs no normality: within each visit the
 after removing the level change fitted under "no factor effect changed" (the shift test's alignment,
 :mod:`quiho.irup.shift`), which keeps every host- and round-level effect intact (Anderson & ter Braak 2003).
 Several factors are tested at once, so a change counts only when its Holm-adjusted p is below ``alpha`` and its
-size is at least the floor. Only the factors that move the two versions' runs together (their pooled effect's
-interval excludes 0) are tested; the others keep their columns (independent filtering: the pooled runs of a
-visit are the same under every label exchange, so the filter leaves the permutation p exact, Bourgon et al. 2010).
+size is at least the floor. The factors that move the two versions' runs together (their pooled effect's
+interval excludes 0) are tested at a full share of the level, the others together at one share (a weighted Holm):
+the pooled runs of a visit are the same under every label exchange, so weights chosen by them leave the
+permutation p exact (independent filtering, Bourgon et al. 2010), and a change that reverses between the
+versions, which pools to nothing, can still be found.
 
 Every stressor of the visits' fingerprints gets the same regression; the classes of the stressors a factor moves
 (beyond the noise, and more than it moves the cpu class) say which resource class the factor loads. That ties the
@@ -79,7 +81,7 @@ class DesignSettings:
     #: carries cannot widen the tested ones' intervals), ``"residual"`` (their noise, a degree of freedom each) or
     #: ``"weighted"`` (its column, and tested too: the screened-out factors share one screened factor's weight in
     #: a weighted Holm, so a change that reverses between the versions, which pools to nothing, can still be found).
-    untested: str = "model"
+    untested: str = "weighted"
     #: A version's runs in one visit are summarised by their ``"min"`` (interference only adds time) or ``"median"``.
     summary: str = "min"
 

@@ -256,10 +256,11 @@ def _fold_over_runs(truth, seed, visit_sd=0.0, runs=3):
 
 
 def test_a_factor_that_moves_neither_version_is_not_tested_and_keeps_its_column():
+    """With the cut (``untested="model"``), the default before 2026-12-04."""
     truth = {"v1": {"cpu-quota": 0.40, "huge-pages": -0.25}, "v2": {"cpu-quota": 0.40, "huge-pages": -0.02}}
     runs, table = _fold_over_runs(truth, seed=11)
     assert len(table.factors) == 7
-    res = analyse_design(runs, "v1", "v2", table, settings=DesignSettings(permutations=199))
+    res = analyse_design(runs, "v1", "v2", table, settings=DesignSettings(permutations=199, untested="model"))
     ch = {c.factor: c for c in res.changes}
     assert ch["cpu-quota"].tested and ch["huge-pages"].tested
     inert = [f for f in ("storage", "kernel-entry", "network", "memory-capacity", "core-sharing") if not ch[f].tested]
@@ -322,3 +323,46 @@ def test_an_untested_change_kept_in_the_model_stays_out_of_the_tested_factors_no
 def test_an_unknown_place_for_untested_factors_is_a_usage_error():
     with pytest.raises(UsageError, match="untested"):
         DesignSettings(untested="nowhere")
+
+
+def test_weighted_holm_is_holm_with_equal_weights_and_spends_the_screened_out_share_first():
+    from quiho.design.effects import _holm
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        p = list(rng.uniform(0, 0.3, 7))
+        assert _holm(p, [1.0] * 7) == pytest.approx(_holm(p))
+    # one screened factor (weight 1) and six screened out (1/6 each): total weight 2
+    adj = _holm([0.089, 0.0005, 0.3, 0.5, 0.2, 0.6, 0.4], [1.0] + [1 / 6] * 6)
+    assert adj[1] == pytest.approx(0.0005 * 2 / (1 / 6))  # first step: p * total / own weight
+    assert adj[0] == pytest.approx(0.089 * (2 - 1 / 6))  # then the rest of the weight
+    assert all(a <= 1 for a in adj)
+
+
+def test_a_reversed_change_the_screen_leaves_out_is_tested_and_found_when_weighted():
+    """Effects that cancel between the versions pool to nothing: the cut leaves the change untested, the weighted
+    family tests it at the screened-out share and finds it; every factor is then tested."""
+    truth = {"v1": {"cpu-quota": 0.33, "huge-pages": -0.22, "network": -0.15},
+             "v2": {"cpu-quota": 0.33, "huge-pages": -0.04, "network": 0.15}}
+    runs, table = _fold_over_runs(truth, seed=7)
+    cut = analyse_design(runs, "v1", "v2", table,
+                         settings=DesignSettings(permutations=999, random_state=0, untested="model"))
+    weighted = analyse_design(runs, "v1", "v2", table,
+                              settings=DesignSettings(permutations=999, random_state=0, untested="weighted"))
+    assert not {c.factor: c for c in cut.changes}["network"].tested
+    ch = {c.factor: c for c in weighted.changes}
+    assert all(c.tested and c.p_adjusted is not None for c in ch.values())
+    assert "network" in {c.factor for c in weighted.moved}, ch["network"]
+    # the estimates are the whole design's either way: the weight changes only the level a factor is tested at
+    assert ch["network"].estimate == pytest.approx({c.factor: c for c in cut.changes}["network"].estimate)
+
+
+def test_weighted_change_test_size_on_self_pairs_of_the_fold_over():
+    """Same effects on both sides: testing the screened-out factors too keeps the claims at the test's level."""
+    same = {"cpu-quota": 0.40, "huge-pages": -0.25, "core-sharing": 0.05}
+    n, claims = 40, 0
+    for seed in range(n):
+        runs, table = _fold_over_runs({"v1": same, "v2": same}, seed=600 + seed, visit_sd=0.04)
+        res = analyse_design(runs, "v1", "v2", table,
+                             settings=DesignSettings(permutations=199, random_state=seed, untested="weighted"))
+        claims += res.verdict == "different"
+    assert claims <= 6  # binomial(40, 0.05): P(X > 6) < 0.01
