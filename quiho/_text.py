@@ -13,6 +13,13 @@ _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]
 UNTESTED_CHANGE = "not tested: moves neither version"
 
 
+def holm_weight_note(weight: float | None) -> str:
+    """``""`` for a full share of the weighted Holm; ``", weight 1/6: moves neither version"`` for a smaller one."""
+    if weight is None or not weight < 1 or weight <= 0:
+        return ""
+    return f", weight 1/{round(1 / weight)}: moves neither version"
+
+
 def printable(text: object) -> str:
     r"""Return ``str(text)`` with every control character written as a visible escape.
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from quiho._text import UNTESTED_CHANGE
+from quiho._text import UNTESTED_CHANGE, holm_weight_note
 from quiho.design.effects import (
     AxisClass,
     DesignSettings,
@@ -174,7 +174,9 @@ def _story(effects: VersionEffects, axes: Mapping[str, AxisClass], labels: Mappi
 
 def _p_text(c: Effect) -> str:
     """``"p = 0.003, Holm 0.012"``, or why the change was not tested."""
-    return f"p = {c.p_value:.3g}, Holm {c.p_adjusted:.3g}" if c.tested and c.p_adjusted is not None else UNTESTED_CHANGE
+    if not c.tested or c.p_adjusted is None:
+        return UNTESTED_CHANGE
+    return f"p = {c.p_value:.3g}, Holm {c.p_adjusted:.3g}{holm_weight_note(c.weight)}"
 
 
 def _verdict(changes: tuple[Effect, ...], visits: int, settings: DesignSettings, story_a: ClassStory,
@@ -287,5 +289,5 @@ def effect_table(res: DesignAnalysis) -> list[list[str]]:
                      c.text() if c else "n/a",
                      "n/a" if c is None else UNTESTED_CHANGE if not c.tested
                      else "n/a" if c.p_adjusted is None or math.isnan(c.p_value)
-                     else f"{c.p_value:.3g} (Holm {c.p_adjusted:.3g})"])
+                     else f"{c.p_value:.3g} (Holm {c.p_adjusted:.3g}{holm_weight_note(c.weight)})"])
     return rows

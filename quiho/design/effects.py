@@ -110,6 +110,8 @@ class Effect:
     p_adjusted: float | None = None
     #: False for a change left out of the test because the factor moved neither version (no p then).
     tested: bool = True
+    #: Its share in the weighted Holm: 1, or less for a factor that moves neither version's pooled runs.
+    weight: float = 1.0
 
     @property
     def pct(self) -> float:
@@ -145,7 +147,7 @@ class Effect:
                 "log_effect": json_number(self.estimate, 6), "log_se": json_number(self.se, 6), "df": self.df,
                 "p_value": json_number(self.p_value, 5),
                 "p_adjusted": None if self.p_adjusted is None else json_number(self.p_adjusted, 5),
-                "tested": self.tested}
+                "tested": self.tested, "weight": json_number(self.weight, 4)}
 
 
 @dataclass(frozen=True)
@@ -352,7 +354,8 @@ def effect_changes(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
         if j in at:
             i = at[j]
             e = _t_effect(f.name, float(beta_t[ct[i]]), float(se_t[ct[i]]), df_t)
-            out.append(dataclasses.replace(e, p_value=p[i], p_adjusted=adj[i]))
+            out.append(dataclasses.replace(e, p_value=p[i], p_adjusted=adj[i],
+                                           weight=1.0 if weights is None else weights[j]))
         else:
             out.append(untested(f.name, c))
     return tuple(out), len(shared), B

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from quiho._plotting import figure_key
-from quiho._text import UNTESTED_CHANGE
+from quiho._text import UNTESTED_CHANGE, holm_weight_note
 from quiho.publish._collect import ProfileView
 from quiho.publish._layout import badge, page, table
 from quiho.publish._report_svg import Bars, bars_svg, calls_svg, runs_svg
@@ -106,7 +106,8 @@ def _design_html(design: dict[str, Any], a: str, b: str) -> list[str]:
         c = ch.get(f["name"])
         p_txt = ("n/a" if c is None else UNTESTED_CHANGE if c.get("tested") is False else
                  "n/a" if c.get("p_value") is None else
-                 f"{c['p_value']:.3g} (Holm {c.get('p_adjusted') or float('nan'):.3g})")
+                 f"{c['p_value']:.3g} (Holm {c.get('p_adjusted') or float('nan'):.3g}"
+                 f"{holm_weight_note(c.get('weight'))})")
         rows.append([*row, effect_text(c or {}), text(p_txt)])
     return [f"<p id='design'>{badge(str(design.get('verdict', '–')))} {text(design.get('reason', ''))}</p>",
             f"<p><b>{text(a)}</b>: {text((story.get('a') or {}).get('label', ''))} — "

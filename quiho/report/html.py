@@ -170,8 +170,9 @@ def _design_html(r: ProfileResult) -> list[str]:
              _table(head, effect_table(d)),
              "<p class='muted'>Each factor's effect is its far level against its reference, on the log metric, from "
              f"per-visit means ({d.visits} host visits, blocked by round); a change's p is a within-visit "
-             f"permutation test (B = {d.permutations}), Holm-adjusted over the tested factors (those that move "
-             "the two versions' runs pooled; the others are not tested). A factor's class is the one "
+             f"permutation test (B = {d.permutations}), Holm-adjusted with weights: the factors that move the two "
+             "versions' runs pooled weigh 1 each, the others together 1 (with the cut of "
+             "<code>DesignSettings.untested</code> \"model\" those are not tested). A factor's class is the one "
              "whose stressors it moves (at least twice as much as the cpu class): "
              + "; ".join(f"{_e(d.label(ax.factor))}: {_e(ax.resource)} ({_e(ax.reason)})" for ax in d.axes)
              + ".</p>"]

@@ -354,6 +354,14 @@ def test_a_reversed_change_the_screen_leaves_out_is_tested_and_found_when_weight
     assert "network" in {c.factor for c in weighted.moved}, ch["network"]
     # the estimates are the whole design's either way: the weight changes only the level a factor is tested at
     assert ch["network"].estimate == pytest.approx({c.factor: c for c in cut.changes}["network"].estimate)
+    # the smaller share is said beside its p, in the table and the JSON alike
+    from quiho.design.analysis import effect_table
+    out = [c for c in ch.values() if c.weight < 1]
+    assert out and all(c.weight == pytest.approx(1 / len(out)) for c in out)
+    rows = effect_table(weighted)
+    assert sum(f"weight 1/{len(out)}: moves neither version" in r[-1] for r in rows) == len(out)
+    weights = {c["factor"]: c["weight"] for c in weighted.to_dict()["changes"]}
+    assert weights["network"] == pytest.approx(ch["network"].weight)
 
 
 def test_weighted_change_test_size_on_self_pairs_of_the_fold_over():
