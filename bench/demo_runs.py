@@ -87,6 +87,7 @@ def one_run(i: int, out: Path, pair: str = "stream", rounds: int | None = None, 
     with open(d / "stdout.txt", "w") as so, open(d / "stderr.txt", "w") as se:
         rc = subprocess.run(cmd, cwd=REPO, env=env, stdout=so, stderr=se, check=False).returncode
     wall = time.monotonic() - t0
+    (d / "wall.json").write_text(json.dumps({"wall_s": wall, "rc": rc}))
     report = REPO / ".quiho" / "profile-report" / "report.json"
     row: dict = {"run": i, "pair": pair, "rc": rc, "wall_s": wall}
     if rc in (0, 3) and report.exists():
