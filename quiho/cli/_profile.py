@@ -60,6 +60,10 @@ def profile_cmd(
                                                "fleet that shares this machine: every host visited once per "
                                                "round in a new order, the repetitions split over the rounds "
                                                "(default 2).")] = None,
+    stages: Annotated[int | None, typer.Option("--stages", min=1, max=2, help="Passes over a designed fleet's "
+                                               "hosts: 2 tests the design's changes at half the level and visits "
+                                               "every host again when the first pass is inconclusive; 1 never "
+                                               "does (default 2).")] = None,
     min_change: Annotated[float | None, typer.Option("--min-change", callback=number(0, 1, hi_open=True),
                                                      help="Magnitude floor as a fraction (default 0.05 = 5 %).")]
     = None,
@@ -139,7 +143,7 @@ def profile_cmd(
             proj.profile if proj else None, inventory=str(inventory) if inventory is not None else None,
             battery=battery, max_age=max_age, fingerprint_seconds=fp_seconds, fingerprint_repetitions=fp_repetitions,
             repetitions=repetitions, warmup=warmup, rounds=rounds, resume=resume, trace=plan, min_change=min_change,
-            alpha=alpha,
+            alpha=alpha, stages=stages,
             seeds=seeds, random_state=random_state, n_jobs=jobs,
             trace_changes=joined.changes if joined is not None else None,
             trace_note=joined.note() if joined is not None else None)

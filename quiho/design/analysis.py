@@ -78,7 +78,7 @@ class DesignAnalysis:
 
     @property
     def moved(self) -> tuple[Effect, ...]:
-        """The changes that count: Holm-adjusted p below alpha and at least the floor."""
+        """The changes that count: Holm-adjusted p below the level of a look and at least the floor."""
         return _moved(self.changes, self.settings)
 
     @property
@@ -105,8 +105,8 @@ class DesignAnalysis:
             "changes": [c.to_dict() for c in self.changes], "moved": [c.factor for c in self.moved],
             "visits": self.visits, "permutations": self.permutations,
             "stressors": {st: [e.to_dict() for e in effs] for st, effs in sorted(self.stressors.items())},
-            "settings": {"alpha": s.alpha, "floor": s.floor, "permutations": s.permutations,
-                         "random_state": s.random_state, "summary": s.summary},
+            "settings": {"alpha": s.alpha, "looks": s.looks, "level": s.level, "floor": s.floor,
+                         "permutations": s.permutations, "random_state": s.random_state, "summary": s.summary},
         }
 
 
@@ -126,9 +126,9 @@ def _stressor_reference(axis: AxisClass, higher_is_better: bool) -> str:
 
 
 def _moved(changes: tuple[Effect, ...], settings: DesignSettings) -> tuple[Effect, ...]:
-    """The changes that count: Holm-adjusted p below alpha and at least the floor."""
+    """The changes that count: Holm-adjusted p below the level of a look and at least the floor."""
     return tuple(c for c in changes
-                 if c.p_adjusted is not None and c.p_adjusted < settings.alpha and c.beyond(settings.floor))
+                 if c.p_adjusted is not None and c.p_adjusted < settings.level and c.beyond(settings.floor))
 
 
 def _story(effects: VersionEffects, axes: Mapping[str, AxisClass], labels: Mapping[str, str],
@@ -194,6 +194,8 @@ def _verdict(changes: tuple[Effect, ...], visits: int, settings: DesignSettings,
                                   f"{len(changes)} factor(s): the noise between visits cannot be estimated "
                                   "(measure more rounds or more hosts)")
     moved = list(_moved(changes, s))
+    # a level split over looks is said where it decides (a Holm p of 0.03 does not count at 0.025)
+    level = f" (Holm level {s.level:.3g}: {s.alpha:g} split over {s.looks} looks)" if s.looks > 1 else ""
 
     def cite(cs: list[Effect]) -> str:
         return ", ".join(f"{labels[c.factor]} {c.text()} ({_p_text(c)})" for c in cs)
@@ -201,12 +203,12 @@ def _verdict(changes: tuple[Effect, ...], visits: int, settings: DesignSettings,
     if moved:
         head = (f"{story_a.label} → {story_b.label}" if story_a.label != story_b.label
                 else f"both {story_a.label}, with changed sensitivities")
-        return "different", f"{head}: the effect changed for {cite(moved)}"
+        return "different", f"{head}: the effect changed for {cite(moved)}{level}"
     if all(c.within(s.floor) for c in changes):
         return "equivalent", (f"every factor's effect changed by less than ±{100 * s.floor:.0f} % (95 % intervals): "
                               + cite(list(changes)))
     return "inconclusive", ("no factor's effect changed beyond the noise and the floor, but not every interval "
-                            f"is within ±{100 * s.floor:.0f} %: " + cite(list(changes)))
+                            f"is within ±{100 * s.floor:.0f} %{level}: " + cite(list(changes)))
 
 
 def _pooled(a: VersionEffects, b: VersionEffects, pooled: frozenset[str]) -> tuple[VersionEffects, VersionEffects]:

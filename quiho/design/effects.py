@@ -84,12 +84,22 @@ class DesignSettings:
     untested: str = "weighted"
     #: A version's runs in one visit are summarised by their ``"min"`` (interference only adds time) or ``"median"``.
     summary: str = "min"
+    #: How many looks at the data the level is split over (a profile's second pass over the hosts when the first
+    #: is inconclusive): each look tests at ``alpha / looks``, so a false ``different`` stays at most ``alpha``.
+    looks: int = 1
 
     def __post_init__(self) -> None:
         if self.summary not in SUMMARIES:
             raise UsageError(f"unknown visit summary {self.summary!r}: use one of {', '.join(SUMMARIES)}")
         if self.untested not in UNTESTED:
             raise UsageError(f"unknown place for untested factors {self.untested!r}: use one of {', '.join(UNTESTED)}")
+        if self.looks < 1:
+            raise UsageError(f"looks must be 1 or more, not {self.looks}")
+
+    @property
+    def level(self) -> float:
+        """The Holm level of one look: ``alpha / looks``."""
+        return self.alpha / self.looks
 
 
 @dataclass(frozen=True)

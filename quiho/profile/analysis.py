@@ -154,7 +154,8 @@ def _design(data: ProfileData, label_b: str, opts: AnalysisOptions, catalog: Cat
         return None
     fp = data.fingerprint_rows
     primary = {str(s): catalog.primary(str(s)) for s in fp["stressor"].unique()} if fp is not None else {}
-    settings = DesignSettings(alpha=opts.alpha, floor=opts.min_change, random_state=opts.random_state)
+    settings = DesignSettings(alpha=opts.alpha, floor=opts.min_change, random_state=opts.random_state,
+                              looks=opts.stages)
     runs = data.runs[data.runs["version"].isin([data.version_a, label_b])]
     return analyse_design(runs, data.version_a, label_b, table, fingerprints=fp, primary=primary, settings=settings,
                           higher_is_better=data.higher_is_better)

@@ -196,6 +196,9 @@ class InterleavePlan:
         Runs per version already stored for these hosts by earlier rounds: this call's repetitions follow them.
     setup : bool, default True
         Run the versions' setup commands first (False: what an earlier call built is still in place).
+    stage : int, default 1
+        Which pass over the fleet these runs belong to (2: a designed fleet's hosts visited again because the
+        first pass was inconclusive); stored with each run.
     """
 
     repetitions: int | None = None
@@ -207,6 +210,7 @@ class InterleavePlan:
     round: int = 0
     repetition_offset: int = 0
     setup: bool = True
+    stage: int = 1
 
 
 def run_interleaved(
@@ -283,7 +287,7 @@ def run_interleaved(
                                        statuses=got)
             records.extend(recs)
             extra = {"interleaved_with": [version_a, version_b], "timeout_s": spec.timeout,
-                     "warmup_runs_per_version": warmup, "round": p.round}
+                     "warmup_runs_per_version": warmup, "round": p.round, "stage": p.stage}
             head = AppRunBatch("profile", batch, p.fingerprint_run_id, spec.name, spec.metric.test, spec.metric.unit,
                                spec.metric.higher_is_better, t0.isoformat())
             insert_app_runs(

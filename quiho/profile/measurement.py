@@ -60,6 +60,8 @@ class _Job:
     measure: MeasureOptions
     on_event: Callable[[FleetEvent], None] | None
     step: Callable[[str], None]
+    #: Which pass over the hosts this is (2: a designed fleet visited again, :func:`_second_pass`).
+    stage: int = 1
 
     def fingerprint(self, **where: Any) -> Any:
         """A new fingerprint run of the options' battery (``where``: ``resume``, ``hosts``)."""
@@ -73,7 +75,7 @@ class _Job:
         """Both versions on ``hosts``, interleaved (:func:`run_interleaved`); the status per host."""
         plan = InterleavePlan(repetitions=repetitions or self.measure.repetitions, warmup=self.measure.warmup,
                               hosts=list(hosts), fingerprint_run_id=fingerprint_run_id, round=round_,
-                              repetition_offset=offset, setup=setup)
+                              repetition_offset=offset, setup=setup, stage=self.stage)
         return run_interleaved(self.spec, self.version_a, self.version_b, self.inv, store=self.store,
                                batch=self.batch, plan=plan, on_event=self.on_event).hosts
 
@@ -103,13 +105,15 @@ def _host_note(h: HostReport) -> str | None:
 
 
 def round_plan(hosts: Sequence[str], rounds: int, repetitions: int, seed: str,
-               visited_in: Mapping[str, Sequence[int]] | None = None) -> list[tuple[int, list[str], int]]:
+               visited_in: Mapping[str, Sequence[int]] | None = None, stages: int = 1,
+               ) -> list[tuple[int, list[str], int]]:
     """(round, host order, runs per version) of a blocked design: every host once per round, in a new order.
 
     The order is shuffled per round (seeded by the batch, so a resume replays it). Every visit runs the same
     number of runs, ``ceil(repetitions / rounds)``, so visits weigh alike in the analysis. ``visited_in`` gives
     the rounds of hosts that belong to some rounds only (a screening design's fold-over: its second round visits
-    8 other hosts); a host none of whose rounds is run is visited in the last one.
+    8 other hosts); a host none of whose rounds is run is visited in the last one. ``stages`` repeats the plan:
+    round ``r + k * rounds`` visits the hosts of round ``r`` (the first stage's orders are unchanged).
     """
     import random
 
@@ -123,8 +127,8 @@ def round_plan(hosts: Sequence[str], rounds: int, repetitions: int, seed: str,
         return own is None or r in own or (r == rounds - 1 and min(own) >= rounds)
 
     out = []
-    for r in range(rounds):
-        order = [h for h in hosts if visits(h, r)]
+    for r in range(rounds * stages):
+        order = [h for h in hosts if visits(h, r % rounds)]
         if r:  # the first round keeps the inventory's order (first-run alternation is planned along it)
             rng.shuffle(order)
         out.append((r, order, per_visit))
@@ -155,7 +159,9 @@ def _fingerprint_and_run(
     done = visits_with_runs(job.store, job.batch, job.spec.name) if job.measure.resume else set()
     fp_done = {h for h, _r in done} | (set(hosts) if fingerprint_run_id is not None else set())
     visited_in = {h.name: h.design_rounds for h in job.inv.hosts if h.design_rounds}
-    for rnd, order, n in round_plan(hosts, job.measure.rounds, reps, job.batch, visited_in):
+    if job.stage > 1:  # a later pass skips the visits the earlier ones stored
+        done |= visits_with_runs(job.store, job.batch, job.spec.name)
+    for rnd, order, n in round_plan(hosts, job.measure.rounds, reps, job.batch, visited_in, job.stage):
         for host in order:
             if (host, rnd) in done:
                 continue
@@ -231,6 +237,18 @@ def _measure(job: _Job) -> tuple[int | None, bool, bool, list[str], dict[str, st
     return run_id, fresh, back_to_back, notes, trace_messages
 
 
+def _second_pass(job: _Job, fingerprint_run_id: int | None) -> list[str]:
+    """Every host of a fleet on this machine visited again in the same rounds (``job.stage`` 2); notes.
+
+    The fingerprints of the first pass are the hosts'; the visits stored already (a resume) are skipped.
+    """
+    with measuring(job.store, f"quiho profile {job.spec.name}@{job.version_a} @{job.version_b}"):
+        _, notes, hosts_run = _fingerprint_and_run(job, job.inv.names, fingerprint_run_id=fingerprint_run_id)
+    notes.extend(f"host {name} (pass 2): {st}" + (f" ({why})" if why else "")
+                 for name, (st, why) in hosts_run.items() if st != "ok")
+    return notes
+
+
 def run_profile(
     spec: AppSpec,
     version_a: str,
@@ -282,16 +300,36 @@ def run_profile(
     fleet = fleet or resolve_fleet(m.inventory, store, step)  # no inventory: the calibrated local fleet
     batch = m.resume or new_batch("profile")
     job = _Job(spec, version_a, version_b, store, load_inventory(fleet.inventory), batch, m, on_event, step)
+    if not job.inv.shares_machine and opts.analysis.stages > 1:  # only a fleet on this machine is visited again
+        opts = opts.model_copy(update={"analysis": opts.analysis.model_copy(update={"stages": 1})})
     run_id, fresh, back_to_back, notes, trace_messages = _measure(job)
-    step("computing the metric change, both IRUPs and their comparison")
-    res = analyse_profile(store, spec.name, version_a, version_b, batch, opts.analysis, measured=Measured(
-        fingerprint_run_id=run_id, partial=notes, trace_messages=trace_messages, fleet_axes=fleet.axes,
-        design_vars=job.inv.design_vars()))
+
+    def analyse() -> ProfileResult:
+        step("computing the metric change, both IRUPs and their comparison")
+        return analyse_profile(store, spec.name, version_a, version_b, batch, opts.analysis, measured=Measured(
+            fingerprint_run_id=run_id, partial=notes, trace_messages=trace_messages, fleet_axes=fleet.axes,
+            design_vars=job.inv.design_vars()))
+
+    res = analyse()
+    stage, first_visits = 1, res.design.visits if res.design is not None else 0
+    if res.design is not None and res.design.verdict == "inconclusive" and opts.analysis.stages > 1:
+        stage = 2
+        step(f"the designed fleet's answer after {first_visits} visits is inconclusive at Holm level "
+             f"{res.design.settings.level:.3g}: visiting every host again (pass 2 of 2), batch {batch}")
+        notes = notes + _second_pass(dataclasses.replace(job, stage=2), run_id)
+        res = analyse()
     warm_note = (f"{m.warmup} warm-up run(s) per version per host were run first and discarded",) if m.warmup else ()
     # Hosts whose fingerprint history shows drift: their older fingerprints describe another machine.
     drift = tuple(f"warning: {w}" for w in drift_warnings(store, job.inv.names))
-    res = dataclasses.replace(res, fingerprinted_now=fresh, notes=res.notes + warm_note + drift,
-                              params={**res.params, "warmup": m.warmup,
+    passes: tuple[str, ...] = ()
+    if res.design is not None and opts.analysis.stages > 1:
+        passes = ((f"pass 2 of 2: the first {first_visits} visits were inconclusive at Holm level "
+                   f"{res.design.settings.level:.3g}, so every host was visited again; the design's verdict is on "
+                   f"all {res.design.visits}") if stage == 2 else
+                  (f"one pass: its verdict came at Holm level {res.design.settings.level:.3g} (the level split over "
+                   "two passes; a second is measured only when the first is inconclusive)"),)
+    res = dataclasses.replace(res, fingerprinted_now=fresh, notes=res.notes + warm_note + passes + drift,
+                              params={**res.params, "warmup": m.warmup, "design_stage": stage,
                                       "repetitions": m.repetitions or spec.repetitions})
     if back_to_back:
         res = dataclasses.replace(res, params={**res.params, "fingerprint_rows": (

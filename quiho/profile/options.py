@@ -87,8 +87,10 @@ class AnalysisOptions(BaseModel):
     ``min_change``, ``alpha``, ``confidence``, ``n_boot`` and ``min_hosts`` are the metric test's
     (:func:`quiho.profile.metric_change`); ``seeds``, ``importance``, ``model_params`` and ``n_jobs`` the
     IRUPs' (:func:`quiho.irup.compute_irup`); ``random_state`` seeds all of them; ``advise`` runs the
-    fleet-size advisor for a profile that is not meaningful; ``trace_changes`` (``quiho.detect.Change``) and
-    ``trace_note`` are per-function trace verdicts to join into the hints
+    fleet-size advisor for a profile that is not meaningful; ``stages`` how many passes over a designed fleet's
+    hosts a profile may take: with 2 the design's changes are tested at ``alpha / 2`` and the hosts are visited
+    again when the first pass is inconclusive (:func:`quiho.profile.run_profile`); ``trace_changes``
+    (``quiho.detect.Change``) and ``trace_note`` are per-function trace verdicts to join into the hints
     (:func:`quiho.profile.traces.join_traces`), resolved before anything runs.
     """
 
@@ -104,6 +106,7 @@ class AnalysisOptions(BaseModel):
     importance: str = "classic"
     model_params: ModelParams | None = None
     advise: bool = True
+    stages: int = Field(default=2, ge=1, le=2)
     n_jobs: int = -1
     trace_changes: tuple[Any, ...] = ()
     trace_note: str | None = None
@@ -111,7 +114,7 @@ class AnalysisOptions(BaseModel):
     def params(self) -> dict[str, Any]:
         """The settings a profile report records (its ``params``)."""
         return {"min_change": self.min_change, "alpha": self.alpha, "seeds": self.seeds,
-                "random_state": self.random_state, "importance": self.importance,
+                "random_state": self.random_state, "importance": self.importance, "stages": self.stages,
                 "model": (self.model_params or ModelParams()).__dict__}
 
 

@@ -44,6 +44,7 @@ class ProfileDefaults(BaseModel):
     repetitions: int | None = Field(default=None, ge=1)
     seeds: int | None = Field(default=None, ge=1)
     warmup: int | None = Field(default=None, ge=0)
+    stages: int | None = Field(default=None, ge=1, le=2)
 
 
 class ProjectFile(BaseModel):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -10,6 +11,7 @@ import pytest
 
 from quiho.datasets import planted_design, planted_fingerprints
 from quiho.design import DesignSettings, analyse_design, factor_table, local_fleet_vars
+from quiho.design.analysis import _moved
 from quiho.errors import UsageError
 
 PRIMARY = {"cpu": "cpu", "matrix": "cpu", "stream": "memory", "memrate": "memory"}
@@ -374,3 +376,34 @@ def test_weighted_change_test_size_on_self_pairs_of_the_fold_over():
                              settings=DesignSettings(permutations=199, random_state=seed, untested="weighted"))
         claims += res.verdict == "different"
     assert claims <= 6  # binomial(40, 0.05): P(X > 6) < 0.01
+
+
+def test_round_plan_of_a_second_pass_repeats_the_rounds_and_keeps_the_first_passs_orders():
+    from quiho.profile.measurement import round_plan
+
+    hosts = [f"h{i}" for i in range(16)]
+    own = {h: [0] if i < 8 else [1] for i, h in enumerate(hosts)}
+    first = round_plan(hosts, 2, 5, "batch-1", own)
+    both = round_plan(hosts, 2, 5, "batch-1", own, stages=2)
+    assert both[:2] == first  # a resume of the first pass, or its visits to skip, are where they were
+    assert [r for r, _o, _n in both] == [0, 1, 2, 3]
+    assert sorted(both[2][1]) == sorted(hosts[:8]) and sorted(both[3][1]) == sorted(hosts[8:])
+    assert both[2][1] != both[0][1]  # a new order
+    assert {n for _r, _o, n in both} == {3}  # every visit weighs alike
+
+
+def test_a_level_split_over_two_looks_tests_each_at_half_and_says_so():
+    runs, t = planted_design(effects_a=MEMORY_BOUND, effects_b=CPU_BOUND, rounds=2, random_state=9)
+    one = analyse_design(runs, "v1", "v2", t, settings=DesignSettings(permutations=199))
+    two = analyse_design(runs, "v1", "v2", t, settings=DesignSettings(permutations=199, looks=2))
+    assert DesignSettings(looks=2).level == pytest.approx(0.025)
+    assert [c.p_adjusted for c in one.changes] == [c.p_adjusted for c in two.changes]  # the same test
+    assert {c.factor for c in two.moved} <= {c.factor for c in one.moved}
+    assert all(c.p_adjusted < 0.025 for c in two.moved)
+    assert "split over 2 looks" in two.reason and "looks" not in one.reason
+    assert two.to_dict()["settings"]["level"] == pytest.approx(0.025)
+    # a change at Holm 0.03 counts at one look and not at two
+    c = dataclasses.replace(two.changes[0], p_value=0.03, p_adjusted=0.03, estimate=0.3, ci_low=0.2, ci_high=0.4)
+    assert _moved((c,), DesignSettings()) == (c,) and _moved((c,), DesignSettings(looks=2)) == ()
+    with pytest.raises(UsageError, match="looks"):
+        DesignSettings(looks=0)

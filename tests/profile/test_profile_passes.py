@@ -1,0 +1,74 @@
+"""A designed local fleet visited a second time when the first pass cannot answer: real stress-ng, cgroups, runs.
+
+Four hosts on this machine (a CPU quota and a host label: two factors), a version against itself with no floor,
+so no factor can read ``equivalent`` and the first pass is ``inconclusive`` unless the test falsely says
+``different`` (at most 2.5 %). Kept short: the quick battery at 1 s, one run a visit, no warm-up.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from quiho.cli.main import main
+
+pytestmark = [pytest.mark.root, pytest.mark.stressng, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+HOSTS = """all:
+  vars:
+    ansible_connection: local
+    ansible_python_interpreter: "{{ ansible_playbook_python }}"
+  hosts:
+    pp-q100-one: {quiho_cpu_quota_pct: 100, quiho_factors: {label: one}}
+    pp-q60-one: {quiho_cpu_quota_pct: 60, quiho_factors: {label: one}}
+    pp-q100-two: {quiho_cpu_quota_pct: 100, quiho_factors: {label: two}}
+    pp-q60-two: {quiho_cpu_quota_pct: 60, quiho_factors: {label: two}}
+"""
+SPEC = """schema_version: 1
+name: loop
+versions:
+  v1:
+    setup: [gcc, -O2, -o, cpuloop, cpuloop.c]
+    command: [./cpuloop, "3000000"]
+    workdir: {workdir}
+metric: {{kind: regex, name: loop-time, pattern: 'time_s: ([0-9.]+)', unit: s}}
+repetitions: 2
+timeout: 30
+"""
+
+
+def test_an_inconclusive_first_pass_visits_every_host_again_and_decides_on_both(tmp_path, capsys):
+    (tmp_path / "hosts.yml").write_text(HOSTS)
+    (tmp_path / "app").mkdir()
+    shutil.copy(REPO / "examples" / "cpuloop" / "cpuloop.c", tmp_path / "app")
+    (tmp_path / "loop.yml").write_text(SPEC.format(workdir=tmp_path / "app"))
+    store = tmp_path / "q.db"
+    rc = main(["profile", "loop@v1", "loop@v1", "--spec", str(tmp_path / "loop.yml"), "-i", str(tmp_path / "hosts.yml"),
+               "--battery", "quick", "--fingerprint-seconds", "1", "--fingerprint-repetitions", "1", "--warmup", "0",
+               "--rounds", "2", "--min-change", "0", "--seeds", "2", "--store", str(store), "--json"])
+    out = capsys.readouterr()
+    assert rc in (0, 3), out.err
+    doc = json.loads(out.out)
+    d = doc["design"]
+    assert d["settings"]["looks"] == 2 and d["settings"]["level"] == pytest.approx(0.025)
+    assert {f["name"] for f in doc["design"]["factors"]["factors"]} == {"cpu-quota", "label"}
+    con = sqlite3.connect(store)
+    rounds = {(json.loads(x)["round"], json.loads(x)["stage"]) for (x,) in con.execute(
+        "SELECT extra_json FROM app_runs WHERE source = 'profile'")}
+    fingerprints = con.execute("SELECT COUNT(*) FROM fingerprint_runs").fetchone()[0]
+    con.close()
+    assert fingerprints == 1  # the second pass reuses the hosts' fingerprints
+    if doc["params"]["design_stage"] == 1:  # the first pass said "different": a false claim, at most 2.5 %
+        assert d["verdict"] == "different" and d["visits"] == 8 and rounds == {(0, 1), (1, 1)}
+        return
+    assert rounds == {(0, 1), (1, 1), (2, 2), (3, 2)}
+    assert d["visits"] == 16 and d["verdict"] != "equivalent"
+    assert any(n.startswith("pass 2 of 2: the first 8 visits were inconclusive at Holm level 0.025")
+               for n in doc["notes"]), doc["notes"]
+    assert "split over 2 looks" in d["reason"] or d["verdict"] == "not-meaningful"
+    assert "visiting every host again (pass 2 of 2)" in out.err
