@@ -83,6 +83,7 @@ import contextlib
 import functools
 import sqlite3
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from unittest import mock
 
@@ -185,6 +186,21 @@ COMPARE: dict[str, tuple[tuple[str, dict[str, object]], ...]] = {
     "untested": tuple(RULES.items())}
 
 
+def stored_profiles(dirs: list[Path]) -> Iterator[tuple[Path, Path, Path, tuple[str, str, str, str]]]:
+    """(out, run directory, store, (batch, application, version a, version b)) of each stored demo under ``dirs``."""
+    for out in dirs:
+        for d in sorted(out.glob("run-*"), key=lambda p: int(p.name.split("-")[1])):
+            db = d / "quiho.db"
+            if not db.exists():
+                continue
+            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            row = con.execute("SELECT batch, application, version_a, version_b FROM profiles ORDER BY id "
+                              "LIMIT 1").fetchone()
+            con.close()
+            if row is not None:
+                yield out, d, db, row
+
+
 def stored(dirs: list[Path], compare: str = "screen") -> None:
     """Each rule of ``compare`` on every stored run of ``bench/demo_runs.py`` under ``dirs`` (re-analysed).
 
@@ -199,36 +215,25 @@ def stored(dirs: list[Path], compare: str = "screen") -> None:
           + f" | {rules[-1][0]}: factors tested |")
     print("|---|---|---" + "|---|---|---" * len(rules) + "|---|")
     tally = [0] * len(rules)
-    for out in dirs:
-        for d in sorted(out.glob("run-*"), key=lambda p: int(p.name.split("-")[1])):
-            db = d / "quiho.db"
-            if not db.exists():
+    for out, d, db, (batch, app, va, vb) in stored_profiles(dirs):
+        cells = []
+        for k, (_name, kw) in enumerate(rules):
+            with open_store(db, create=False) as st, _settings(**kw):
+                res = analyse_profile(st, app, va, vb, batch)
+            dz = res.design
+            if dz is None:
+                cells.append(("no design", "–", "", ""))
                 continue
-            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-            row = con.execute("SELECT batch, application, version_a, version_b FROM profiles ORDER BY id "
-                              "LIMIT 1").fetchone()
-            con.close()
-            if row is None:
-                continue
-            batch, app, va, vb = row
-            cells = []
-            for k, (_name, kw) in enumerate(rules):
-                with open_store(db, create=False) as st, _settings(**kw):
-                    res = analyse_profile(st, app, va, vb, batch)
-                dz = res.design
-                if dz is None:
-                    cells.append(("no design", "–", "", ""))
-                    continue
-                story = (dz.story_a.label, dz.story_b.label)
-                right = (story == RIGHT[(app, va, vb)] and dz.verdict == "different") if va != vb else \
-                    not dz.class_shift
-                tally[k] += right
-                ses = [c.se for c in dz.changes if c.tested] or [c.se for c in dz.changes]
-                tested = ", ".join(c.factor for c in dz.changes if c.tested)
-                cells.append((f"{dz.verdict}, {story[0]} -> {story[1]}", "yes" if right else "no",
-                              f"{np.median(ses):.3f}" if ses else "", tested))
-            print(f"| {out} | {d.name} | {app}@{va} -> @{vb} | " + " | ".join(" | ".join(c[:3]) for c in cells)
-                  + f" | {cells[-1][3]} |", flush=True)
+            story = (dz.story_a.label, dz.story_b.label)
+            right = (story == RIGHT[(app, va, vb)] and dz.verdict == "different") if va != vb else \
+                not dz.class_shift
+            tally[k] += right
+            ses = [c.se for c in dz.changes if c.tested] or [c.se for c in dz.changes]
+            tested = ", ".join(c.factor for c in dz.changes if c.tested)
+            cells.append((f"{dz.verdict}, {story[0]} -> {story[1]}", "yes" if right else "no",
+                          f"{np.median(ses):.3f}" if ses else "", tested))
+        print(f"| {out} | {d.name} | {app}@{va} -> @{vb} | " + " | ".join(" | ".join(c[:3]) for c in cells)
+              + f" | {cells[-1][3]} |", flush=True)
     print("\nright: " + ", ".join(f"{name} {n}" for (name, _), n in zip(rules, tally, strict=True)))
 
 

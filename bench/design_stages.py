@@ -53,7 +53,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from design_screening import SCENARIOS, _fleet, planted  # noqa: E402
+from design_screening import SCENARIOS, _fleet, planted, stored_profiles  # noqa: E402
 
 from quiho.design.analysis import analyse_design  # noqa: E402
 from quiho.design.effects import DesignSettings  # noqa: E402
@@ -117,44 +117,33 @@ def stored(dirs: list[Path]) -> None:
           "| two stages (as run): verdict, A -> B | right |")
     print("|---|---|---|---|---|---|---|---|")
     tally = {"one": 0, "two": 0}
-    for out in dirs:
-        for d in sorted(out.glob("run-*"), key=lambda p: int(p.name.split("-")[1])):
-            db = d / "quiho.db"
-            if not db.exists():
-                continue
-            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-            row = con.execute("SELECT batch, application, version_a, version_b FROM profiles ORDER BY id DESC "
-                              "LIMIT 1").fetchone()
+    for out, d, db, (batch, app, va, vb) in stored_profiles(dirs):
+        cells = {}
+        with open_store(db, create=False) as st:
+            two = analyse_profile(st, app, va, vb, batch)
+        with tempfile.TemporaryDirectory() as tmp:  # the first pass alone: a copy without the second's runs
+            first = Path(tmp) / "first.db"
+            shutil.copy(db, first)
+            con = sqlite3.connect(first)
+            con.execute("DELETE FROM app_runs WHERE json_extract(extra_json, '$.stage') = 2")
+            con.commit()
             con.close()
-            if row is None:
+            with open_store(first, create=False) as st:
+                one = analyse_profile(st, app, va, vb, batch, AnalysisOptions(stages=1))
+        stage = 2 if two.design is not None and one.design is not None and two.design.visits > one.design.visits \
+            else 1
+        for k, res in (("one", one), ("two", two)):
+            dz = res.design
+            if dz is None:
+                cells[k] = ("no design", "no")
                 continue
-            batch, app, va, vb = row
-            cells = {}
-            with open_store(db, create=False) as st:
-                two = analyse_profile(st, app, va, vb, batch)
-            with tempfile.TemporaryDirectory() as tmp:  # the first pass alone: a copy without the second's runs
-                first = Path(tmp) / "first.db"
-                shutil.copy(db, first)
-                con = sqlite3.connect(first)
-                con.execute("DELETE FROM app_runs WHERE json_extract(extra_json, '$.stage') = 2")
-                con.commit()
-                con.close()
-                with open_store(first, create=False) as st:
-                    one = analyse_profile(st, app, va, vb, batch, AnalysisOptions(stages=1))
-            stage = 2 if two.design is not None and one.design is not None and two.design.visits > one.design.visits \
-                else 1
-            for k, res in (("one", one), ("two", two)):
-                dz = res.design
-                if dz is None:
-                    cells[k] = ("no design", "no")
-                    continue
-                right = dz.verdict == "different" and (dz.story_a.label, dz.story_b.label) == (
-                    "memory-bound", "CPU-bound")
-                tally[k] += right
-                cells[k] = (f"{dz.verdict}, {dz.story_a.label} -> {dz.story_b.label}", "yes" if right else "no")
-            wall = _wall(d)
-            print(f"| {out} | {d.name} | {wall} | {stage} | {' | '.join(cells['one'])} | "
-                  f"{' | '.join(cells['two'])} |", flush=True)
+            right = dz.verdict == "different" and (dz.story_a.label, dz.story_b.label) == (
+                "memory-bound", "CPU-bound")
+            tally[k] += right
+            cells[k] = (f"{dz.verdict}, {dz.story_a.label} -> {dz.story_b.label}", "yes" if right else "no")
+        wall = _wall(d)
+        print(f"| {out} | {d.name} | {wall} | {stage} | {' | '.join(cells['one'])} | "
+              f"{' | '.join(cells['two'])} |", flush=True)
     print(f"\nright: one stage {tally['one']}, two stages {tally['two']}")
 
 
