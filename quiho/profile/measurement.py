@@ -237,6 +237,11 @@ def _measure(job: _Job) -> tuple[int | None, bool, bool, list[str], dict[str, st
     return run_id, fresh, back_to_back, notes, trace_messages
 
 
+def _all_runs_ok(res: ProfileResult) -> bool:
+    """True when every host ran every run of both versions and has its fingerprint."""
+    return all(h.fingerprinted and not h.failed_a and not h.failed_b for h in res.hosts)
+
+
 def _second_pass(job: _Job, fingerprint_run_id: int | None) -> list[str]:
     """Every host of a fleet on this machine visited again in the same rounds (``job.stage`` 2); notes.
 
@@ -312,7 +317,8 @@ def run_profile(
 
     res = analyse()
     stage, first_visits = 1, res.design.visits if res.design is not None else 0
-    if res.design is not None and res.design.verdict == "inconclusive" and opts.analysis.stages > 1:
+    if (res.design is not None and res.design.verdict == "inconclusive" and opts.analysis.stages > 1
+            and _all_runs_ok(res)):  # a failing host is not noise: visited again it fails alike
         stage = 2
         step(f"the designed fleet's answer after {first_visits} visits is inconclusive at Holm level "
              f"{res.design.settings.level:.3g}: visiting every host again (pass 2 of 2), batch {batch}")
@@ -322,7 +328,10 @@ def run_profile(
     # Hosts whose fingerprint history shows drift: their older fingerprints describe another machine.
     drift = tuple(f"warning: {w}" for w in drift_warnings(store, job.inv.names))
     passes: tuple[str, ...] = ()
-    if res.design is not None and opts.analysis.stages > 1:
+    if res.design is not None and opts.analysis.stages > 1 and stage == 1 and res.design.verdict == "inconclusive":
+        passes = ("one pass: inconclusive at Holm level "
+                  f"{res.design.settings.level:.3g}, and not visited again because some of its runs failed",)
+    elif res.design is not None and opts.analysis.stages > 1:
         passes = ((f"pass 2 of 2: the first {first_visits} visits were inconclusive at Holm level "
                    f"{res.design.settings.level:.3g}, so every host was visited again; the design's verdict is on "
                    f"all {res.design.visits}") if stage == 2 else

@@ -147,6 +147,10 @@ def test_failing_host_and_missing_fingerprint_are_kept_and_marked(fleet, capsys)
     assert doc["fingerprint"]["fresh"] is False and "reusing fingerprint run" in err
     hosts = {h["host"]: h for h in doc["hosts"]}
     assert hosts["pf-q40-stream"]["ok_b"] == 0 and hosts["pf-q40-stream"]["failed_b"] == 2
+    # the hosts' knobs make a design; a pass with failed runs is not visited again, and says why
+    if doc["design"] and doc["design"]["verdict"] == "inconclusive":
+        assert doc["params"]["design_stage"] == 1
+        assert any("not visited again because some of its runs failed" in n for n in doc["notes"]), doc["notes"]
     assert any("exit code 7" in r and "<boom>" in r for r in hosts["pf-q40-stream"]["reasons"])
     assert hosts["pf-q40-stream"]["ok_a"] == 2  # the host's other version is kept
     assert hosts["pf-new"]["fingerprinted"] is False and hosts["pf-new"]["ok_a"] == 2
