@@ -48,9 +48,10 @@ def test_an_inconclusive_first_pass_visits_every_host_again_and_decides_on_both(
     shutil.copy(REPO / "examples" / "cpuloop" / "cpuloop.c", tmp_path / "app")
     (tmp_path / "loop.yml").write_text(SPEC.format(workdir=tmp_path / "app"))
     store = tmp_path / "q.db"
-    rc = main(["profile", "loop@v1", "loop@v1", "--spec", str(tmp_path / "loop.yml"), "-i", str(tmp_path / "hosts.yml"),
-               "--battery", "quick", "--fingerprint-seconds", "1", "--fingerprint-repetitions", "1", "--warmup", "0",
-               "--rounds", "2", "--min-change", "0", "--seeds", "2", "--store", str(store), "--json"])
+    argv = ["profile", "loop@v1", "loop@v1", "--spec", str(tmp_path / "loop.yml"), "-i", str(tmp_path / "hosts.yml"),
+            "--battery", "quick", "--fingerprint-seconds", "1", "--fingerprint-repetitions", "1", "--warmup", "0",
+            "--rounds", "2", "--min-change", "0", "--seeds", "2", "--store", str(store), "--json"]
+    rc = main(argv)
     out = capsys.readouterr()
     assert rc in (0, 3), out.err
     doc = json.loads(out.out)
@@ -72,3 +73,21 @@ def test_an_inconclusive_first_pass_visits_every_host_again_and_decides_on_both(
                for n in doc["notes"]), doc["notes"]
     assert "split over 2 looks" in d["reason"] or d["verdict"] == "not-meaningful"
     assert "visiting every host again (pass 2 of 2)" in out.err
+
+    # cut off in its second pass (round 3's runs gone), a resume finishes that pass without judging the first
+    # pass again with part of the second (a third look)
+    con = sqlite3.connect(store)
+    with con:
+        con.execute("DELETE FROM app_runs WHERE batch = ? AND json_extract(extra_json, '$.round') = 3", (doc["batch"],))
+    con.close()
+    rc = main([*argv, "--resume", doc["batch"]])
+    out = capsys.readouterr()
+    assert rc in (0, 3), out.err
+    again = json.loads(out.out)
+    assert "resuming the second pass over the hosts (pass 2 of 2; the first 8 visits were inconclusive)" in out.err
+    assert out.err.count("computing the metric change") == 1 and "visiting every host again" not in out.err
+    assert again["design"]["visits"] == 16 and again["params"]["design_stage"] == 2
+    con = sqlite3.connect(store)
+    assert con.execute("SELECT COUNT(DISTINCT host_id) FROM app_runs WHERE batch = ? AND "
+                       "json_extract(extra_json, '$.round') = 3", (doc["batch"],)).fetchone()[0] == 4
+    con.close()
