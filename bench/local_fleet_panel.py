@@ -135,12 +135,16 @@ def _classes(report: dict) -> tuple[str, str, dict]:
     return cls[0], cls[1], design
 
 
-def _right(expected: str | None, got: str) -> bool:
-    """Whether a version's class ``got`` ("memory/storage-bound", "CPU-time-bound", ...) names ``expected``.
+def _named(got: str) -> set[str]:
+    """The classes a version's class ``got`` ("memory/storage-bound", "CPU-time-bound", ...) names, whole.
 
     Whole classes only: "memory" is not "memory-capacity".
     """
-    named = {c.removesuffix("-time") for c in got.removesuffix("-bound").split("/")}
+    return {c.removesuffix("-time") for c in got.removesuffix("-bound").split("/")}
+
+
+def _right(expected: str | None, got: str) -> bool:
+    named = _named(got)
     if expected is None:
         return not named & {"storage", "kernel-entry", "network", "memory-capacity"}
     return expected in named
@@ -205,9 +209,9 @@ def table(out: Path) -> None:
     right: dict[str, list[bool]] = {}
     for rd in sorted(out.glob("run-*")):
         for pd in sorted(p for p in rd.iterdir() if p.is_dir()):
-            if pd.name not in ALL_PAIRS:
+            if pd.name not in ALL_PAIRS or not (pd / "meta.json").exists():  # not a pair, or not finished
                 continue
-            meta = json.loads((pd / "meta.json").read_text()) if (pd / "meta.json").exists() else {}
+            meta = json.loads((pd / "meta.json").read_text())
             text = (pd / "stdout.txt").read_text() if (pd / "stdout.txt").exists() else ""
             lines = text.splitlines()
             prof = next((ln for ln in lines if ln.startswith("resource profile:")), "")
@@ -224,7 +228,7 @@ def table(out: Path) -> None:
             # version whose IRUP is not meaningful (n/m) says nothing either way
             said = [(t, c) for t, c in zip((top_a, top_b), cls, strict=True) if t != "n/m"]
             agree = "?" if "?" in (top_a, top_b) or not said else (
-                "yes" if all(t.lower() in c.lower() for t, c in said) else "no")
+                "yes" if all(t in _named(c) for t, c in said) else "no")
             print(f"| {rd.name} | {pd.name} | {exp[0] or '-'} / {exp[1] or '-'} | {cls[0]} | {cls[1]} | "
                   f"{'yes' if ok else 'NO'} | {verdict}, {top_a} → {top_b} | {agree} | {meta.get('wall_s', 0):.0f} "
                   f"| {story} |")
