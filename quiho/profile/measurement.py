@@ -319,19 +319,20 @@ def run_profile(
     # judging the first pass with part of the second would be a third look the level split does not cover.
     stored = visits_with_runs(store, batch, spec.name) if m.resume and opts.analysis.stages > 1 else set()
     if any(r >= m.rounds for _h, r in stored):
-        stage, first_visits = 2, sum(r < m.rounds for _h, r in stored)
+        first_visits = sum(r < m.rounds for _h, r in stored)
         step(f"resuming the second pass over the hosts (pass 2 of 2; the first {first_visits} visits were "
              f"inconclusive), batch {batch}")
-        notes = notes + _second_pass(dataclasses.replace(job, stage=2), run_id)
-        res = analyse()
+        stage = 2
     else:
         res = analyse()
-        stage, first_visits = 1, res.design.visits if res.design is not None else 0
-    if (stage == 1 and res.design is not None and res.design.verdict == "inconclusive"
-            and opts.analysis.stages > 1 and _all_runs_ok(res)):  # a failing host is not noise: it fails alike
-        stage = 2
-        step(f"the designed fleet's answer after {first_visits} visits is inconclusive at Holm level "
-             f"{res.design.settings.level:.3g}: visiting every host again (pass 2 of 2), batch {batch}")
+        first_visits = res.design.visits if res.design is not None else 0
+        stage = 1
+        if (res.design is not None and res.design.verdict == "inconclusive" and opts.analysis.stages > 1
+                and _all_runs_ok(res)):  # a failing host is not noise: visited again it fails alike
+            step(f"the designed fleet's answer after {first_visits} visits is inconclusive at Holm level "
+                 f"{res.design.settings.level:.3g}: visiting every host again (pass 2 of 2), batch {batch}")
+            stage = 2
+    if stage == 2:
         notes = notes + _second_pass(dataclasses.replace(job, stage=2), run_id)
         res = analyse()
     warm_note = (f"{m.warmup} warm-up run(s) per version per host were run first and discarded",) if m.warmup else ()
