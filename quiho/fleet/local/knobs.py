@@ -23,7 +23,8 @@ memory-capacity    the page cache trimmed to 32 MiB beyond the      rereading a 
 The memory-capacity level is measured on the application while it runs (its anonymous, shmem and kernel memory,
 every 20 ms), because these machines have no swap: a limit below that is an OOM kill, not a slower run; and the
 limit stays well above it, because at a cgroup v1 limit only page faults wait and any other charge fails. A
-shared-cache thrasher is not in the catalogue: it needs a probe that tells it from the stream co-runner.
+shared-cache thrasher is not in the catalogue: on a microVM whose vCPUs share no last-level cache it moves only
+memory bandwidth, as the stream co-runner does (``bench/cache_corunner.py``).
 """
 
 from __future__ import annotations
