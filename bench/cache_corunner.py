@@ -40,12 +40,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corunner_sensitivity import run_once  # noqa: E402
+from corunner_sensitivity import beside, run_once  # noqa: E402
 
 SOURCE = Path(__file__).resolve().parents[1] / "examples" / "stream" / "stream.c"
 ELEMENTS_PER_RUN = 800 * 1024 * 1024  # 100 passes over 8 Mi elements: ~1 s in memory, ~0.2 s in L2
@@ -80,19 +79,10 @@ def main() -> int:
         subprocess.run(["gcc", "-O2", "-DNADDS=1", "-o", str(exe), str(SOURCE)], check=True)
         for r in range(args.rounds):
             for cond in rng.sample(list(CONDITIONS), len(CONDITIONS)):
-                co = None
-                if CONDITIONS[cond]:
-                    co = subprocess.Popen(["taskset", "-c", "1", "stress-ng", *CONDITIONS[cond], "-t", "120"],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                    time.sleep(2)  # the fleet's wait: the co-runner faults its buffers in first
-                try:
+                with beside(CONDITIONS[cond]):
                     for inst in rng.sample(list(INSTRUMENTS), len(INSTRUMENTS)):
                         elements = INSTRUMENTS[inst]
                         times[(cond, inst)].append(run_once(exe, ELEMENTS_PER_RUN // elements, elements))
-                finally:
-                    if co is not None:
-                        co.terminate()
-                        co.wait()
             print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
 
     def lr(cond: str, inst: str) -> list[float]:

@@ -21,6 +21,7 @@ Run (root not needed; a quiet machine): ``python bench/corunner_sensitivity.py -
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import random
 import re
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,6 +60,22 @@ def build(tmp: Path) -> dict[str, Path]:
     return exes
 
 
+@contextlib.contextmanager
+def beside(args: list[str] | None) -> Iterator[None]:
+    """Run the body beside a stress-ng co-runner on CPU 1 (``args``; None: alone), started 2 s before it."""
+    co = None
+    if args:
+        co = subprocess.Popen(["taskset", "-c", "1", "stress-ng", *args, "-t", "120"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(2)  # the fleet's wait: the co-runner faults its arrays in first
+    try:
+        yield
+    finally:
+        if co is not None:
+            co.terminate()
+            co.wait()
+
+
 def run_once(exe: Path, passes: int, elements: int) -> float:
     out = subprocess.run(["taskset", "-c", "0", str(exe), str(passes), str(elements)], capture_output=True,
                          text=True, check=True).stdout
@@ -78,19 +96,10 @@ def main() -> int:
         exes = build(Path(td))
         for r in range(args.rounds):
             for cond in rng.sample(list(CONDITIONS), len(CONDITIONS)):
-                co = None
-                if CONDITIONS[cond]:
-                    co = subprocess.Popen(["taskset", "-c", "1", "stress-ng", *CONDITIONS[cond], "-t", "120"],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                    time.sleep(2)  # the fleet's wait: the co-runner faults its arrays in first
-                try:
+                with beside(CONDITIONS[cond]):
                     for prog in rng.sample(list(PROGRAMS), len(PROGRAMS)):
                         nadds, passes, elements = PROGRAMS[prog]
                         times[(cond, prog)].append(run_once(exes[str(nadds)], passes, elements))
-                finally:
-                    if co is not None:
-                        co.terminate()
-                        co.wait()
             print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
     print(f"{args.rounds} rounds; time alone (median s) and the slowdown beside each co-runner: mean of the rounds' "
           "log ratios, ± SE, in %\n")
