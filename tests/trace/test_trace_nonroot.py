@@ -54,7 +54,7 @@ def spec(fleet: NetnsFleet, tmp_path: Path) -> Iterator[Path]:
         src.mkdir(parents=True)
         shutil.copy(REPO / "examples" / "trace" / v / "tags.c", src / "tags.c")
         versions += (f"  {v}:\n    setup: [gcc, -O2, -g, -fno-inline, -o, {out}-{v}, tags.c]\n"
-                     f"    command: [{out}-{v}, '20000', '400']\n    workdir: {src}\n")
+                     f"    command: [{out}-{v}, '50000', '400']\n    workdir: {src}\n")
     for p in (home / "src", *(home / "src").rglob("*")):
         p.chmod(0o755 if p.is_dir() else 0o644)
     s = tmp_path / "tags.yml"
