@@ -82,6 +82,9 @@ def main() -> None:
     if shared:
         print(f"\nNot a held-out run: {', '.join(shared)} also in tcpd-dev.")
     print(f"\n**The rule's answer: {PICK + ' replaces ' + DEFAULT if switch else DEFAULT + ' stays'}** ({reason}).")
+    if switch:
+        print(f"(Not carried out: {PICK} loses power on short histories, bench/history_rho_short.py; "
+              "docs/history-protocol.md, \"The switch, tried and not made\".)")
 
 
 if __name__ == "__main__":
