@@ -188,14 +188,23 @@ class Predictions:
     seconds: float
 
 
+def tcpd_predictions(c: P.Candidate, data: list, params: dict) -> list[list[int]]:
+    """``c``'s change indexes on each series of ``data`` (missing values skipped, indexes mapped back)."""
+    out = []
+    for _, y, _anns in data:
+        ok = np.flatnonzero(np.isfinite(y))
+        out.append([int(ok[i]) for i in c.run(y[ok], **params)])
+    return out
+
+
+def tcpd_scores_of(data: list, preds: list[list[int]]) -> tuple[list[float], list[float]]:
+    """TCPDBench F1 (margin ``MARGIN``) and covering of ``preds`` against each series' annotations."""
+    return ([f1_annotators(anns, pred, y.size, MARGIN) for (_, y, anns), pred in zip(data, preds, strict=True)],
+            [covering_annotators(anns, pred, y.size) for (_, y, anns), pred in zip(data, preds, strict=True)])
+
+
 def _tcpd_scores(c: P.Candidate, data: list, params: dict) -> tuple[list[float], list[float]]:
-    f1s, covs = [], []
-    for _, y, anns in data:
-        ok = np.flatnonzero(np.isfinite(y))  # missing values skipped, indexes mapped back
-        pred = [int(ok[i]) for i in c.run(y[ok], **params)]
-        f1s.append(f1_annotators(anns, pred, y.size, MARGIN))
-        covs.append(covering_annotators(anns, pred, y.size))
-    return f1s, covs
+    return tcpd_scores_of(data, tcpd_predictions(c, data, params))
 
 
 def predict_all(c: P.Candidate, data: list, gen: list, legacy: list, use_cache: bool) -> Predictions:

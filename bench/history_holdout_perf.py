@@ -53,10 +53,9 @@ def main() -> None:
     cands = P.r5_candidates()
     f1, cover, found = {}, {}, {}
     for c in cands:
-        s = H._tcpd_scores(c, data, {})
+        found[c.name] = H.tcpd_predictions(c, data, {})  # each candidate runs once per series
+        s = H.tcpd_scores_of(data, found[c.name])
         f1[c.name], cover[c.name] = np.array(s[0]), np.array(s[1])
-        found[c.name] = [[int(np.flatnonzero(np.isfinite(y))[i]) for i in c.run(y[np.isfinite(y)])]
-                         for _, y, _ in data]  # as _tcpd_scores: missing values skipped, indexes mapped back
         print(f"  {c.name}: done", file=sys.stderr, flush=True)
 
     n = len(data)
