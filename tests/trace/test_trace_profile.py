@@ -37,7 +37,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (d / "hosts.yml").write_text(HOSTS)
     # 50 000 tags (800 KB of keys) fit this machine's 1 MB L2: v1's linear search then does not evict the other
     # functions' working set (with 100 000 tags it does, and score_tag/make_key are really ~14 % slower in v1),
-    # and its calls stay over twice the tracer's own time where a uprobe costs 10 us (20 000 tags did not)
+    # and its calls stay over twice the tracer's own time where a uprobe costs 10 us (docs/design.md)
     versions = "".join(
         f"  {v}:\n    setup: [gcc, -O2, -g, -fno-inline, -o, {d}/tags-{v}, tags.c]\n"
         f"    command: [{d}/tags-{v}, '50000', '400']\n    workdir: {REPO}/examples/trace/{v}\n" for v in ("v1", "v2"))
