@@ -24,13 +24,15 @@ class FactorSpec:
     off: Any
     on: Any
     probe: str
+    #: whether its on level slows what leans on its resource (huge pages speed it up)
+    slows: bool = True
 
 
 #: In the order the analysis lists factors; the compute co-runner (core sharing) shares the stream co-runner's host
 #: variable, told apart by its level.
 FACTORS: tuple[FactorSpec, ...] = (
     FactorSpec("cpu-quota", "CPU quota", "cpu", "quiho_cpu_quota_pct", 100, None, "cpu"),
-    FactorSpec("huge-pages", "huge pages", "memory", "quiho_thp", "never", "always", "memory"),
+    FactorSpec("huge-pages", "huge pages", "memory", "quiho_thp", "never", "always", "memory", slows=False),
     FactorSpec("co-runner", "co-runner", "memory", "quiho_corunner", "none", "stream", "memory"),
     FactorSpec("core-sharing", "core sharing", "cpu", "quiho_corunner", "none", "cpu", "cpu"),
     FactorSpec("storage", "write-IOPS limit", "storage", "quiho_write_iops", "0", None, "fsync"),

@@ -136,22 +136,36 @@ def _story(effects: VersionEffects, axes: Mapping[str, AxisClass], labels: Mappi
     """A version's class: the most specific resource whose axes are shown to move it by at least the floor.
 
     "Shown": the whole 95 % interval lies beyond ±floor (the floor is quiho's smallest change that matters, the
-    metric's ``--min-change``), so an effect that only may be that large does not name a class. A small effect
-    is cited beside what the factor does to its class's stressors and the cpu ones; that is not decisive.
+    metric's ``--min-change``), so an effect that only may be that large does not name a class. An effect names its
+    class only in the direction the factor moves that class (a version faster with less page cache does not lean
+    on page cache). A small effect is cited beside what the factor does to its class's stressors and the cpu ones;
+    that is not decisive.
     """
     by = effects.by_factor()
     resource = {f: ax.resource for f, ax in axes.items()}
 
-    leaning = {f: e for f, e in by.items() if e.shown_beyond(floor)}
+    def along(f: str) -> bool:
+        slows = axes[f].slows if f in axes else None
+        worse = -by[f].estimate if higher_is_better else by[f].estimate
+        return slows is None or (worse > 0) == slows
+
+    shown = {f: e for f, e in by.items() if e.shown_beyond(floor)}
+    leaning = {f: e for f, e in shown.items() if along(f)}
+    against = [f for f in shown if f not in leaning]
     specific = sorted({resource.get(f, "none") for f in leaning} - {"cpu", "none"})
 
     def cite(fs: list[str]) -> str:
         return ", ".join(f"{labels[f]} {by[f].text()}" + (" (both versions)" if f in pooled else "") for f in fs)
 
+    def opposite(fs: list[str]) -> str:
+        return "".join(f"; {labels[f]} {by[f].text()}" + (" (both versions)" if f in pooled else "")
+                       + " against the way it moves its resource, so no class" for f in fs)
+
     if specific:
         fs = [f for f in leaning if resource.get(f) in specific]
-        return ClassStory("/".join(_CLASS_NAMES.get(c, c) for c in specific) + "-bound", tuple(specific), cite(fs))
-    mem_axes = [f for f in by if resource.get(f, "none") not in ("cpu", "none") and f not in leaning]
+        return ClassStory("/".join(_CLASS_NAMES.get(c, c) for c in specific) + "-bound", tuple(specific),
+                          cite(fs) + opposite(against))
+    mem_axes = [f for f in by if resource.get(f, "none") not in ("cpu", "none") and f not in shown]
     cpu = [f for f in leaning if resource.get(f) == "cpu"]
 
     def small(f: str) -> str:
@@ -160,8 +174,9 @@ def _story(effects: VersionEffects, axes: Mapping[str, AxisClass], labels: Mappi
                + (f" ({ref})" if ref else ""))
         return f"{labels[f]} {by[f].text()}" + (" (both versions)" if f in pooled else "") + f" {why}"
 
-    if cpu and mem_axes:
-        return ClassStory("CPU-bound", ("cpu",), cite(cpu) + "; " + ", ".join(small(f) for f in mem_axes))
+    if cpu and (mem_axes or against):
+        return ClassStory("CPU-bound", ("cpu",), "; ".join([cite(cpu)] + [", ".join(small(f) for f in mem_axes)]
+                                                          * bool(mem_axes)) + opposite(against))
     if cpu:
         return ClassStory("CPU-time-bound", ("cpu",), cite(cpu) + "; the fleet has no axis that loads another "
                           "class, so which resource is not known")
@@ -169,7 +184,7 @@ def _story(effects: VersionEffects, axes: Mapping[str, AxisClass], labels: Mappi
         return ClassStory("unknown", (), "no factor effect could be estimated")
     tested = sorted({_CLASS_NAMES.get(r, r) for f in by if (r := resource.get(f, "none")) != "none"})
     return ClassStory("not moved by the fleet's axes" + (f" ({', '.join(tested)})" if tested else ""), (),
-                      cite(list(by)))
+                      cite([f for f in by if f not in against]) + opposite(against))
 
 
 def _p_text(c: Effect) -> str:

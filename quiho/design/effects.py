@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from quiho._factors import FACTORS
+from quiho._factors import FACTOR_BY_NAME, FACTORS
 from quiho._text import json_number
 from quiho.design.factors import FactorTable
 from quiho.errors import UsageError
@@ -192,10 +192,12 @@ class AxisClass:
     resource: str
     class_effects: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     reason: str = ""
+    #: whether the factor's on level slows what leans on its resource (None: not known)
+    slows: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready mapping (class effects as relative changes with their SE on the log scale)."""
-        return {"factor": self.factor, "resource": self.resource, "reason": self.reason,
+        return {"factor": self.factor, "resource": self.resource, "reason": self.reason, "slows": self.slows,
                 "class_effects": {c: {"effect": json_number(math.expm1(e), 4), "log_se": json_number(s, 5)}
                                   for c, (e, s) in self.class_effects.items()}}
 
@@ -504,9 +506,10 @@ def axis_classes(effects: Mapping[str, tuple[Effect, ...]], factors: FactorTable
             c = max(best, key=lambda k: abs(best[k][1].estimate))
             s, e = best[c]
             why = f"moves {s} ({c}) {_pct(e.estimate)} vs computation {_pct(cpu[0]) if cpu else 'n/a'}"
-            out.append(AxisClass(f.name, c, ce, why))
+            out.append(AxisClass(f.name, c, ce, why, slows=e.estimate < 0))
         elif cpu is not None and abs(cpu[0]) > max(2 * cpu[1], step):
-            out.append(AxisClass(f.name, "cpu", ce, f"slows every class alike (cpu stressors {_pct(cpu[0])})"))
+            out.append(AxisClass(f.name, "cpu", ce, f"slows every class alike (cpu stressors {_pct(cpu[0])})",
+                                 slows=cpu[0] < 0))
         else:
             out.append(AxisClass(f.name, "none", ce, "moves no stressor beyond the noise"))
     return tuple(out)
@@ -534,7 +537,7 @@ def _knob_class(name: str, j: int, effects: Mapping[str, tuple[Effect, ...]],
     why = ("the calibration kept it as a speed axis" if resource == "cpu" else
            f"the calibration kept it as a {resource} axis (its {probe} probe moved beyond 3 SE, more than its CPU "
            "probe)") + (f"; stressors: {moved}" if moved else "")
-    return AxisClass(name, resource, ce, why)
+    return AxisClass(name, resource, ce, why, slows=FACTOR_BY_NAME[name].slows)
 
 
 def _pct(log_effect: float) -> str:

@@ -66,6 +66,22 @@ def test_recovers_planted_effects_and_classes():
     assert abs(next(c for c in res.changes if c.factor == "cpu-quota").estimate - 0.03) < 0.1
 
 
+def test_an_effect_against_the_way_its_factor_moves_its_resource_names_no_class():
+    # v1 is faster beside the stream co-runner and slower with huge pages: neither is how memory contention reads
+    # (curl's small fetch ran 15 % faster with less page cache and was called memory-capacity-bound)
+    runs, t = planted_design(effects_a={"cpu-quota": 0.4, "co-runner": -0.25, "huge-pages": 0.2},
+                             effects_b={"cpu-quota": 0.4, "co-runner": 0.25, "huge-pages": -0.2}, rounds=2,
+                             random_state=5)
+    res = analyse_design(runs, "v1", "v2", t, fingerprints=planted_fingerprints(t), primary=PRIMARY)
+    a, b = res.a.by_factor(), res.b.by_factor()
+    assert a["co-runner"].shown_beyond(0.05) and a["huge-pages"].shown_beyond(0.05)
+    assert res.story_a.label == "CPU-bound", res.story_a
+    assert re.search(r"co-runner -\d+ % \[[^\]]*\] against the way it moves its resource", res.story_a.evidence)
+    assert res.story_b.label == "memory-bound" and b["co-runner"].shown_beyond(0.05)
+    assert {ax["factor"]: ax["slows"] for ax in res.to_dict()["axes"]} == {
+        "cpu-quota": True, "huge-pages": False, "co-runner": True}
+
+
 def test_round_drift_is_blocked():
     """A slow round hits every host alike: with rounds in the model it is not a factor effect."""
     runs, t = planted_design(effects_a=MEMORY_BOUND, effects_b=MEMORY_BOUND, rounds=3, random_state=5)
