@@ -96,6 +96,15 @@ PAIRS: dict[str, tuple[dict[str, str], tuple[str | None, str | None], str]] = {
         "table": "seq 2000000 | awk '{a[$1] = $1} END {print length(a)}' > /dev/null",
     }, ("CPU", "memory"), "awk (mawk) sums 2 million numbers vs keeps them in a 2-million-entry array (164 MB, "
        "touched at random)"),
+    # Registered 2026-12-05 before any run: xz-level, CPU / CPU by registration, read memory-bound through the
+    # stream co-runner in the last three runs (+25 to +62 %; its -9 dictionary is 64 MiB and -0's match finder
+    # spills the 1 MiB L2, so the co-runner's thrashing of the shared L3 reaches both), so the panel's CPU class
+    # had no pair whose working set stays in a core's own cache. gzip's window is 32 KiB and its hash chains
+    # 64 KiB at every level.
+    "gzip-level": ({
+        "1": "cat /usr/bin/* 2>/dev/null | head -c 30000000 | gzip -1 > /dev/null",
+        "9": "cat /usr/bin/* 2>/dev/null | head -c 30000000 | gzip -9 > /dev/null",
+    }, ("CPU", "CPU"), "gzip compresses 30 MB of binaries at -1 vs -9 (a 32 KiB window at both)"),
 }
 
 #: Ten self-pairs (registered 2026-11-29 before any run): one version of a pair above against itself. Right: both
