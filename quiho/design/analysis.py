@@ -175,8 +175,8 @@ def _story(effects: VersionEffects, axes: Mapping[str, AxisClass], labels: Mappi
         return f"{labels[f]} {by[f].text()}" + (" (both versions)" if f in pooled else "") + f" {why}"
 
     if cpu and (mem_axes or against):
-        return ClassStory("CPU-bound", ("cpu",), "; ".join([cite(cpu)] + [", ".join(small(f) for f in mem_axes)]
-                                                          * bool(mem_axes)) + opposite(against))
+        parts = [cite(cpu)] + ([", ".join(small(f) for f in mem_axes)] if mem_axes else [])
+        return ClassStory("CPU-bound", ("cpu",), "; ".join(parts) + opposite(against))
     if cpu:
         return ClassStory("CPU-time-bound", ("cpu",), cite(cpu) + "; the fleet has no axis that loads another "
                           "class, so which resource is not known")
