@@ -154,12 +154,14 @@ def _story(effects: VersionEffects, axes: Mapping[str, AxisClass], labels: Mappi
     against = [f for f in shown if f not in leaning]
     specific = sorted({resource.get(f, "none") for f in leaning} - {"cpu", "none"})
 
+    def named(f: str) -> str:
+        return f"{labels[f]} {by[f].text()}" + (" (both versions)" if f in pooled else "")
+
     def cite(fs: list[str]) -> str:
-        return ", ".join(f"{labels[f]} {by[f].text()}" + (" (both versions)" if f in pooled else "") for f in fs)
+        return ", ".join(named(f) for f in fs)
 
     def opposite(fs: list[str]) -> str:
-        return "".join(f"; {labels[f]} {by[f].text()}" + (" (both versions)" if f in pooled else "")
-                       + " against the way it moves its resource, so no class" for f in fs)
+        return "".join(f"; {named(f)} against the way it moves its resource, so no class" for f in fs)
 
     if specific:
         fs = [f for f in leaning if resource.get(f) in specific]
@@ -172,7 +174,7 @@ def _story(effects: VersionEffects, axes: Mapping[str, AxisClass], labels: Mappi
         ref = _stressor_reference(axes[f], higher_is_better) if f in axes else ""
         why = ("within the noise" if not by[f].excludes_zero() else f"not shown beyond ±{100 * floor:.0f} %"
                + (f" ({ref})" if ref else ""))
-        return f"{labels[f]} {by[f].text()}" + (" (both versions)" if f in pooled else "") + f" {why}"
+        return f"{named(f)} {why}"
 
     if cpu and (mem_axes or against):
         parts = [cite(cpu)] + ([", ".join(small(f) for f in mem_axes)] if mem_axes else [])
