@@ -526,6 +526,11 @@ def choose(responses: dict[str, Any]) -> Choice:
         warnings.append(f"the stream co-runner slows the CPU probe {math.expm1(co.effect_cpu):+.0%} because the two "
                         f"CPUs share a core (a compute co-runner: {math.expm1(sharing['effect_probe']):+.0%}): on "
                         "this machine a co-runner measures core sharing, not memory bandwidth")
+    if (co.kept and co.effect_cpu is not None and co.se_cpu is not None and co.effect_memory is not None
+            and _moves((co.effect_cpu, co.se_cpu)) and co.effect_cpu * co.effect_memory > 0):
+        warnings.append(f"the stream co-runner, kept for memory, also slows the CPU probe "
+                        f"{effect_text((co.effect_cpu, co.se_cpu))}: the two CPUs share part of a core, so part of "
+                        "what it does to a version is core sharing, not memory bandwidth")
     kept = [a for a in axes if a.kept]
     if len(kept) < 2:
         warnings.append(f"the local fleet has {len(kept)} independent axis(es) on this machine "
