@@ -521,16 +521,7 @@ def choose(responses: dict[str, Any]) -> Choice:
                         "calibrate --force' when it is quiet")
     screened = responses.get("knobs") or {}
     knobs = tuple(screened.get("knobs") or ())
-    sharing = next((k for k in knobs if k["name"] == "core-sharing" and k["kept"]), None)
-    if sharing is not None and not co.kept and co.effect_cpu is not None and co.effect_cpu > 0:
-        warnings.append(f"the stream co-runner slows the CPU probe {math.expm1(co.effect_cpu):+.0%} because the two "
-                        f"CPUs share a core (a compute co-runner: {math.expm1(sharing['effect_probe']):+.0%}): on "
-                        "this machine a co-runner measures core sharing, not memory bandwidth")
-    if (co.kept and co.effect_cpu is not None and co.se_cpu is not None and co.effect_memory is not None
-            and _moves((co.effect_cpu, co.se_cpu)) and co.effect_cpu * co.effect_memory > 0):
-        warnings.append(f"the stream co-runner, kept for memory, also slows the CPU probe "
-                        f"{effect_text((co.effect_cpu, co.se_cpu))}: the two CPUs share part of a core, so part of "
-                        "what it does to a version is core sharing, not memory bandwidth")
+    warnings += _corunner_warnings(co, knobs)
     kept = [a for a in axes if a.kept]
     if len(kept) < 2:
         warnings.append(f"the local fleet has {len(kept)} independent axis(es) on this machine "
@@ -540,6 +531,22 @@ def choose(responses: dict[str, Any]) -> Choice:
                   step=step, noise={p: first.base.assumed.get(p, first.base.sd[p]) for p in first.base.sd},
                   periods=periods, hosts=hosts, warnings=tuple(warnings), knobs=knobs,
                   knob_notes=tuple(screened.get("notes") or ()), design=design)
+
+
+def _corunner_warnings(co: AxisEffect, knobs: tuple[dict[str, Any], ...]) -> list[str]:
+    """What the stream co-runner's effect on the CPU probe says about core sharing, kept or dropped."""
+    out: list[str] = []
+    sharing = next((k for k in knobs if k["name"] == "core-sharing" and k["kept"]), None)
+    if sharing is not None and not co.kept and co.effect_cpu is not None and co.effect_cpu > 0:
+        out.append(f"the stream co-runner slows the CPU probe {math.expm1(co.effect_cpu):+.0%} because the two "
+                   f"CPUs share a core (a compute co-runner: {math.expm1(sharing['effect_probe']):+.0%}): on "
+                   "this machine a co-runner measures core sharing, not memory bandwidth")
+    if (co.kept and co.effect_cpu is not None and co.se_cpu is not None and co.effect_memory is not None
+            and _moves((co.effect_cpu, co.se_cpu)) and co.effect_cpu * co.effect_memory > 0):
+        out.append(f"the stream co-runner, kept for memory, also slows the CPU probe "
+                   f"{effect_text((co.effect_cpu, co.se_cpu))}: the two CPUs share part of a core, so part of "
+                   "what it does to a version is core sharing, not memory bandwidth")
+    return out
 
 
 def _fleet_hosts(levels: tuple[int, ...], page: bool, co: bool, knobs: tuple[dict[str, Any], ...],
