@@ -3,6 +3,7 @@
 Usage (root; one profile per pair, ~5-12 min each on 2 vCPUs):
     python bench/local_fleet_panel.py --out /tmp/panel [--pairs sqlite-commit,dd-blocks] [--runs 1] [--first 2]
     python bench/local_fleet_panel.py --table /tmp/panel       # the table of earlier runs, nothing run
+    python bench/local_fleet_panel.py --reanalyse /tmp/panel --into /tmp/panel-now   # their runs, today's analysis
 
 Every pair's *expected* class story is written below, in PAIRS, before anything runs: the class each version
 must be given at class level (``storage``, ``kernel-entry``, ``network``, ``memory-capacity``, ``CPU``,
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import subprocess
 import sys
 import time
@@ -247,6 +249,39 @@ def table(out: Path) -> None:
     print("\nEach version's lines with every factor's effect ± 95 % CI are in <out>/run-N/<pair>/stdout.txt.")
 
 
+def reanalyse(out: Path, into: Path) -> None:
+    """Every finished pair of ``out`` analysed again by this quiho (``quiho profile --batch``), into ``into``.
+
+    The same stored runs, nothing measured: each run's store is copied (the analysis saves its profile there) and
+    each pair's output goes where :func:`table` reads it, so the table compares a rule change on earlier runs.
+    """
+    for rd in sorted(out.glob("run-*")):
+        if not (rd / "quiho.db").exists():
+            continue
+        nd = into / rd.name
+        nd.mkdir(parents=True, exist_ok=True)
+        store = nd / "quiho.db"
+        if not store.exists():
+            with sqlite3.connect(rd / "quiho.db") as src, sqlite3.connect(store) as dst:
+                src.backup(dst)
+        with sqlite3.connect(store) as con:
+            batches = dict(con.execute("SELECT application, MIN(batch) FROM profiles GROUP BY application"))
+        for pd in sorted(p for p in rd.iterdir() if p.is_dir() and p.name in ALL_PAIRS and p.name in batches):
+            if not (pd / "meta.json").exists():
+                continue
+            npd = nd / pd.name
+            npd.mkdir(exist_ok=True)
+            a, b = list(ALL_PAIRS[pd.name][0])
+            p = subprocess.run([QUIHO, "profile", f"{pd.name}@{a}", f"{pd.name}@{b}", "--spec", str(pd / "spec.yml"),
+                                "--batch", batches[pd.name], "--store", str(store), "--report", str(npd)],
+                               capture_output=True, text=True, check=False)
+            (npd / "stdout.txt").write_text(p.stdout)
+            (npd / "stderr.txt").write_text(p.stderr)
+            (npd / "meta.json").write_text((pd / "meta.json").read_text())
+            print(f"panel: reanalysed {rd.name} {pd.name}: rc {p.returncode}", file=sys.stderr)
+    table(into)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("/tmp/quiho-panel"))
@@ -255,7 +290,14 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--first", type=int, default=1, help="number of the first run (run-N: a fresh store each)")
     ap.add_argument("--table", type=Path, help="print the table of an earlier --out and run nothing")
+    ap.add_argument("--reanalyse", type=Path, help="analyse an earlier --out's runs again (nothing measured)")
+    ap.add_argument("--into", type=Path, help="with --reanalyse: where the new outputs go")
     args = ap.parse_args()
+    if args.reanalyse:
+        if not args.into or args.into.resolve() == args.reanalyse.resolve():
+            sys.exit("panel: --reanalyse needs --into, a directory other than the runs'")
+        reanalyse(args.reanalyse, args.into)
+        return
     if args.table:
         table(args.table)
         return

@@ -240,8 +240,16 @@ def _t_effect(name: str, est: float, se: float, df: int) -> Effect:
 
 
 def pooled_effect(a: Effect, b: Effect) -> Effect:
-    """The mean of two versions' effects of one factor (independent visits' estimates), with its t interval."""
-    return _t_effect(a.factor, (a.estimate + b.estimate) / 2, math.hypot(a.se, b.se) / 2, min(a.df, b.df))
+    """Two versions' effects of one factor as one common effect: the inverse-variance weighted mean, t interval.
+
+    Weighted because a common effect's least-squares estimate weighs each version by its precision: an equal-weight
+    mean lets a noisy version's interval swamp a precise one's. An estimate without a finite positive SE gives the
+    plain mean (no weight can be read from it).
+    """
+    if not all(math.isfinite(e.se) and e.se > 0 for e in (a, b)):
+        return _t_effect(a.factor, (a.estimate + b.estimate) / 2, math.hypot(a.se, b.se) / 2, min(a.df, b.df))
+    wa, wb = a.se ** -2, b.se ** -2
+    return _t_effect(a.factor, (wa * a.estimate + wb * b.estimate) / (wa + wb), (wa + wb) ** -0.5, min(a.df, b.df))
 
 
 def _visit_summaries(runs: pd.DataFrame, version: str, summary: str) -> pd.DataFrame:

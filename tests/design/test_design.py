@@ -423,3 +423,23 @@ def test_a_level_split_over_two_looks_tests_each_at_half_and_says_so():
     assert _moved((c,), DesignSettings()) == (c,) and _moved((c,), DesignSettings(looks=2)) == ()
     with pytest.raises(UsageError, match="looks"):
         DesignSettings(looks=0)
+
+
+def test_a_common_effect_weighs_each_version_by_its_precision():
+    """A noisy version does not swamp a precise one's effect where the two are labelled together."""
+    from quiho.design.effects import Effect, pooled_effect
+
+    precise, noisy = Effect("q", 0.40, 0.01, 7, 0.38, 0.42, 0.0), Effect("q", 0.07, 0.30, 7, -0.6, 0.8, 0.8)
+    both = pooled_effect(precise, noisy)
+    assert both.se < precise.se and abs(both.estimate - 0.40) < 0.001
+    same = pooled_effect(precise, dataclasses.replace(precise, estimate=0.30))
+    assert same.estimate == pytest.approx(0.35) and same.se == pytest.approx(0.01 / math.sqrt(2))
+    # a CPU-bound version beside a noisy memory-bound one: its quota effect, pooled, still names its class
+    runs, t = planted_design(effects_a={"cpu-quota": 0.40}, effects_b={"cpu-quota": 0.40, "co-runner": 1.0},
+                             rounds=2, visit_sd=0.005, run_sd=0.01, random_state=3)
+    rng = np.random.default_rng(3)
+    v2 = runs["version"] == "v2"
+    runs.loc[v2, "value"] *= np.exp(rng.normal(0, 0.35, int(v2.sum())))
+    res = analyse_design(runs, "v1", "v2", t, settings=DesignSettings(summary="median"))
+    assert "co-runner" in {c.factor for c in res.moved}
+    assert res.story_a.label.startswith("CPU") and res.story_b.label == "memory-bound", (res.story_a, res.story_b)
