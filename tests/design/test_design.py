@@ -434,12 +434,14 @@ def test_a_common_effect_weighs_each_version_by_its_precision():
     assert both.se < precise.se and abs(both.estimate - 0.40) < 0.001
     same = pooled_effect(precise, dataclasses.replace(precise, estimate=0.30))
     assert same.estimate == pytest.approx(0.35) and same.se == pytest.approx(0.01 / math.sqrt(2))
-    # a CPU-bound version beside a noisy memory-bound one: its quota effect, pooled, still names its class
-    runs, t = planted_design(effects_a={"cpu-quota": 0.40}, effects_b={"cpu-quota": 0.40, "co-runner": 1.0},
-                             rounds=2, visit_sd=0.005, run_sd=0.01, random_state=3)
-    rng = np.random.default_rng(3)
-    v2 = runs["version"] == "v2"
-    runs.loc[v2, "value"] *= np.exp(rng.normal(0, 0.35, int(v2.sum())))
-    res = analyse_design(runs, "v1", "v2", t, settings=DesignSettings(summary="median"))
-    assert "co-runner" in {c.factor for c in res.moved}
-    assert res.story_a.label.startswith("CPU") and res.story_b.label == "memory-bound", (res.story_a, res.story_b)
+    # a CPU-bound version beside a noisy memory-bound one whose quota change the noise hides: its quota effect,
+    # pooled, still names its class (the plain mean left it "not moved" in 3 of these 10 draws)
+    labels = []
+    for seed in range(10):
+        runs, t = planted_design(effects_a={"cpu-quota": 0.40}, effects_b={"cpu-quota": 0.10, "co-runner": 1.0},
+                                 rounds=2, visit_sd=0.005, run_sd=0.01, random_state=seed)
+        v2 = runs["version"] == "v2"
+        runs.loc[v2, "value"] *= np.exp(np.random.default_rng(seed).normal(0, 0.6, int(v2.sum())))
+        res = analyse_design(runs, "v1", "v2", t, settings=DesignSettings(summary="median"))
+        labels.append((res.story_a.label, res.story_b.label, "co-runner" in {c.factor for c in res.moved}))
+    assert labels == [("CPU-bound", "memory-bound", True)] * 10, labels
