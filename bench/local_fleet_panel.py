@@ -272,13 +272,13 @@ def reanalyse(out: Path, into: Path) -> None:
             npd = nd / pd.name
             npd.mkdir(exist_ok=True)
             a, b = list(ALL_PAIRS[pd.name][0])
-            p = subprocess.run([QUIHO, "profile", f"{pd.name}@{a}", f"{pd.name}@{b}", "--spec", str(pd / "spec.yml"),
+            r = subprocess.run([QUIHO, "profile", f"{pd.name}@{a}", f"{pd.name}@{b}", "--spec", str(pd / "spec.yml"),
                                 "--batch", batches[pd.name], "--store", str(store), "--report", str(npd)],
                                capture_output=True, text=True, check=False)
-            (npd / "stdout.txt").write_text(p.stdout)
-            (npd / "stderr.txt").write_text(p.stderr)
+            (npd / "stdout.txt").write_text(r.stdout)
+            (npd / "stderr.txt").write_text(r.stderr)
             (npd / "meta.json").write_text((pd / "meta.json").read_text())
-            print(f"panel: reanalysed {rd.name} {pd.name}: rc {p.returncode}", file=sys.stderr)
+            print(f"panel: reanalysed {rd.name} {pd.name}: rc {r.returncode}", file=sys.stderr)
     table(into)
 
 

@@ -246,10 +246,12 @@ def pooled_effect(a: Effect, b: Effect) -> Effect:
     mean lets a noisy version's interval swamp a precise one's. An estimate without a finite positive SE gives the
     plain mean (no weight can be read from it).
     """
-    if not all(math.isfinite(e.se) and e.se > 0 for e in (a, b)):
-        return _t_effect(a.factor, (a.estimate + b.estimate) / 2, math.hypot(a.se, b.se) / 2, min(a.df, b.df))
-    wa, wb = a.se ** -2, b.se ** -2
-    return _t_effect(a.factor, (wa * a.estimate + wb * b.estimate) / (wa + wb), (wa + wb) ** -0.5, min(a.df, b.df))
+    if all(math.isfinite(e.se) and e.se > 0 for e in (a, b)):
+        wa, wb = a.se ** -2, b.se ** -2
+        est, se = (wa * a.estimate + wb * b.estimate) / (wa + wb), (wa + wb) ** -0.5
+    else:
+        est, se = (a.estimate + b.estimate) / 2, math.hypot(a.se, b.se) / 2
+    return _t_effect(a.factor, est, se, min(a.df, b.df))
 
 
 def _visit_summaries(runs: pd.DataFrame, version: str, summary: str) -> pd.DataFrame:
