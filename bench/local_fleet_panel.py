@@ -33,6 +33,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 QUIHO = str(REPO / ".venv" / "bin" / "quiho")
 
+#: mawk-buffer's program, the same in both versions: 30 sines a line, then the line printed.
+_SIN30 = "{s = 0; for (i = 1; i <= 30; i++) s += sin($1 * i); print s}"
+
 #: name -> (versions {label: shell command}, expected class of each version, what the pair is). Written before
 #: any run. Commands are fixed text run by ``sh -c`` in the host's run directory (no user data in them).
 PAIRS: dict[str, tuple[dict[str, str], tuple[str | None, str | None], str]] = {
@@ -107,15 +110,14 @@ PAIRS: dict[str, tuple[dict[str, str], tuple[str | None, str | None], str]] = {
         "1": "cat /usr/bin/* 2>/dev/null | head -c 30000000 | gzip -1 > /dev/null",
         "9": "cat /usr/bin/* 2>/dev/null | head -c 30000000 | gzip -9 > /dev/null",
     }, ("CPU", "CPU"), "gzip compresses 30 MB of binaries at -1 vs -9 (a 32 KiB window at both)"),
-    # Registered 2026-12-05 09:45 UTC before any run, for kernel entry (dd-blocks right in 1 of 5: its 1 MiB version
+    # Registered 2026-12-05 09:36 UTC before any run, for kernel entry (dd-blocks right in 1 of 5: its 1 MiB version
     # runs 25 ms after the prefault and makes ~4,200 system calls, 160,000 a second, so 4,000 seccomp rules at
     # 0.67 us a call move it by ~10 %; its registration "-" was wrong, the knob was right). Here both versions do
     # the same arithmetic; by strace -c -f and `time` outside the fleet: block-buffered 1,900 system calls in
     # 0.58 s (3,300 a second: 4,000 rules add 0.2 %), -W interactive (a write per line) 601,000 in 0.7 s (+60 %).
     "mawk-buffer": ({
-        "block": "seq 300000 | awk '{s = 0; for (i = 1; i <= 30; i++) s += sin($1 * i); print s}' > /dev/null",
-        "interactive": "seq 300000 | awk -W interactive '{s = 0; for (i = 1; i <= 30; i++) s += sin($1 * i); "
-                       "print s}' > /dev/null",
+        "block": f"seq 300000 | awk '{_SIN30}' > /dev/null",
+        "interactive": f"seq 300000 | awk -W interactive '{_SIN30}' > /dev/null",
     }, (None, "kernel-entry"), "mawk prints 300,000 computed lines block-buffered vs with -W interactive "
        "(unbuffered: a write(2) per line)"),
 }
