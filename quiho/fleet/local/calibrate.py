@@ -44,6 +44,9 @@ so they are the same before and after the quota cells are probed.
   not remove the effect). The looks before the last need 3 SE, the last :data:`LAST_LOOK_SE` (a group-sequential
   bar, stricter early as O'Brien-Fleming's: the chance of keeping an axis with no effect stays about that of one
   2-SE test, 2.5 %).
+- **late look**: a memory axis still dropped after the quota cells gets one more batch of rounds then, another
+  minute of the machine (a VM's co-runner reach comes and goes for tens of seconds), and is decided on all its
+  rounds at the same bar; the quota levels stay those its first rounds planned (:func:`_late_look`).
   The first round is preceded by one unmeasured run of each probe.
 
 How these rules were arrived at, and on which machines, is in the docs' design page (local-fleet calibration).
@@ -51,6 +54,7 @@ How these rules were arrived at, and on which machines, is in the docs' design p
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -85,7 +89,7 @@ from quiho.store.calibrations import latest_calibration, save_calibration
 
 __all__ = ["AxisEffect", "Calibration", "Choice", "PERIODS_US", "RESPONSES_SCHEMA", "calibrate", "choose",
            "calibrated_fleet", "inventory_text", "load_responses", "measure_responses", "resolve_inventory",
-           "resolve_fleet", "ResolvedFleet",
+           "resolve_fleet", "ResolvedFleet", "before_late_look",
            "UNTHROTTLED_REPS", "axes_kept", "design_factors", "DESIGN_MAX_FACTORS"]
 
 #: Version of the recorded-responses JSON (bench/local_fleet_calibration.py --record, tests/data/calibration/).
@@ -372,23 +376,63 @@ def _noise_step(base: _Cells) -> float:
     return 2 * _MEDIAN_SE * max(base.sd.values()) / math.sqrt(FLEET_REPS)
 
 
-def _first_phase(resp: dict[str, Any]) -> _FirstPhase:
-    """Page-size and co-runner axes and the planned quota levels, from the unthrottled cells only.
-
-    Only those (noise included): the quota cells are probed at the levels planned here and under the THP
-    policies kept here, so these decisions must be the same before and after the quota cells are measured.
-    """
+def _axes(resp: dict[str, Any]) -> tuple[_Cells, AxisEffect, AxisEffect]:
+    """The unthrottled cells and the page-size and co-runner verdicts on their rounds."""
     base = _Cells(resp, [c for c in resp["cells"] if int(c["quota_pct"]) == 100])
     last = set(resp.get("last_look") or ())  # the axes re-probed in the last allowed batch
     page = _page_axis(base, LAST_LOOK_SE if "page-size" in last else 3.0)
     co = _corunner_axis(base, LAST_LOOK_SE if "co-runner" in last else 3.0)
-    others = [a for a in (page, co) if a.kept]
+    return base, page, co
+
+
+def before_late_look(resp: dict[str, Any]) -> dict[str, Any]:
+    """``resp`` as it was before :func:`_late_look`: every unthrottled cell cut to the rounds measured before it."""
+    late = resp.get("late_look")
+    if not late:
+        return resp
+    n = int(late["rounds_before"])
+
+    def cut(xs: list[float | None] | None) -> list[float | None]:
+        out = list(xs or [])[:n]
+        while out and out[-1] is None:  # the padding the late look added
+            out.pop()
+        return out
+
+    cells = [{**c, **{p: cut(c.get(p)) for p in ("memory", "cpu")}} if int(c["quota_pct"]) == 100 else c
+             for c in resp["cells"]]
+    return {k: v for k, v in resp.items() if k != "late_look"} | {"cells": cells}
+
+
+def _said_late(now: AxisEffect, before: AxisEffect) -> AxisEffect:
+    """``now`` (decided on every round) with what the rounds before the late look had said."""
+    if before.effect_memory is None or before.se_memory is None:
+        return now
+    first = effect_text((before.effect_memory, before.se_memory))
+    how = ("kept on all its rounds" if now.kept else "not shown on all its rounds either")
+    return dataclasses.replace(now, reason=f"{now.reason}; memory probe {first} in the calibration's first rounds, "
+                                           f"probed again after the quota cells (another minute): {how}")
+
+
+def _first_phase(resp: dict[str, Any]) -> _FirstPhase:
+    """Page-size and co-runner axes and the planned quota levels, from the unthrottled cells only.
+
+    Only those (noise included): the quota cells are probed at the levels planned here and under the THP
+    policies kept here, so these decisions must be the same before and after the quota cells are measured. The
+    axes are decided on all their rounds, a late look's included (:func:`_late_look`); the levels stay those
+    the rounds before it planned, which the quota cells were probed at.
+    """
+    base, page, co = _axes(resp)
+    plan_base, plan_page, plan_co = _axes(before_late_look(resp)) if resp.get("late_look") else (base, page, co)
+    late = set((resp.get("late_look") or {}).get("axes") or ())
+    page = _said_late(page, plan_page) if "page-size" in late else page
+    co = _said_late(co, plan_co) if "co-runner" in late else co
+    others = [a for a in (plan_page, plan_co) if a.kept]
     effect = max((abs(a.effect_memory or 0.0) for a in others), default=0.0)
     if any(k["kept"] for k in (resp.get("knobs") or {}).get("knobs") or ()):  # a screening design: two levels
         n, effect = 2, max(effect, DESIGN_QUOTA_STEP)
     else:
         n = {0: 8, 1: 4}.get(len(others), 2)
-    levels, step = quota_levels(effect, n, _noise_step(base))
+    levels, step = quota_levels(effect, n, _noise_step(plan_base))
     return _FirstPhase(base, page, co, levels, step, n)
 
 
@@ -699,9 +743,29 @@ def measure_responses(runner: ProbeRunner, facts: dict[str, Any], reps: int = UN
     if first.page.kept and low < 100:  # huge pages can cancel throttling on some VMs: one cell shows it
         cells.append((low, "always"))
     run([(Cell(q, t, period), min(reps, 3)) for period in PERIODS_US for q, t in cells])
+    _late_look(runner, resp, unthrottled, probes, reps)
     resp["load_before_after"] = [load0, [round(x, 2) for x in os.getloadavg()]]
     resp["probe_runs"] = runner.runs
     return resp
+
+
+#: The cell that probes each memory axis (the reference is ``Cell(100, "never")``).
+_AXIS_CELL = {"page-size": Cell(100, "always"), "co-runner": Cell(100, "never", corunner="stream")}
+
+
+def _more_rounds(runner: ProbeRunner, resp: dict[str, Any], axes: list[str], probes: list[str], reps: int) -> None:
+    """``reps`` more rounds of the reference and the cells of ``axes``, appended to their rows so rounds still pair.
+
+    A shorter cell is padded with ``None`` for the rounds it was not measured in.
+    """
+    cells = [(Cell(100, "never"), reps)] + [(_AXIS_CELL[n], reps) for n in axes]
+    unthrottled = [c for c in resp["cells"] if int(c["quota_pct"]) == 100]
+    stored = {json.dumps({k: c[k] for k in asdict(Cell())}, sort_keys=True): c for c in unthrottled}
+    width = max(len(c.get("memory") or []) for c in unthrottled)
+    for (cell, _), res in zip(cells, runner.rounds(cells, probes), strict=True):
+        row = stored[json.dumps(asdict(cell), sort_keys=True)]
+        for p in probes:
+            row[p] = append_rounds(row.get(p), res[p], width)
 
 
 def _reprobe_undecided(runner: ProbeRunner, resp: dict[str, Any], unthrottled: list[tuple[Cell, int]],
@@ -709,33 +773,47 @@ def _reprobe_undecided(runner: ProbeRunner, resp: dict[str, Any], unthrottled: l
     """Probe undecided memory axes (:func:`undecided`) again: ``reps`` rounds a batch, up to :data:`REPROBE_BATCHES`.
 
     A busy minute (the main job's own set-up) widens the noise, and "> 3 SE" then drops an axis the machine has.
-    The new rounds measure the reference cell with the undecided ones, appended to their times so the rounds
-    still pair (a shorter cell is padded with ``None``, a round it was not measured in); the rules then decide
-    on all rounds, and an axis still undecided gets the next batch. ``resp["reprobed"]`` names the axes probed
-    again, ``resp["reprobe_batches"]`` counts the batches, and ``resp["last_look"]`` names the axes the last
-    allowed batch probed (decided at :data:`LAST_LOOK_SE`).
+    The new rounds measure the reference cell with the undecided ones (:func:`_more_rounds`); the rules then
+    decide on all rounds, and an axis still undecided gets the next batch. ``resp["reprobed"]`` names the axes
+    probed again, ``resp["reprobe_batches"]`` counts the batches, and ``resp["last_look"]`` names the axes the
+    last allowed batch probed (decided at :data:`LAST_LOOK_SE`).
     """
-    by_axis = {"page-size": Cell(100, "always"), "co-runner": Cell(100, "never", corunner="stream")}
     names: list[str] = []
     for batch in range(REPROBE_BATCHES):
         first = _first_phase(resp)
         todo = [a.name for a in (first.page, first.co) if undecided(a.effect_memory, a.kept, a.se_memory)
-                and any(c == by_axis[a.name] for c, _ in unthrottled)]
+                and any(c == _AXIS_CELL[a.name] for c, _ in unthrottled)]
         if not todo:
             break
         runner.on_step(f"calibration: {', '.join(todo)} undecided within the noise: {reps} more rounds"
                        f"{batch_note(batch)}")
-        cells = [(Cell(100, "never"), reps)] + [(by_axis[n], reps) for n in todo]
-        stored = {json.dumps({k: c[k] for k in asdict(Cell())}, sort_keys=True): c for c in resp["cells"]}
-        width = max(len(c.get("memory") or []) for c in resp["cells"])
-        for (cell, _), res in zip(cells, runner.rounds(cells, probes), strict=True):
-            row = stored[json.dumps(asdict(cell), sort_keys=True)]
-            for p in probes:
-                row[p] = append_rounds(row.get(p), res[p], width)
+        _more_rounds(runner, resp, todo, probes, reps)
         names += [n for n in todo if n not in names]
         resp["reprobed"], resp["reprobe_batches"] = names, batch + 1
         if batch == REPROBE_BATCHES - 1:
             resp["last_look"] = todo
+
+
+def _late_look(runner: ProbeRunner, resp: dict[str, Any], unthrottled: list[tuple[Cell, int]],
+               probes: list[str], reps: int) -> None:
+    """Each memory axis the rounds so far dropped, probed once more after the quota cells: ``reps`` rounds.
+
+    A VM's co-runner reach comes and goes for tens of seconds at a time (docs/design.md), so the first rounds
+    can all fall where it does nothing. The axes are then decided on all their rounds (:func:`_first_phase`);
+    the quota levels stay those the first rounds planned. ``resp["late_look"]``: the axes, the rounds before it and
+    its seconds.
+    """
+    first = _first_phase(resp)
+    todo = [a.name for a in (first.page, first.co) if not a.kept and a.effect_memory is not None
+            and any(c == _AXIS_CELL[a.name] for c, _ in unthrottled)]
+    if not todo:
+        return
+    runner.on_step(f"calibration: {', '.join(todo)} not shown in the first rounds: {reps} more rounds now, "
+                   "after the quota cells (another minute)")
+    before = max(len(c.get("memory") or []) for c in resp["cells"] if int(c["quota_pct"]) == 100)
+    t0 = time.monotonic()
+    _more_rounds(runner, resp, todo, probes, reps)
+    resp["late_look"] = {"axes": todo, "rounds_before": before, "seconds": round(time.monotonic() - t0, 1)}
 
 
 # --- the generated inventory and the store ------------------------------------------------------
