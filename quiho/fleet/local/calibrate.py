@@ -45,8 +45,9 @@ so they are the same before and after the quota cells are probed.
   bar, stricter early as O'Brien-Fleming's: the chance of keeping an axis with no effect stays about that of one
   2-SE test, 2.5 %).
 - **late look**: a memory axis still dropped after the quota cells gets one more batch of rounds then, another
-  minute of the machine (a VM's co-runner reach comes and goes for tens of seconds), and is decided on all its
-  rounds at the same bar; the quota levels stay those its first rounds planned (:func:`_late_look`).
+  minute of the machine (a VM's co-runner reach comes and goes for tens of seconds), and is kept if all its rounds
+  or the late ones alone show it at the same bar (two looks at 3 SE: an axis with no effect is kept about as
+  rarely as by one); the quota levels stay those its first rounds planned (:func:`_late_look`).
   The first round is preceded by one unmeasured run of each probe.
 
 How these rules were arrived at, and on which machines, is in the docs' design page (local-fleet calibration).
@@ -403,13 +404,30 @@ def before_late_look(resp: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in resp.items() if k != "late_look"} | {"cells": cells}
 
 
-def _said_late(now: AxisEffect, before: AxisEffect) -> AxisEffect:
-    """``now`` (decided on every round) with what the rounds before the late look had said."""
+def _late_rounds(resp: dict[str, Any]) -> dict[str, Any]:
+    """``resp`` with every unthrottled cell cut to the late look's rounds (:func:`_late_look`) alone."""
+    n = int(resp["late_look"]["rounds_before"])
+    cells = [{**c, **{p: list(c.get(p) or [])[n:] for p in ("memory", "cpu")}} if int(c["quota_pct"]) == 100 else c
+             for c in resp["cells"]]
+    return {k: v for k, v in resp.items() if k not in ("late_look", "last_look")} | {"cells": cells}
+
+
+def _said_late(now: AxisEffect, before: AxisEffect, alone: AxisEffect) -> AxisEffect:
+    """A late-looked axis: kept on all its rounds (``now``) or on the late rounds ``alone``; says the first rounds'.
+
+    Either look may keep it: a VM's co-runner acts in some minutes and not others, and a mean over an off minute
+    and an on one can fall short of both.
+    """
     if before.effect_memory is None or before.se_memory is None:
         return now
     first = effect_text((before.effect_memory, before.se_memory))
-    how = ("kept on all its rounds" if now.kept else "not shown on all its rounds either")
-    return dataclasses.replace(now, reason=f"{now.reason}; memory probe {first} in the calibration's first rounds, "
+    out, how = now, "not shown on all its rounds or on the late rounds alone"
+    if now.kept:
+        how = "kept on all its rounds"
+    elif alone.kept:
+        out = dataclasses.replace(alone, reason=f"late rounds: {alone.reason}")
+        how = "kept: shown by those rounds alone"
+    return dataclasses.replace(out, reason=f"{out.reason}; memory probe {first} in the calibration's first rounds, "
                                            f"probed again after the quota cells (another minute): {how}")
 
 
@@ -418,14 +436,17 @@ def _first_phase(resp: dict[str, Any]) -> _FirstPhase:
 
     Only those (noise included): the quota cells are probed at the levels planned here and under the THP
     policies kept here, so these decisions must be the same before and after the quota cells are measured. The
-    axes are decided on all their rounds, a late look's included (:func:`_late_look`); the levels stay those
-    the rounds before it planned, which the quota cells were probed at.
+    axes a late look probed (:func:`_late_look`) are kept on all their rounds or on the late ones alone; the
+    levels stay those the rounds before it planned, which the quota cells were probed at.
     """
     base, page, co = _axes(resp)
-    plan_base, plan_page, plan_co = _axes(before_late_look(resp)) if resp.get("late_look") else (base, page, co)
-    late = set((resp.get("late_look") or {}).get("axes") or ())
-    page = _said_late(page, plan_page) if "page-size" in late else page
-    co = _said_late(co, plan_co) if "co-runner" in late else co
+    plan_base, plan_page, plan_co = base, page, co
+    if resp.get("late_look"):
+        plan_base, plan_page, plan_co = _axes(before_late_look(resp))
+        _, late_page, late_co = _axes(_late_rounds(resp))
+        late = set(resp["late_look"].get("axes") or ())
+        page = _said_late(page, plan_page, late_page) if "page-size" in late else page
+        co = _said_late(co, plan_co, late_co) if "co-runner" in late else co
     others = [a for a in (plan_page, plan_co) if a.kept]
     effect = max((abs(a.effect_memory or 0.0) for a in others), default=0.0)
     if any(k["kept"] for k in (resp.get("knobs") or {}).get("knobs") or ()):  # a screening design: two levels
@@ -799,9 +820,9 @@ def _late_look(runner: ProbeRunner, resp: dict[str, Any], unthrottled: list[tupl
     """Each memory axis the rounds so far dropped, probed once more after the quota cells: ``reps`` rounds.
 
     A VM's co-runner reach comes and goes for tens of seconds at a time (docs/design.md), so the first rounds
-    can all fall where it does nothing. The axes are then decided on all their rounds (:func:`_first_phase`);
-    the quota levels stay those the first rounds planned. ``resp["late_look"]``: the axes, the rounds before it and
-    its seconds.
+    can all fall where it does nothing. An axis is then kept if all its rounds or the late ones alone show it
+    (:func:`_first_phase`); the quota levels stay those the first rounds planned. ``resp["late_look"]``: the
+    axes, the rounds before it and its seconds.
     """
     first = _first_phase(resp)
     todo = [a.name for a in (first.page, first.co) if not a.kept and a.effect_memory is not None

@@ -609,7 +609,27 @@ def test_a_late_look_at_an_axis_without_an_effect_leaves_it_dropped_and_says_so(
                ["memory", "cpu"], 6)  # type: ignore[arg-type]
     co = _first_phase(resp).co
     assert resp["late_look"]["axes"] == ["co-runner"] and not co.kept
-    assert "not shown on all its rounds either" in co.reason
+    assert "not shown on all its rounds or on the late rounds alone" in co.reason
+
+
+def test_an_axis_on_in_the_late_minute_only_is_kept_though_the_mean_of_both_minutes_falls_short() -> None:
+    from quiho.fleet.local.calibrate import _axes, _first_phase, _late_look
+    from quiho.fleet.local.probes import Cell
+
+    # 10 rounds off (first rounds and a re-probe), then a minute later 6 rounds on at ~+40 %, as a quiet
+    # reference calibration of 2026-12-05 measured: the mean of all 16 is below 3 SE, the late rounds' is not
+    ref = [0.30, 0.303, 0.297, 0.30, 0.301, 0.299] * 2
+    resp = _off_minute([0.301, 0.299, 0.30, 0.302, None, None, 0.30, 0.302, 0.298, 0.301, 0.299, 0.30])
+    resp["cells"][0]["memory"], resp["cells"][0]["cpu"] = ref, [0.2] * 12
+    resp["cells"][2]["cpu"] = [0.2] * 12
+    runner = _Rounds({(100, "never", "none"): {"memory": [0.3, 0.302, 0.298] * 2, "cpu": [0.2] * 6},
+                      (100, "never", "stream"): {"memory": [0.30, 0.42, 0.44, 0.41, 0.43, 0.42], "cpu": [0.2] * 6}})
+    _late_look(runner, resp, [(Cell(100, "never"), 6), (Cell(100, "never", corunner="stream"), 4)],
+               ["memory", "cpu"], 6)  # type: ignore[arg-type]
+    assert not _axes(resp)[2].kept  # all 16 rounds: the off minute's mean falls short
+    co = _first_phase(resp).co
+    assert co.kept and co.reason.startswith("late rounds: ") and "shown by those rounds alone" in co.reason
+    assert co.effect_memory > math.log(1.3)  # the late minute's effect, not the mean over both
 
 
 def test_no_late_look_when_every_memory_axis_was_kept() -> None:
