@@ -49,9 +49,7 @@ def _effects(resp: dict, names: list[str]) -> str:
     """Per late-looked axis: its memory effect and verdict on the first rounds, on all rounds, on the late ones."""
     if not names:
         return "–"
-    views = {"first": _axes(before_late_look(resp)), "all": _axes({k: v for k, v in resp.items()
-                                                                   if k != "late_look"}),
-             "late": _axes(_late_rounds(resp))}
+    views = {"first": _axes(before_late_look(resp)), "all": _axes(resp), "late": _axes(_late_rounds(resp))}
     out = []
     for name in names:
         i = {"page-size": 1, "co-runner": 2}[name]
@@ -85,7 +83,7 @@ def main() -> int:
             names = list(late.get("axes") or [])
             if late:
                 costs.append(float(late.get("seconds") or 0.0))
-            every = _axes({k: v for k, v in resp.items() if k != "late_look"})  # all rounds, for rule (a)
+            every = _axes(resp)  # all rounds (the late look's included), for rule (a)
             worry += [f"{db}: {x.name} kept, {math.expm1(e.effect_memory):+.1%} on all rounds"
                       for x, e in zip(now.axes[1:], every[1:], strict=True)
                       if x.name in names and x.kept and e.effect_memory is not None

@@ -53,10 +53,10 @@ def main() -> int:
         w = json.loads(extra or "{}").get("wall_s")
         if w is not None:
             walls[(host, started)].append((version, float(w)))
-    # the visit loop ends with the last visit: the fingerprint run's end when one pass answered, the profile's
-    # stored result (seconds of analysis later) when a second pass visited every host again without fingerprints
+    # the visit loop ends at the profile's stored result (a second pass's visits included, and the seconds of
+    # analysis before it); without a stored profile, at the fingerprint run's end
     prof = con.execute("SELECT created_at FROM profiles ORDER BY id LIMIT 1").fetchone()
-    loop_s = max(_ts(fp[3]), _ts(prof[0]) if prof else 0.0) - _ts(fp[2])
+    loop_s = (_ts(prof[0]) if prof else _ts(fp[3])) - _ts(fp[2])
     print("| visit | host | stress-ng s | runs s (warm-ups incl.) |")
     print("|---|---|---|---|")
     fp_total = run_total = 0.0

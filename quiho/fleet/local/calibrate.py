@@ -386,6 +386,14 @@ def _axes(resp: dict[str, Any]) -> tuple[_Cells, AxisEffect, AxisEffect]:
     return base, page, co
 
 
+def _with_rounds(resp: dict[str, Any], cut: Callable[[list[float | None]], list[float | None]],
+                 drop: tuple[str, ...]) -> dict[str, Any]:
+    """``resp`` without the keys ``drop``, every unthrottled cell's probe times replaced by ``cut`` of them."""
+    cells = [{**c, **{p: cut(list(c.get(p) or [])) for p in ("memory", "cpu")}} if int(c["quota_pct"]) == 100 else c
+             for c in resp["cells"]]
+    return {k: v for k, v in resp.items() if k not in drop} | {"cells": cells}
+
+
 def before_late_look(resp: dict[str, Any]) -> dict[str, Any]:
     """``resp`` as it was before :func:`_late_look`: every unthrottled cell cut to the rounds measured before it."""
     late = resp.get("late_look")
@@ -393,23 +401,19 @@ def before_late_look(resp: dict[str, Any]) -> dict[str, Any]:
         return resp
     n = int(late["rounds_before"])
 
-    def cut(xs: list[float | None] | None) -> list[float | None]:
-        out = list(xs or [])[:n]
+    def cut(xs: list[float | None]) -> list[float | None]:
+        out = xs[:n]
         while out and out[-1] is None:  # the padding the late look added
             out.pop()
         return out
 
-    cells = [{**c, **{p: cut(c.get(p)) for p in ("memory", "cpu")}} if int(c["quota_pct"]) == 100 else c
-             for c in resp["cells"]]
-    return {k: v for k, v in resp.items() if k != "late_look"} | {"cells": cells}
+    return _with_rounds(resp, cut, ("late_look",))
 
 
 def _late_rounds(resp: dict[str, Any]) -> dict[str, Any]:
     """``resp`` with every unthrottled cell cut to the late look's rounds (:func:`_late_look`) alone."""
     n = int(resp["late_look"]["rounds_before"])
-    cells = [{**c, **{p: list(c.get(p) or [])[n:] for p in ("memory", "cpu")}} if int(c["quota_pct"]) == 100 else c
-             for c in resp["cells"]]
-    return {k: v for k, v in resp.items() if k not in ("late_look", "last_look")} | {"cells": cells}
+    return _with_rounds(resp, lambda xs: xs[n:], ("late_look", "last_look"))
 
 
 def _said_late(now: AxisEffect, before: AxisEffect, alone: AxisEffect) -> AxisEffect:
@@ -774,10 +778,10 @@ def measure_responses(runner: ProbeRunner, facts: dict[str, Any], reps: int = UN
 _AXIS_CELL = {"page-size": Cell(100, "always"), "co-runner": Cell(100, "never", corunner="stream")}
 
 
-def _more_rounds(runner: ProbeRunner, resp: dict[str, Any], axes: list[str], probes: list[str], reps: int) -> None:
+def _more_rounds(runner: ProbeRunner, resp: dict[str, Any], axes: list[str], probes: list[str], reps: int) -> int:
     """``reps`` more rounds of the reference and the cells of ``axes``, appended to their rows so rounds still pair.
 
-    A shorter cell is padded with ``None`` for the rounds it was not measured in.
+    A shorter cell is padded with ``None`` for the rounds it was not measured in. Returns the rounds before them.
     """
     cells = [(Cell(100, "never"), reps)] + [(_AXIS_CELL[n], reps) for n in axes]
     unthrottled = [c for c in resp["cells"] if int(c["quota_pct"]) == 100]
@@ -787,6 +791,7 @@ def _more_rounds(runner: ProbeRunner, resp: dict[str, Any], axes: list[str], pro
         row = stored[json.dumps(asdict(cell), sort_keys=True)]
         for p in probes:
             row[p] = append_rounds(row.get(p), res[p], width)
+    return width
 
 
 def _reprobe_undecided(runner: ProbeRunner, resp: dict[str, Any], unthrottled: list[tuple[Cell, int]],
@@ -831,9 +836,8 @@ def _late_look(runner: ProbeRunner, resp: dict[str, Any], unthrottled: list[tupl
         return
     runner.on_step(f"calibration: {', '.join(todo)} not shown in the first rounds: {reps} more rounds now, "
                    "after the quota cells (another minute)")
-    before = max(len(c.get("memory") or []) for c in resp["cells"] if int(c["quota_pct"]) == 100)
     t0 = time.monotonic()
-    _more_rounds(runner, resp, todo, probes, reps)
+    before = _more_rounds(runner, resp, todo, probes, reps)
     resp["late_look"] = {"axes": todo, "rounds_before": before, "seconds": round(time.monotonic() - t0, 1)}
 
 
