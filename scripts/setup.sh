@@ -43,7 +43,9 @@ fi
 # instead of this directory's quiho/ being imported by accident.
 SPEC=".[dev]"
 CHECK="import os, quiho, pytest, mkdocs, sklearn, ansible_runner"
-if [ "$WHAT" = run ]; then SPEC="."; CHECK="import os, quiho, sklearn, ansible_runner"; fi
+# run: no byte-compiling at install (half of pip's time); Python compiles what it imports, when it first does
+COMPILE=()
+if [ "$WHAT" = run ]; then SPEC="."; CHECK="import os, quiho, sklearn, ansible_runner"; COMPILE=(--no-compile); fi
 # .quiho-installed holds what was installed last: "dev" covers "run", not the other way round.
 had=$(cat .quiho-installed 2>/dev/null || true)
 if ! "$PY" -P -c "$CHECK
@@ -51,7 +53,7 @@ assert os.path.samefile(os.path.dirname(quiho.__file__), 'quiho')" 2>/dev/null \
    || [ pyproject.toml -nt .quiho-installed ] 2>/dev/null || { [ "$WHAT" = dev ] && [ "$had" != dev ]; }; then
   echo "setup: $PY -m pip install -e $SPEC" >&2
   "$PY" -m pip install -q --disable-pip-version-check --upgrade pip
-  "$PY" -m pip install -q --disable-pip-version-check -e "$SPEC"
+  "$PY" -m pip install -q --disable-pip-version-check "${COMPILE[@]}" -e "$SPEC"
   if [ "$had" = dev ]; then touch .quiho-installed; else echo "$WHAT" > .quiho-installed; fi
 fi
 # Compile the batched IRUP engine's numba kernels now (cached on disk next to the source, in
