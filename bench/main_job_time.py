@@ -7,10 +7,10 @@ fingerprint run's start and the profile's stored result (the whole visit loop, a
 included), each visit's stress-ng job (the ``rep1.stat0`` and
 ``rep1.stat1`` files the fingerprint playbook writes before and after it, 1-s resolution) and each stored run's
 wall time (``app_runs.extra_json``: ``wall_s``; a visit's warm-up runs, one per version, are not stored and are
-counted as its fastest stored run of that version). What is left of a visit is orchestration: its
-playbook (``visit.yml``, or ``run.yml`` for a second pass), the emulation's start and stop, the store. With
-``--wall`` (the demo's wall seconds, set-up included) the set-up is what the rest leaves. Prints one row per
-visit, then the budget: measured work, orchestration, calibration, set-up, against the 360 s the issue asks for.
+counted as its fastest stored run of that version). What is left of a visit is orchestration: two playbooks,
+the emulation's start and stop, the store. With ``--wall`` (the demo's wall seconds, set-up included) the
+set-up is what the rest leaves. Prints one row per visit, then the budget: measured work, orchestration,
+calibration, set-up, against the 360 s the issue asks for.
 """
 
 from __future__ import annotations

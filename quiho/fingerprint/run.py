@@ -13,8 +13,7 @@ import io
 import json
 import os
 import tarfile
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,8 +48,8 @@ from quiho.store.fingerprints import (
     upsert_measurements,
 )
 
-__all__ = ["FingerprintPlan", "FingerprintRun", "HostRecords", "HostReport", "OpenRun", "fingerprint",
-           "fingerprint_records", "open_run", "outer_timeout", "summarise_run", "unpack_artifacts", "UNSTABLE_COV"]
+__all__ = ["FingerprintPlan", "FingerprintRun", "HostRecords", "HostReport", "fingerprint", "fingerprint_records",
+           "outer_timeout", "summarise_run", "unpack_artifacts", "UNSTABLE_COV"]
 
 MAX_PASSES = 3
 
@@ -218,122 +217,73 @@ def fingerprint(
     InventoryError, CatalogError, UsageError, StoreError
         Bad input; nothing is run.
     """
-    with measuring(store, "quiho fingerprint"):
-        run = open_run(store, inventory, plan, access, resume=resume, hosts=hosts)
-        session = FleetSession(run.inv, "fingerprint.yml", run.batch, cgroup_prefix=access.cgroup_prefix,
-                               host_key_checking=access.host_key_checking, forks=access.forks, on_event=on_event)
-        with run.interruptible(store):
-            passes = _measure(store, session, run, plan.run_timeout_s, hosts)
-        return run.close(store, passes)
-
-
-@dataclass
-class OpenRun:
-    """A fingerprint run open for measuring (:func:`open_run`): what it measures and what it got so far.
-
-    :func:`fingerprint` measures with ``fingerprint.yml``; ``quiho profile`` rides a host's jobs on the
-    invocation that runs the application there (``visit.yml``): :meth:`host_vars`, then :meth:`record`.
-    """
-
-    inv: Inventory
-    run_id: int
-    batch: str
-    params: dict[str, Any]
-    ids: dict[str, int]
-    artifacts: Path
-    started: datetime
-    statuses: dict[str, tuple[str, str | None]] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-
-    def missing(self, store: Store, host: str) -> dict[int, list[str]]:
-        """{repetition: stressors} ``host`` has no row for yet."""
-        return missing_measurements(store, self.run_id, self.ids[host], list(self.params["stressors"]),
-                                    int(self.params["repetitions"]))
-
-    def host_vars(self, host: str, plan: dict[int, list[str]], warm: bool = True) -> tuple[dict[str, Any], float]:
-        """Extra variables of ``host``'s jobs (``plan``, with the warm-up pass if ``warm``) and their time budget."""
-        return _plan_vars([host], {host: plan}, self.params, int(self.params["warmup_seconds"]) if warm else 0)
-
-    def record(self, store: Store, res: PlaybookResult, host: str, plan: dict[int, list[str]]) -> bool:
-        """Store what ``res`` brought back for ``host``'s ``plan``; True when a rerun should measure the rest.
-
-        The archive of the ``quiho collect`` task is unpacked under the store's files first.
-        """
-        unpack_artifacts(res, [host], self.artifacts)
-        rec = fingerprint_records(res, host, plan, self.params, self.artifacts)
-        upsert_measurements(store, self.run_id, host, rec.rows, facts=rec.facts, status=rec.status,
-                            reason=rec.reason)
-        self.statuses[host] = (rec.status, rec.reason)
-        self.errors.extend(rec.errors)
-        # e.g. a hung stressor was recorded: run the rest of that repetition again
-        return rec.status == "ok" and bool(rec.rows) and bool(self.missing(store, host))
-
-    @contextmanager
-    def interruptible(self, store: Store) -> Iterator[None]:
-        """Mark the run ``partial`` (resumable) when Ctrl-C or SIGTERM cuts the measuring short."""
-        try:
-            yield
-        except KeyboardInterrupt as exc:
-            set_run_status(store, self.run_id, "partial", note=f"interrupted ({exc}) at {utcnow()}; resumable")
-            raise
-
-    def close(self, store: Store, passes: int) -> FingerprintRun:
-        """Summarise, set the run's status from its rows (complete, partial, failed) and report per host."""
-        reports, gone = _reports(store, self.run_id, self.inv, self.params, self.statuses)
-        errors = [f"host {h} is no longer in inventory {self.inv.path}" for h in gone] + self.errors
-        total_missing = sum(r.missing for r in reports) + len(gone) * int(self.params["repetitions"]) * len(
-            self.params["stressors"])
-        total_ok = sum(r.ok for r in reports)
-        status = "complete" if total_missing == 0 and total_ok > 0 else ("partial" if total_ok > 0 else "failed")
-        summarise_run(store, self.run_id)
-        set_run_status(store, self.run_id, status)
-        elapsed = (datetime.now(UTC) - self.started).total_seconds()
-        return FingerprintRun(self.run_id, self.batch, status, tuple(reports), elapsed, passes, tuple(errors))
-
-
-def open_run(
-    store: Store, inventory: str | os.PathLike[str] | Inventory | None, plan: FingerprintPlan = FingerprintPlan(),
-    access: FleetAccess = FleetAccess(), *, resume: str | None = None, hosts: Sequence[str] | None = None,
-) -> OpenRun:
-    """Open a new fingerprint run of ``plan`` (validated) or reopen ``resume``; the caller holds the lock.
-
-    Raises
-    ------
-    InventoryError, CatalogError, UsageError, StoreError
-        Bad input; nothing is opened.
-    """
-    started = datetime.now(UTC)
+    t_start = datetime.now(UTC)
     overrides = {"seconds": plan.seconds, "repetitions": plan.repetitions, "warmup_seconds": plan.warmup_seconds,
                  "outer_timeout_s": plan.outer_timeout_s}
-    inv, run_id, batch, params = _start(store, inventory, resume, plan.battery, plan.battery_file, overrides,
-                                        access.forks, hosts)
-    if plan.outer_timeout_s is not None:
-        params["outer_timeout_s"] = plan.outer_timeout_s
-    return OpenRun(inv, run_id, batch, params, remember_inventory(store, inv),
-                   store.files_dir / "fleet" / batch, started)
+    with measuring(store, "quiho fingerprint"):
+        inv, run_id, batch, params = _start(store, inventory, resume, plan.battery, plan.battery_file, overrides,
+                                            access.forks, hosts)
+        if plan.outer_timeout_s is not None:
+            params["outer_timeout_s"] = plan.outer_timeout_s
+        session = FleetSession(inv, "fingerprint.yml", batch, cgroup_prefix=access.cgroup_prefix,
+                               host_key_checking=access.host_key_checking, forks=access.forks, on_event=on_event)
+        try:
+            passes, statuses, errors = _measure(store, session, run_id, params, plan.run_timeout_s, hosts)
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):
+                set_run_status(store, run_id, "partial",
+                                           note=f"interrupted ({exc}) at {utcnow()}; resumable")
+            raise
+        reports, gone = _reports(store, run_id, inv, params, statuses)
+        errors = [f"host {h} is no longer in inventory {inv.path}" for h in gone] + errors
+        total_missing = sum(r.missing for r in reports) + len(gone) * int(params["repetitions"]) * len(
+            params["stressors"])
+        total_ok = sum(r.ok for r in reports)
+        status = "complete" if total_missing == 0 and total_ok > 0 else ("partial" if total_ok > 0 else "failed")
+        summarise_run(store, run_id)
+        set_run_status(store, run_id, status)
+    elapsed = (datetime.now(UTC) - t_start).total_seconds()
+    return FingerprintRun(run_id, batch, status, tuple(reports), elapsed, passes, tuple(errors))
 
 
 def _measure(
-    store: Store, session: FleetSession, run: OpenRun, run_timeout_s: float | None,
+    store: Store, session: FleetSession, run_id: int, params: dict[str, Any], run_timeout_s: float | None,
     only: Sequence[str] | None = None,
-) -> int:
-    """Up to :data:`MAX_PASSES` passes over what is missing (only hosts ``only``); the number of passes."""
-    hosts = [h for h in run.params["hosts"] if h in run.inv.names and (only is None or h in only)]
+) -> tuple[int, dict[str, tuple[str, str | None]], list[str]]:
+    """Up to :data:`MAX_PASSES` passes over what is missing (only hosts ``only``); passes, statuses, errors."""
+    inv = session.inventory
+    hosts = [h for h in params["hosts"] if h in inv.names and (only is None or h in only)]
+    ids = remember_inventory(store, inv)
+    stressors: list[str] = list(params["stressors"])
+    reps = int(params["repetitions"])
+    artifacts = store.files_dir / "fleet" / session.batch
+    errors: list[str] = []
+    statuses: dict[str, tuple[str, str | None]] = {}
     passes = 0
     retry = set(hosts)
     while retry and passes < MAX_PASSES:
-        plan = {h: run.missing(store, h) for h in hosts if h in retry}  # inventory order
+        plan = {h: missing_measurements(store, run_id, ids[h], stressors, reps)
+                for h in hosts if h in retry}  # inventory order
         plan = {h: m for h, m in plan.items() if m}
         if not plan:
             break
         passes += 1
-        warm = int(run.params["warmup_seconds"]) if passes == 1 else 0
+        warm = int(params["warmup_seconds"]) if passes == 1 else 0
         retry = set()
         for group in session.groups(list(plan)):
-            extravars, budget = _plan_vars(group, plan, run.params, warm)
+            extravars, budget = _plan_vars(group, plan, params, warm)
             res = session.run(group, extravars, run_timeout_s or budget)
-            retry |= {h for h in group if run.record(store, res, h, plan[h])}
-    return passes
+            unpack_artifacts(res, group, artifacts)
+            for h in group:
+                rec = fingerprint_records(res, h, plan[h], params, artifacts)
+                upsert_measurements(store, run_id, h, rec.rows, facts=rec.facts, status=rec.status,
+                                                reason=rec.reason)
+                statuses[h] = (rec.status, rec.reason)
+                errors.extend(rec.errors)
+                if rec.status == "ok" and rec.rows and missing_measurements(
+                        store, run_id, ids[h], stressors, reps):
+                    retry.add(h)  # e.g. a hung stressor was recorded: run the rest of that repetition again
+    return passes, statuses, errors
 
 
 def _reports(

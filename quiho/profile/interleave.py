@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,8 +45,8 @@ from quiho.fleet.session import (
 from quiho.store import Store
 from quiho.store.app_runs import AppRunBatch, AppRunRow, insert_app_runs
 
-__all__ = ["InterleavedRun", "InterleavePlan", "Interleaving", "RunRecord", "interleaved_records", "run_interleaved",
-           "store_label", "INTERLEAVE_SH", "SETUP_SH"]
+__all__ = ["InterleavedRun", "InterleavePlan", "RunRecord", "interleaved_records", "run_interleaved", "store_label",
+           "INTERLEAVE_SH", "SETUP_SH"]
 
 #: $1 first (0|1), $2 n1 = argc of version 1, $3 workdir 1, $4 workdir 2, then argv1..., argv2...
 INTERLEAVE_SH = (
@@ -252,9 +252,18 @@ def run_interleaved(
         ``status`` complete / partial / failed; a failed run is recorded with its reason and stderr tail.
     """
     p = plan or InterleavePlan()
-    seq = Interleaving(spec, version_a, version_b, p)
+    warmup, hosts = p.warmup, p.hosts
+    spec.require_versions(version_a, version_b)
+    if warmup < 0:
+        raise UsageError("warmup must be 0 or more")
+    reps = int(p.repetitions or spec.repetitions)
+    labels = {"1": version_a, "2": store_label(version_a, version_b)}
     inv = load_inventory(inventory)
-    names = [h for h in inv.names if p.hosts is None or h in p.hosts]
+    names = [h for h in inv.names if hosts is None or h in hosts]
+    t0 = datetime.now(UTC)
+    n_warm = 2 * warmup
+    n_runs = 2 * reps + n_warm
+    per_host, emulate_s = app_budget(spec.timeout, n_runs)
     records: list[RunRecord] = []
     statuses: dict[str, tuple[str, str | None]] = {}
     with measuring(store, f"quiho profile {spec.name}@{version_a} @{version_b}"):
@@ -264,80 +273,30 @@ def run_interleaved(
         first_of = inv.first_version()
         for group in session.groups(names):
             first = first_of[group[0]]
-            res = session.run(group, seq.extravars(first), seq.budget_s * len(group))
+            extravars = {
+                "quiho_app": {"command": _command(spec, version_a, version_b, first),
+                              "setup": _setup(spec, version_a, version_b) if p.setup else [], "workdir": ""},
+                "quiho_reps": list(range(1, n_runs + 1)),
+                "quiho_app_timeout": spec.timeout,
+                "quiho_emulate_seconds": emulate_s,
+            }
+            res = session.run(group, extravars, per_host * len(group))
             got = session.host_statuses(res, group)
             statuses.update(got)
-            records.extend(seq.store(store, batch, res, group, first, got))
+            recs = interleaved_records(res, group, spec, labels, first=first, n_warm=n_warm, n_runs=n_runs,
+                                       statuses=got)
+            records.extend(recs)
+            extra = {"interleaved_with": [version_a, version_b], "timeout_s": spec.timeout,
+                     "warmup_runs_per_version": warmup, "round": p.round, "stage": p.stage}
+            head = AppRunBatch("profile", batch, p.fingerprint_run_id, spec.name, spec.metric.test, spec.metric.unit,
+                               spec.metric.higher_is_better, t0.isoformat())
+            insert_app_runs(
+                store, head,
+                [AppRunRow(r.host, r.version, p.repetition_offset + r.repetition, r.status, r.value, r.reason,
+                           r.stderr_tail,
+                           {"order": r.order, "wall_s": r.wall_s, **extra}) for r in recs if not r.warmup],
+            )
     n_ok = sum(r.status == "ok" and not r.warmup for r in records)
-    status = "complete" if n_ok == len(names) * 2 * seq.reps else ("partial" if n_ok else "failed")
+    status = "complete" if n_ok == len(names) * 2 * reps else ("partial" if n_ok else "failed")
     return InterleavedRun(batch, spec.name, (version_a, version_b), status, tuple(records), statuses,
-                          (datetime.now(UTC) - seq.t0).total_seconds())
-
-
-@dataclass(frozen=True)
-class Interleaving:
-    """One invocation's interleaved runs of two versions per host: its extra variables, and storing what came back.
-
-    :func:`run_interleaved` runs it with ``run.yml``; ``quiho profile`` on a shared-machine fleet with a host's
-    fingerprint in ``visit.yml`` (the same ``quiho app run`` task).
-    """
-
-    spec: AppSpec
-    version_a: str
-    version_b: str
-    plan: InterleavePlan
-    t0: datetime = field(default_factory=lambda: datetime.now(UTC))
-
-    def __post_init__(self) -> None:
-        self.spec.require_versions(self.version_a, self.version_b)
-        if self.plan.warmup < 0:
-            raise UsageError("warmup must be 0 or more")
-
-    @property
-    def reps(self) -> int:
-        """Runs per version per host."""
-        return int(self.plan.repetitions or self.spec.repetitions)
-
-    @property
-    def n_runs(self) -> int:
-        """Runs per host, warm-ups included."""
-        return 2 * (self.reps + self.plan.warmup)
-
-    @property
-    def budget_s(self) -> float:
-        """Outer deadline per host (:func:`app_budget`)."""
-        return app_budget(self.spec.timeout, self.n_runs)[0]
-
-    @property
-    def emulate_s(self) -> int:
-        """How long the host's emulation must outlive its start for these runs."""
-        return app_budget(self.spec.timeout, self.n_runs)[1]
-
-    def extravars(self, first: int) -> dict[str, Any]:
-        """``run.yml``'s extra variables for a group whose first run is version ``first + 1``."""
-        a, b, p = self.version_a, self.version_b, self.plan
-        return {
-            "quiho_app": {"command": _command(self.spec, a, b, first),
-                          "setup": _setup(self.spec, a, b) if p.setup else [], "workdir": ""},
-            "quiho_reps": list(range(1, self.n_runs + 1)),
-            "quiho_app_timeout": self.spec.timeout,
-            "quiho_emulate_seconds": self.emulate_s,
-        }
-
-    def store(self, store: Store, batch: str, res: PlaybookResult, group: list[str], first: int,
-              statuses: dict[str, tuple[str, str | None]]) -> list[RunRecord]:
-        """Record ``group``'s runs in ``res`` (warm-ups returned, not stored) in ``app_runs`` under ``batch``."""
-        spec, p = self.spec, self.plan
-        labels = {"1": self.version_a, "2": store_label(self.version_a, self.version_b)}
-        recs = interleaved_records(res, group, spec, labels, first=first, n_warm=2 * p.warmup, n_runs=self.n_runs,
-                                   statuses=statuses)
-        extra = {"interleaved_with": [self.version_a, self.version_b], "timeout_s": spec.timeout,
-                 "warmup_runs_per_version": p.warmup, "round": p.round, "stage": p.stage}
-        head = AppRunBatch("profile", batch, p.fingerprint_run_id, spec.name, spec.metric.test, spec.metric.unit,
-                           spec.metric.higher_is_better, self.t0.isoformat())
-        insert_app_runs(
-            store, head,
-            [AppRunRow(r.host, r.version, p.repetition_offset + r.repetition, r.status, r.value, r.reason,
-                       r.stderr_tail, {"order": r.order, "wall_s": r.wall_s, **extra}) for r in recs if not r.warmup],
-        )
-        return recs
+                          (datetime.now(UTC) - t0).total_seconds())

@@ -6,8 +6,7 @@ Steps (each kept, and marked, when a later one is partial):
    that covers the inventory's hosts; otherwise fingerprint first.
 2. **Runs**: both versions on every host, interleaved (:mod:`quiho.profile.interleave`).
    On a fleet whose hosts share this machine (the local fleet) a new fingerprint and the
-   runs go host by host: each host's runs right after its fingerprint, in one invocation
-   (``playbooks/visit.yml``) and one emulation session.
+   runs go host by host: each host's runs right after its fingerprint.
 3. **Analysis** of the stored runs (:func:`quiho.profile.analysis.analyse_profile`, steps 3-5 there: metric
    change, IRUPs, hints), then the result is saved (:func:`quiho.profile.result.save_profile`).
 
@@ -23,13 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from quiho.app import AppSpec
-from quiho.fingerprint import FingerprintPlan, FingerprintRun, HostReport, fingerprint
-from quiho.fingerprint.run import open_run
+from quiho.fingerprint import FingerprintPlan, HostReport, fingerprint
 from quiho.fleet import FleetEvent, Inventory, load_inventory
 from quiho.fleet.local.calibrate import ResolvedFleet, resolve_fleet
-from quiho.fleet.session import FleetSession, measuring, new_batch
+from quiho.fleet.session import measuring, new_batch
 from quiho.profile.analysis import Measured, analyse_profile
-from quiho.profile.interleave import InterleavePlan, Interleaving, run_interleaved, store_label
+from quiho.profile.interleave import InterleavePlan, run_interleaved, store_label
 from quiho.profile.options import MeasureOptions, ProfileOptions
 from quiho.profile.result import ProfileResult, save_profile
 from quiho.schedule.drift import drift_warnings
@@ -143,9 +141,8 @@ def _fingerprint_and_run(
     """Steps 1-2 on a fleet that shares one machine, in blocked rounds: each round visits every host once.
 
     Returns (fingerprint run id, notes, run status per host). A host's first visit fingerprints it right before
-    its runs, in the same invocation and emulation session (:func:`_visit`), so both see the same moment of the
-    machine (a fingerprint minutes apart meets other tenants, page-cache and THP state); one fingerprint run
-    holds all hosts. Each visit runs both versions interleaved
+    its runs, so both see the same moment of the machine (a fingerprint minutes apart meets other tenants,
+    page-cache and THP state); one fingerprint run holds all hosts. Each visit runs both versions interleaved
     (:func:`round_plan` splits the repetitions), so a slow minute of the machine hits the versions of one visit
     alike and, across hosts, lands in its round. With ``fingerprint_run_id`` (a fingerprint young enough to
     reuse) no host is fingerprinted.
@@ -169,49 +166,17 @@ def _fingerprint_and_run(
             if (host, rnd) in done:
                 continue
             if host not in fp_done:
-                fp, got = _visit(job, host, fp_batch, round_=rnd, repetitions=n, setup=not built)
+                fp = job.fingerprint(resume=fp_batch, hosts=[host])
                 fp_batch, run_id = fp.batch, fp.run_id
                 fp_done.add(host)
                 notes.extend(n_ for h in fp.hosts if h.name == host and (n_ := _host_note(h)))
                 notes.extend(fp.errors)  # this call measured only this host
-            else:
-                got = job.interleave([host], run_id, round_=rnd, repetitions=n, offset=rnd * n, setup=not built)
+            got = job.interleave([host], run_id, round_=rnd, repetitions=n, offset=rnd * n, setup=not built)
             built = built or (keeps_build and all(st == "ok" for st, _ in got.values()))
             for h, st in got.items():  # a host stays failed once a visit failed
                 if statuses.get(h, ("ok", None))[0] == "ok":
                     statuses[h] = st
     return run_id, notes, statuses
-
-
-def _visit(job: _Job, host: str, fp_batch: str | None, *, round_: int, repetitions: int, setup: bool,
-           ) -> tuple[FingerprintRun, dict[str, tuple[str, str | None]]]:
-    """A host's fingerprint jobs and its first runs in one invocation (``visit.yml``) and one emulation session.
-
-    ``fp_batch`` is the fingerprint run the earlier visits opened (None: open it). Returns that run as it stands
-    after this host and the host's run status. A hung stressor's repetition is finished by :func:`fingerprint`
-    afterwards, as a fingerprint run's own later passes would.
-    """
-    store, plan = job.store, job.measure
-    fp_plan = FingerprintPlan(battery=plan.battery, seconds=plan.fingerprint_seconds,
-                              repetitions=plan.fingerprint_repetitions)
-    run = open_run(store, job.inv, fp_plan, resume=fp_batch, hosts=[host])
-    seq = Interleaving(job.spec, job.version_a, job.version_b, InterleavePlan(
-        repetitions=repetitions, warmup=plan.warmup, hosts=[host], fingerprint_run_id=run.run_id, round=round_,
-        repetition_offset=round_ * repetitions, setup=setup, stage=job.stage))
-    jobs = run.missing(store, host)
-    fp_vars, fp_budget = run.host_vars(host, jobs)
-    first = job.inv.first_version()[host]
-    extravars = {**seq.extravars(first), **fp_vars,
-                 "quiho_emulate_seconds": seq.emulate_s + int(fp_vars["quiho_emulate_seconds"])}
-    session = FleetSession(job.inv, "visit.yml", job.batch, on_event=job.on_event)
-    with run.interruptible(store):
-        res = session.run([host], extravars, seq.budget_s + fp_budget)
-    got = session.host_statuses(res, [host])
-    again = run.record(store, res, host, jobs)
-    seq.store(store, job.batch, res, [host], first, got)
-    if again:
-        return job.fingerprint(resume=run.batch, hosts=[host]), got
-    return run.close(store, passes=1), got
 
 
 def _trace_batch(job: _Job) -> dict[str, str]:

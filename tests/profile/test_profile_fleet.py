@@ -101,7 +101,7 @@ def test_nadds1_vs_nadds30_is_a_regression_with_its_size(fleet, capsys):
 
 
 def _assert_each_host_ran_right_after_its_fingerprint(db, doc):
-    """One fingerprint run, complete; host i's fingerprint and runs are one visit, before host i+1's visit."""
+    """One fingerprint run, complete; host i's runs start after its fingerprint ends and before host i+1's does."""
     import sqlite3
     from datetime import datetime
 
@@ -116,10 +116,10 @@ def _assert_each_host_ran_right_after_its_fingerprint(db, doc):
     ts = datetime.fromisoformat
     order = ["pf-plain", "pf-q40-stream", "pf-q100-vm"]  # inventory order
     assert set(fp_done) == set(app_start) == set(order)
-    for i, host in enumerate(order):  # the runs' batch time is taken before the visit, the fingerprint's after it
-        assert ts(app_start[host]) <= ts(fp_done[host])
+    for i, host in enumerate(order):
+        assert ts(fp_done[host]) <= ts(app_start[host])
         if i + 1 < len(order):
-            assert ts(fp_done[host]) < ts(app_start[order[i + 1]])
+            assert ts(app_start[host]) < ts(fp_done[order[i + 1]])
 
 
 def test_bad_input_unknown_version_runs_nothing(fleet, capsys):
