@@ -120,6 +120,41 @@ PAIRS: dict[str, tuple[dict[str, str], tuple[str | None, str | None], str]] = {
         "interactive": f"seq 300000 | awk -W interactive '{_SIN30}' > /dev/null",
     }, (None, "kernel-entry"), "mawk prints 300,000 computed lines block-buffered vs with -W interactive "
        "(unbuffered: a write(2) per line)"),
+    # Registered 2026-12-05 18:06 UTC before any run of them, four pairs more, so that the share of pairs right
+    # is measured on more than one pair per class (stop 85). Each expectation rests on what the program does,
+    # measured outside the fleet with no knob set (strace -c -f, /usr/bin/time; 2 vCPUs, quiet); a version is
+    # "not kernel entry" only below ~30,000 system calls a second (4,000 seccomp rules at 0.67 us a call: 2 %).
+    # sed-unbuffered: the same substitution with a backreference; plain 2,400 calls in 0.59 s (4,000 a second),
+    # -u 2,590,000 (a read(2) per input byte, a write(2) per line) in 1.56 s. gzip-sync: 106 files of 64 KiB of
+    # seq's text; plain 6,500 calls in ~0.25 s (~26,000 a second) and no sync, --synchronous 106 fsync and 106
+    # fdatasync (the file and its directory), ~0.28 s on the unthrottled disk. factor-digits: 40,000 15-digit
+    # numbers (0.32-0.37 s, 7,000 calls: ~20,000 a second) vs 30,000 18-digit ones (0.62 s, 6,200 calls); both
+    # under 2 MB resident, the numbers in registers. wget-size: curl-size's test with another Debian client
+    # (200 MB in 0.15 s unshaped). The four are in classes whose knobs act strongly; memory and memory capacity,
+    # the classes whose effects are small, get no second pair here.
+    "sed-unbuffered": ({
+        "buffered": "seq 300000 | sed -E 's/([0-9])([0-9])/\\2\\1/g' | wc -l > /dev/null",
+        "unbuffered": "seq 300000 | sed -u -E 's/([0-9])([0-9])/\\2\\1/g' | wc -l > /dev/null",
+    }, (None, "kernel-entry"), "GNU sed swaps digit pairs in 300,000 lines buffered vs with -u (a read(2) per "
+       "input byte and a write(2) per line)"),
+    "gzip-sync": ({
+        "plain": "rm -rf d; mkdir d; seq 1000000 | split -b 65536 - d/f; gzip d/*",
+        "synchronous": "rm -rf d; mkdir d; seq 1000000 | split -b 65536 - d/f; gzip --synchronous d/*",
+    }, (None, "storage"), "gzip compresses 106 files of 64 KiB vs the same with --synchronous (each output file "
+       "and its directory synced)"),
+    "factor-digits": ({
+        "15": "seq 100000000000000 100000000040000 | factor | wc -l > /dev/null",
+        "18": "seq 100000000000000000 100000000000030000 | factor | wc -l > /dev/null",
+    }, ("CPU", "CPU"), "coreutils factor on 40,000 15-digit numbers vs 30,000 18-digit ones (arithmetic in "
+       "registers, no memory to speak of)"),
+    "wget-size": ({
+        "small": "head -c 1000000 /dev/zero > f; python3 -m http.server -b 127.0.0.1 18765 >/dev/null 2>&1 & "
+                 "s=$!; for i in 1 2 3 4 5 6 7 8 9 10; do wget -q -O /dev/null http://127.0.0.1:18765/f && break; "
+                 "sleep 0.1; done; kill $s",
+        "large": "head -c 200000000 /dev/zero > f; python3 -m http.server -b 127.0.0.1 18765 >/dev/null 2>&1 & "
+                 "s=$!; for i in 1 2 3 4 5 6 7 8 9 10; do wget -q -O /dev/null http://127.0.0.1:18765/f && break; "
+                 "sleep 0.1; done; kill $s",
+    }, (None, "network"), "wget fetches 1 MB vs 200 MB from Python's http.server over the loopback"),
 }
 
 #: Ten self-pairs (registered 2026-11-29 before any run): one version of a pair above against itself. Right: both
