@@ -36,6 +36,14 @@ QUIHO = str(REPO / ".venv" / "bin" / "quiho")
 #: mawk-buffer's program, the same in both versions: 30 sines a line, then the line printed.
 _SIN30 = "{s = 0; for (i = 1; i <= 30; i++) s += sin($1 * i); print s}"
 
+
+def _fetch(nbytes: int, client: str) -> str:
+    """A file of ``nbytes`` served by Python's http.server on the loopback, fetched once by ``client URL``."""
+    return (f"head -c {nbytes} /dev/zero > f; python3 -m http.server -b 127.0.0.1 18765 >/dev/null 2>&1 & "
+            f"s=$!; for i in 1 2 3 4 5 6 7 8 9 10; do {client} http://127.0.0.1:18765/f && break; "
+            "sleep 0.1; done; kill $s")
+
+
 #: name -> (versions {label: shell command}, expected class of each version, what the pair is). Written before
 #: any run. Commands are fixed text run by ``sh -c`` in the host's run directory (no user data in them).
 PAIRS: dict[str, tuple[dict[str, str], tuple[str | None, str | None], str]] = {
@@ -54,12 +62,8 @@ PAIRS: dict[str, tuple[dict[str, str], tuple[str | None, str | None], str]] = {
         "dsync": "dd if=/dev/zero of=out.bin bs=4k count=200 oflag=dsync status=none",
     }, (None, "storage"), "dd writes 800 KB buffered vs each 4 KiB block synchronously (O_DSYNC)"),
     "curl-size": ({
-        "small": "head -c 1000000 /dev/zero > f; python3 -m http.server -b 127.0.0.1 18765 >/dev/null 2>&1 & "
-                 "s=$!; for i in 1 2 3 4 5 6 7 8 9 10; do curl -s -o /dev/null http://127.0.0.1:18765/f && break; "
-                 "sleep 0.1; done; kill $s",
-        "large": "head -c 200000000 /dev/zero > f; python3 -m http.server -b 127.0.0.1 18765 >/dev/null 2>&1 & "
-                 "s=$!; for i in 1 2 3 4 5 6 7 8 9 10; do curl -s -o /dev/null http://127.0.0.1:18765/f && break; "
-                 "sleep 0.1; done; kill $s",
+        "small": _fetch(1000000, "curl -s -o /dev/null"),
+        "large": _fetch(200000000, "curl -s -o /dev/null"),
     }, (None, "network"), "curl fetches 1 MB vs 200 MB from Python's http.server over the loopback"),
     "xz-level": ({
         "0": "cat /usr/bin/* 2>/dev/null | head -c 4000000 | xz -0 -T1 > /dev/null",
@@ -148,12 +152,8 @@ PAIRS: dict[str, tuple[dict[str, str], tuple[str | None, str | None], str]] = {
     }, ("CPU", "CPU"), "coreutils factor on 40,000 15-digit numbers vs 30,000 18-digit ones (arithmetic in "
        "registers, no memory to speak of)"),
     "wget-size": ({
-        "small": "head -c 1000000 /dev/zero > f; python3 -m http.server -b 127.0.0.1 18765 >/dev/null 2>&1 & "
-                 "s=$!; for i in 1 2 3 4 5 6 7 8 9 10; do wget -q -O /dev/null http://127.0.0.1:18765/f && break; "
-                 "sleep 0.1; done; kill $s",
-        "large": "head -c 200000000 /dev/zero > f; python3 -m http.server -b 127.0.0.1 18765 >/dev/null 2>&1 & "
-                 "s=$!; for i in 1 2 3 4 5 6 7 8 9 10; do wget -q -O /dev/null http://127.0.0.1:18765/f && break; "
-                 "sleep 0.1; done; kill $s",
+        "small": _fetch(1000000, "wget -q -O /dev/null"),
+        "large": _fetch(200000000, "wget -q -O /dev/null"),
     }, (None, "network"), "wget fetches 1 MB vs 200 MB from Python's http.server over the loopback"),
 }
 
