@@ -44,6 +44,20 @@ def _fetch(nbytes: int, client: str) -> str:
             "sleep 0.1; done; kill $s")
 
 
+def _requests(n: int) -> str:
+    """Python's http.server on the loopback (HTTP/1.0: a connection a request) and one curl asking it ``n`` times
+    for a 10 kB file."""
+    return ("head -c 10000 /dev/zero > f; python3 -m http.server -b 127.0.0.1 18765 >/dev/null 2>&1 & s=$!; "
+            "for i in 1 2 3 4 5 6 7 8 9 10; do curl -s -o /dev/null http://127.0.0.1:18765/f && break; sleep 0.1; "
+            f'done; for i in $(seq {n}); do echo "url = http://127.0.0.1:18765/f"; echo "output = /dev/null"; '
+            "done | curl -s -K -; kill $s")
+
+
+#: sqlite-wal's and git-fsync's shared parts: 150 rows, one commit each; 200 one-line files added and committed.
+_ROWS150 = 'seq 1 150 | sed "s/.*/INSERT INTO t VALUES(&, randomblob(200));/"'
+_GIT200 = "rm -rf r; git init -q r; cd r; seq 1 200 | split -l 1 - f; git add .; git -c user.name=q -c user.email=q@q"
+
+
 #: name -> (versions {label: shell command}, expected class of each version, what the pair is). Written before
 #: any run. Commands are fixed text run by ``sh -c`` in the host's run directory (no user data in them).
 PAIRS: dict[str, tuple[dict[str, str], tuple[str | None, str | None], str]] = {
@@ -155,6 +169,53 @@ PAIRS: dict[str, tuple[dict[str, str], tuple[str | None, str | None], str]] = {
         "small": _fetch(1000000, "wget -q -O /dev/null"),
         "large": _fetch(200000000, "wget -q -O /dev/null"),
     }, (None, "network"), "wget fetches 1 MB vs 200 MB from Python's http.server over the loopback"),
+    # Registered 2026-12-05 21:30 UTC before any run of them (stop 86, an Intel Xeon 2-vCPU Firecracker microVM,
+    # cgroup v1), six pairs more, each expectation read off `python bench/pair_footprint.py` (no knob set, quiet):
+    # a version's system calls a second and the block requests its blkio group is charged (writes and discards, what
+    # the storage knob meters), with the rules written down after stop 85's misses: "not kernel entry" only below
+    # ~30,000 calls a second, "not storage" only when its requests at 200 a second cost under ~3 % of its time, and
+    # no "-" where the evidence is between. grep-linebuf: 0.47-0.58 s both; plain 1,380 calls (2,900 a second),
+    # --line-buffered 232,000 (398,000 a second). bc-scale: 0.35 / 0.72 s, 160 calls, no block request, numbers of
+    # a few kB. sha-digest: 0.42 / 0.57 s, 7,400 calls (17,600 / 12,900 a second), 1 request (+1 %), an 8 MB file
+    # (a quarter of the page-cache allowance). sqlite-wal: WAL with synchronous=NORMAL 0.009 s and 30 requests
+    # (+1,760 % at 200 IOPS: the WAL's checkpoint on close), rollback journal with FULL 0.079 s and 1,955 (+12,400 %):
+    # both storage. git-fsync: plain 0.087 s and 787 requests (removing the last run's repository discards its
+    # files; +4,500 %), the commit with core.fsync=all 0.103 s and 810: both storage. curl-requests: 100 requests
+    # 0.32 s (73,000 calls a second), 200 requests 0.35 s (96,000): kernel entry possible in both, so both are
+    # registered only as network: each request is a connection (SYN, request, response, FIN), at least two round
+    # trips of 1 ms under the knob's 500 us a packet, +0.2 s and +0.4 s at least. Chosen where the footprint
+    # predicts a strong effect or none, so the share on these six says how the fleet reads strong effects; no
+    # memory or memory-capacity pair among them.
+    "grep-linebuf": ({
+        "plain": "seq 300000 | grep -E '([0-9])\\1' | wc -l > /dev/null",
+        "line-buffered": "seq 300000 | grep --line-buffered -E '([0-9])\\1' | wc -l > /dev/null",
+    }, (None, "kernel-entry"), "GNU grep finds lines with a repeated digit (a backreference) in 300,000 lines, "
+       "block-buffered vs --line-buffered (a write(2) per matching line)"),
+    "bc-scale": ({
+        "900": "echo 'scale=900; 4*a(1)' | bc -l > /dev/null",
+        "1300": "echo 'scale=1300; 4*a(1)' | bc -l > /dev/null",
+    }, ("CPU", "CPU"), "bc computes pi to 900 vs 1,300 digits (arbitrary precision in a few kB)"),
+    "sha-digest": ({
+        "sha1": "rm -f f; head -c 8000000 /dev/zero > f; sha1sum f f f f f f f f f f f f f f f f > /dev/null",
+        "sha512": "rm -f f; head -c 8000000 /dev/zero > f; sha512sum f f f f f f f f f f f f f f f f > /dev/null",
+    }, ("CPU", "CPU"), "coreutils hashes an 8 MB file 16 times with SHA-1 vs SHA-512"),
+    "sqlite-wal": ({
+        "wal": 'rm -f t.db t.db-wal t.db-shm t.db-journal; (echo "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; '
+               f'CREATE TABLE t(x, y);"; {_ROWS150}) | sqlite3 t.db > /dev/null',
+        "rollback": 'rm -f t.db t.db-wal t.db-shm t.db-journal; (echo "PRAGMA journal_mode=DELETE; PRAGMA '
+                    f'synchronous=FULL; CREATE TABLE t(x, y);"; {_ROWS150}) | sqlite3 t.db > /dev/null',
+    }, ("storage", "storage"), "sqlite3 commits 150 rows one by one in WAL mode with synchronous=NORMAL vs a "
+       "rollback journal with synchronous=FULL"),
+    "git-fsync": ({
+        "plain": f"{_GIT200} commit -qm m",
+        "fsync": f"{_GIT200} -c core.fsync=all commit -qm m",
+    }, ("storage", "storage"), "git adds 200 new one-line files to a fresh repository and commits them, "
+       "the commit plain vs with core.fsync=all"),
+    "curl-requests": ({
+        "100": _requests(100),
+        "200": _requests(200),
+    }, ("network", "network"), "curl asks Python's http.server for a 10 kB file 100 vs 200 times (a connection a "
+       "request)"),
 }
 
 #: Ten self-pairs (registered 2026-11-29 before any run): one version of a pair above against itself. Right: both

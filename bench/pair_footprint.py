@@ -1,0 +1,98 @@
+"""What a panel pair's versions do to the machine with no knob set: the evidence a registration rests on (issue 47).
+
+Usage (root, cgroup v1 blkio; quiet machine):
+    python bench/pair_footprint.py PAIR [PAIR ...]      # pairs of bench/local_fleet_panel.py, or
+    python bench/pair_footprint.py --cmd 'seq 10 | wc -l'
+
+For each version, in a fresh directory on the root filesystem and in a blkio group of its own (no limit set, so
+the group only counts what it is charged): the wall time (median of three runs, the first one dropped), the
+system calls of the whole process tree (``strace -c -f``, one more run) and their rate over that median, and the
+block requests the group was charged (writes and discards, the requests the storage knob's write-IOPS limit
+meters) with what they would cost at 200 a second against the wall time. The rules the registrations of
+2026-12-05 wrote down from the panel's misses: a version is "not kernel entry" only below ~30,000 system calls a
+second (4,000 seccomp rules at ~0.67 us a call: 2 %), and "not storage" only when its charged requests at 200 a
+second cost under ~3 % of its time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+BLKIO = Path("/sys/fs/cgroup/blkio")
+IOPS = 200
+
+
+def _charged(group: Path) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for line in (group / "blkio.throttle.io_serviced").read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            out[parts[1]] = out.get(parts[1], 0) + int(parts[2])
+    return out
+
+
+def _in_group(group: Path, cmd: str, cwd: Path) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(["sh", "-c", f'echo $$ > "{group}/cgroup.procs"; exec sh -c "$0"', cmd], cwd=cwd, check=False,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def footprint(cmd: str) -> dict[str, float]:
+    """Median wall, system calls (count and rate) and block requests charged, for one shell command."""
+    work = Path(tempfile.mkdtemp(prefix="qfoot", dir="/root"))
+    group = BLKIO / f"qfoot{os.getpid()}"
+    group.mkdir()
+    try:
+        walls, charged = [], []
+        for _ in range(4):
+            before = _charged(group)
+            walls.append(_in_group(group, cmd, work))
+            subprocess.run(["sync"], check=False)  # writes still in the page cache reach the disk: not this group's
+            after = _charged(group)
+            charged.append(sum(after.get(k, 0) - before.get(k, 0) for k in ("Write", "Discard")))
+        walls, charged = walls[1:], charged[1:]
+        subprocess.run(["strace", "-c", "-f", "-o", str(work / ".strace"), "sh", "-c", cmd], cwd=work,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        m = re.search(r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?total\s*$",
+                      (work / ".strace").read_text(), re.M)
+        calls = int(m.group(1)) if m else -1
+        wall = statistics.median(walls)
+        req = statistics.median(charged)
+        return {"wall_s": wall, "calls": calls, "calls_per_s": calls / wall if calls >= 0 else float("nan"),
+                "requests": req, "storage_share": req / IOPS / wall}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        group.rmdir()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("pairs", nargs="*")
+    ap.add_argument("--cmd", action="append", default=[])
+    args = ap.parse_args()
+    from local_fleet_panel import ALL_PAIRS
+    rows = [(f"cmd{i + 1}", "", c) for i, c in enumerate(args.cmd)]
+    for name in args.pairs:
+        rows += [(name, v, c) for v, c in ALL_PAIRS[name][0].items()]
+    print("| pair | version | wall s | system calls | a second | block requests charged | at 200 IOPS |")
+    print("|---|---|---|---|---|---|---|")
+    for name, version, cmd in rows:
+        f = footprint(cmd)
+        print(f"| {name} | {version} | {f['wall_s']:.3f} | {f['calls']:,} | {f['calls_per_s']:,.0f} | "
+              f"{f['requests']:.0f} | {100 * f['storage_share']:+.0f} % |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
