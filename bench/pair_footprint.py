@@ -4,14 +4,16 @@ Usage (root, cgroup v1 blkio; quiet machine):
     python bench/pair_footprint.py PAIR [PAIR ...]      # pairs of bench/local_fleet_panel.py, or
     python bench/pair_footprint.py --cmd 'seq 10 | wc -l'
 
-For each version, in a fresh directory on the root filesystem and in a blkio group of its own (no limit set, so
-the group only counts what it is charged): the wall time (median of three runs, the first one dropped), the
+For each version, in a fresh directory on the root filesystem, on CPU 0 as the local fleet runs an application
+(a pipeline's stages share that CPU), and in a blkio group of its own (no limit set, so the group only counts
+what it is charged): the wall time (median of three runs, the first one dropped), the
 system calls of the whole process tree (``strace -c -f``, one more run) and their rate over that median, and the
 block requests the group was charged (writes and discards, the requests the storage knob's write-IOPS limit
 meters) with what they would cost at 200 a second against the wall time. The rules the registrations of
 2026-12-05 wrote down from the panel's misses: a version is "not kernel entry" only below ~30,000 system calls a
 second (4,000 seccomp rules at ~0.67 us a call: 2 %), and "not storage" only when its charged requests at 200 a
-second cost under ~3 % of its time.
+second cost under ~3 % of its time. The first line says which network knob this machine's kernel allows: a
+netem delay moves round trips, a tbf rate only bulk transfers.
 """
 
 from __future__ import annotations
@@ -44,8 +46,8 @@ def _charged(group: Path) -> dict[str, int]:
 
 def _in_group(group: Path, cmd: str, cwd: Path) -> float:
     t0 = time.perf_counter()
-    subprocess.run(["sh", "-c", f'echo $$ > "{group}/cgroup.procs"; exec sh -c "$0"', cmd], cwd=cwd, check=False,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(["sh", "-c", f'echo $$ > "{group}/cgroup.procs"; exec taskset -c 0 sh -c "$0"', cmd], cwd=cwd,
+                   check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - t0
 
 
@@ -63,8 +65,8 @@ def footprint(cmd: str) -> dict[str, float]:
             after = _charged(group)
             charged.append(sum(after.get(k, 0) - before.get(k, 0) for k in ("Write", "Discard")))
         walls, charged = walls[1:], charged[1:]
-        subprocess.run(["strace", "-c", "-f", "-o", str(work / ".strace"), "sh", "-c", cmd], cwd=work,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        subprocess.run(["taskset", "-c", "0", "strace", "-c", "-f", "-o", str(work / ".strace"), "sh", "-c", cmd],
+                       cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
         m = re.search(r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?total\s*$",
                       (work / ".strace").read_text(), re.M)
         calls = int(m.group(1)) if m else -1
@@ -86,6 +88,13 @@ def main() -> None:
     rows = [(f"cmd{i + 1}", "", c) for i, c in enumerate(args.cmd)]
     for name in args.pairs:
         rows += [(name, v, c) for v, c in ALL_PAIRS[name][0].items()]
+    from quiho.fleet.local.knobs import NET_DELAY_US, NET_RATE_MBIT, network_mechanism
+    mech = network_mechanism()
+    # A round trip moves only under a delay; a tbf rate moves bulk transfers (stop 86 registered curl-requests
+    # for a delay on a machine whose kernel has no netem).
+    print({"delay": f"network knob here: netem, {NET_DELAY_US} us a packet (round trips move)",
+           "rate": f"network knob here: tbf, {NET_RATE_MBIT} Mbit/s (bulk transfers move, round trips do not)"}
+          .get(mech or "", "network knob here: none (no netem or tbf in a namespace)"))
     print("| pair | version | wall s | system calls | a second | block requests charged | at 200 IOPS |")
     print("|---|---|---|---|---|---|---|")
     for name, version, cmd in rows:
