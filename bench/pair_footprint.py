@@ -90,8 +90,7 @@ def main() -> None:
         rows += [(name, v, c) for v, c in ALL_PAIRS[name][0].items()]
     from quiho.fleet.local.knobs import NET_DELAY_US, NET_RATE_MBIT, network_mechanism
     mech = network_mechanism()
-    # A round trip moves only under a delay; a tbf rate moves bulk transfers (stop 86 registered curl-requests
-    # for a delay on a machine whose kernel has no netem).
+    # A round trip moves only under a delay; a tbf rate moves bulk transfers.
     print({"delay": f"network knob here: netem, {NET_DELAY_US} us a packet (round trips move)",
            "rate": f"network knob here: tbf, {NET_RATE_MBIT} Mbit/s (bulk transfers move, round trips do not)"}
           .get(mech or "", "network knob here: none (no netem or tbf in a namespace)"))
