@@ -37,20 +37,18 @@ QUIHO = str(REPO / ".venv" / "bin" / "quiho")
 _SIN30 = "{s = 0; for (i = 1; i <= 30; i++) s += sin($1 * i); print s}"
 
 
-def _fetch(nbytes: int, client: str) -> str:
-    """A file of ``nbytes`` served by Python's http.server on the loopback, fetched once by ``client URL``."""
+def _fetch(nbytes: int, client: str, then: str = "") -> str:
+    """A file of ``nbytes`` served by Python's http.server on the loopback (HTTP/1.0: a connection a request),
+    fetched once by ``client URL`` as soon as it answers, then the shell text ``then``."""
     return (f"head -c {nbytes} /dev/zero > f; python3 -m http.server -b 127.0.0.1 18765 >/dev/null 2>&1 & "
             f"s=$!; for i in 1 2 3 4 5 6 7 8 9 10; do {client} http://127.0.0.1:18765/f && break; "
-            "sleep 0.1; done; kill $s")
+            f"sleep 0.1; done; {then}kill $s")
 
 
 def _requests(n: int) -> str:
-    """Python's http.server on the loopback (HTTP/1.0: a connection a request) and one curl asking it ``n`` times
-    for a 10 kB file."""
-    return ("head -c 10000 /dev/zero > f; python3 -m http.server -b 127.0.0.1 18765 >/dev/null 2>&1 & s=$!; "
-            "for i in 1 2 3 4 5 6 7 8 9 10; do curl -s -o /dev/null http://127.0.0.1:18765/f && break; sleep 0.1; "
-            f'done; for i in $(seq {n}); do echo "url = http://127.0.0.1:18765/f"; echo "output = /dev/null"; '
-            "done | curl -s -K -; kill $s")
+    """curl asking http.server ``n`` times more for a 10 kB file, after the fetch that found it up."""
+    return _fetch(10000, "curl -s -o /dev/null", f'for i in $(seq {n}); do echo "url = http://127.0.0.1:18765/f"; '
+                                                 'echo "output = /dev/null"; done | curl -s -K -; ')
 
 
 #: sqlite-wal's and git-fsync's shared parts: 150 rows, one commit each; 200 one-line files added and committed.

@@ -31,8 +31,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from quiho.fleet.local.knobs import IOPS_RANGE, NET_DELAY_US, NET_RATE_MBIT, network_mechanism  # noqa: E402
+
 BLKIO = Path("/sys/fs/cgroup/blkio")
-IOPS = 200
+#: the storage knob's level where the disk is fast (its upper bound): the level every calibration here kept
+IOPS = IOPS_RANGE[1]
 
 
 def _charged(group: Path) -> dict[str, int]:
@@ -88,13 +91,12 @@ def main() -> None:
     rows = [(f"cmd{i + 1}", "", c) for i, c in enumerate(args.cmd)]
     for name in args.pairs:
         rows += [(name, v, c) for v, c in ALL_PAIRS[name][0].items()]
-    from quiho.fleet.local.knobs import NET_DELAY_US, NET_RATE_MBIT, network_mechanism
     mech = network_mechanism()
     # A round trip moves only under a delay; a tbf rate moves bulk transfers.
     print({"delay": f"network knob here: netem, {NET_DELAY_US} us a packet (round trips move)",
            "rate": f"network knob here: tbf, {NET_RATE_MBIT} Mbit/s (bulk transfers move, round trips do not)"}
           .get(mech or "", "network knob here: none (no netem or tbf in a namespace)"))
-    print("| pair | version | wall s | system calls | a second | block requests charged | at 200 IOPS |")
+    print(f"| pair | version | wall s | system calls | a second | block requests charged | at {IOPS} IOPS |")
     print("|---|---|---|---|---|---|---|")
     for name, version, cmd in rows:
         f = footprint(cmd)
