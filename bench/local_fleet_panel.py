@@ -37,10 +37,12 @@ QUIHO = str(REPO / ".venv" / "bin" / "quiho")
 _SIN30 = "{s = 0; for (i = 1; i <= 30; i++) s += sin($1 * i); print s}"
 
 
-def _fetch(nbytes: int, client: str, then: str = "") -> str:
+def _fetch(nbytes: int, client: str, then: str = "", sparse: bool = False) -> str:
     """A file of ``nbytes`` served by Python's http.server on the loopback (HTTP/1.0: a connection a request),
-    fetched once by ``client URL`` as soon as it answers, then the shell text ``then``."""
-    return (f"head -c {nbytes} /dev/zero > f; python3 -m http.server -b 127.0.0.1 18765 >/dev/null 2>&1 & "
+    fetched once by ``client URL`` as soon as it answers, then the shell text ``then``. ``sparse``: the file has
+    no blocks (``truncate``), so making it writes nothing to the disk and replacing it discards nothing."""
+    make = f"rm -f f; truncate -s {nbytes} f" if sparse else f"head -c {nbytes} /dev/zero > f"
+    return (f"{make}; python3 -m http.server -b 127.0.0.1 18765 >/dev/null 2>&1 & "
             f"s=$!; for i in 1 2 3 4 5 6 7 8 9 10; do {client} http://127.0.0.1:18765/f && break; "
             f"sleep 0.1; done; {then}kill $s")
 
@@ -214,6 +216,46 @@ PAIRS: dict[str, tuple[dict[str, str], tuple[str | None, str | None], str]] = {
         "200": _requests(200),
     }, ("network", "network"), "curl asks Python's http.server for a 10 kB file 100 vs 200 times (a connection a "
        "request)"),
+    # Registered 2026-12-06 01:15 UTC before any run of them (stop 87, the Intel Xeon 2-vCPU Firecracker microVM of
+    # stop 86, kernel without netem: the network knob is a 1 Gbit/s tbf rate), six pairs more, each expectation read
+    # off `python bench/pair_footprint.py PAIR` (pinned to CPU 0, no knob, quiet) by stop 86's rules. perl-autoflush:
+    # 0.11 s and 10,000 calls a second plain, 0.29 s and 3,400,000 with $| = 1. dd-direct: 5 requests at 1 MiB
+    # (+460 % at 200 a second), 258 at 8 KiB (+9,500 %). lz4-level: 0.30 / 0.49 s, 11,000 / 7,000 calls a second,
+    # no request; LZ4 HC's tables are 256 KiB. sha1-reread: the 16 MB file 13,000 calls a second and 1 request;
+    # the 128 MB one 80,000 (kernel entry possible, not registered). curl-twice: a sparse 100 MB file (no block
+    # written, none discarded), 0.18 / 0.25 s, 156,000 / 189,000 calls a second (kernel entry possible in both):
+    # network both, each transfer 0.8 s at 1 Gbit/s. sort-numeric: 0.08 / 0.19 s, 26,000 / 11,000 calls a
+    # second. Chosen, as stop 86's six, where the footprint predicts a strong effect or none. No memory pair: on
+    # this machine kind the calibration dropped the stream co-runner in 6 of 6 runs (memory probe +2 to +4 %), and
+    # perl keeping a million keys in a hash, +30 % under that co-runner outside the fleet and not faster with huge
+    # pages, would be read as CPU by a fleet without it: a known gap, not a test.
+    "perl-autoflush": ({
+        "buffered": "perl -e 'for (1..1000000) { print \"$_\\n\" }' > /dev/null",
+        "autoflush": "perl -e '$| = 1; for (1..1000000) { print \"$_\\n\" }' > /dev/null",
+    }, (None, "kernel-entry"), "perl prints a million lines block-buffered vs with $| = 1 (a write(2) per line)"),
+    "dd-direct": ({
+        "1m": "rm -f out.bin; dd if=/dev/zero of=out.bin bs=1M count=2 oflag=direct status=none",
+        "8k": "rm -f out.bin; dd if=/dev/zero of=out.bin bs=8k count=256 oflag=direct status=none",
+    }, ("storage", "storage"), "dd writes 2 MB past the page cache (O_DIRECT) in 1 MiB vs 8 KiB blocks"),
+    "lz4-level": ({
+        "6": "seq 1000000 | lz4 -6 > /dev/null",
+        "9": "seq 1000000 | lz4 -9 > /dev/null",
+    }, ("CPU", "CPU"), "lz4 compresses a million numbers' text at HC level 6 vs 9"),
+    "sha1-reread": ({
+        "fits": "rm -f f; head -c 16000000 /dev/zero > f; sha1sum f f f f f f f f f f f f f f f f > /dev/null",
+        "exceeds": "rm -f f; head -c 128000000 /dev/zero > f; sha1sum f f > /dev/null",
+    }, (None, "memory-capacity"), "sha1sum hashes 256 MB: a 16 MB file 16 times vs a 128 MB file twice (more than "
+       "the page-cache allowance: read again from disk)"),
+    "curl-twice": ({
+        "once": _fetch(100000000, "curl -s -o /dev/null", sparse=True),
+        "twice": _fetch(100000000, "curl -s -o /dev/null", "curl -s -o /dev/null http://127.0.0.1:18765/f; ",
+                        sparse=True),
+    }, ("network", "network"), "curl fetches a 100 MB file from Python's http.server once vs twice over the "
+       "loopback"),
+    "sort-numeric": ({
+        "n": "shuf -i 1-200000 --random-source=/dev/zero | sort -n --parallel=1 > /dev/null",
+        "g": "shuf -i 1-200000 --random-source=/dev/zero | sort -g --parallel=1 > /dev/null",
+    }, ("CPU", "CPU"), "GNU sort orders 200,000 shuffled integers with -n vs -g (parsed as floating point)"),
 }
 
 #: Ten self-pairs (registered 2026-11-29 before any run): one version of a pair above against itself. Right: both
