@@ -216,7 +216,7 @@ PAIRS: dict[str, tuple[dict[str, str], tuple[str | None, str | None], str]] = {
         "200": _requests(200),
     }, ("network", "network"), "curl asks Python's http.server for a 10 kB file 100 vs 200 times (a connection a "
        "request)"),
-    # Registered 2026-12-06 01:15 UTC before any run of them (stop 87, the Intel Xeon 2-vCPU Firecracker microVM of
+    # Registered 2026-12-06 01:00 UTC before any run of them (stop 87, the Intel Xeon 2-vCPU Firecracker microVM of
     # stop 86, kernel without netem: the network knob is a 1 Gbit/s tbf rate), six pairs more, each expectation read
     # off `python bench/pair_footprint.py PAIR` (pinned to CPU 0, no knob, quiet) by stop 86's rules. perl-autoflush:
     # 0.11 s and 10,000 calls a second plain, 0.29 s and 3,400,000 with $| = 1. dd-direct: 5 requests at 1 MiB
