@@ -37,12 +37,13 @@ QUIHO = str(REPO / ".venv" / "bin" / "quiho")
 _SIN30 = "{s = 0; for (i = 1; i <= 30; i++) s += sin($1 * i); print s}"
 
 
-def _fetch(nbytes: int, client: str, then: str = "", sparse: bool = False) -> str:
+def _fetch(nbytes: int, client: str, then: str = "", sparse: bool = False, python: str = "python3") -> str:
     """A file of ``nbytes`` served by Python's http.server on the loopback (HTTP/1.0: a connection a request),
     fetched once by ``client URL`` as soon as it answers, then the shell text ``then``. ``sparse``: the file has
-    no blocks (``truncate``), so making it writes nothing to the disk and replacing it discards nothing."""
+    no blocks (``truncate``), so making it writes nothing to the disk and replacing it discards nothing.
+    ``python``: the server's interpreter (``/usr/bin/python3``: Debian's, not whatever shim ``PATH`` finds)."""
     make = f"rm -f f; truncate -s {nbytes} f" if sparse else f"head -c {nbytes} /dev/zero > f"
-    return (f"{make}; python3 -m http.server -b 127.0.0.1 18765 >/dev/null 2>&1 & "
+    return (f"{make}; {python} -m http.server -b 127.0.0.1 18765 >/dev/null 2>&1 & "
             f"s=$!; for i in 1 2 3 4 5 6 7 8 9 10; do {client} http://127.0.0.1:18765/f && break; "
             f"sleep 0.1; done; {then}kill $s")
 
@@ -256,6 +257,51 @@ PAIRS: dict[str, tuple[dict[str, str], tuple[str | None, str | None], str]] = {
         "n": "shuf -i 1-200000 --random-source=/dev/zero | sort -n --parallel=1 > /dev/null",
         "g": "shuf -i 1-200000 --random-source=/dev/zero | sort -g --parallel=1 > /dev/null",
     }, ("CPU", "CPU"), "GNU sort orders 200,000 shuffled integers with -n vs -g (parsed as floating point)"),
+    # Registered 2026-12-06 04:03 UTC before any run of them (stop 88, the Intel Xeon 2-vCPU Firecracker microVM of
+    # stops 86-87, tbf network knob), six pairs more, each expectation read off `python bench/pair_footprint.py
+    # --cmd ...` (CPU 0, no knob, quiet) by the rules above (with the burst). bzip2-level: 0.38 / 0.42 s, 10,100 /
+    # 9,400 calls a second, no request; its blocks are 100 / 900 kB. jq-filter: 0.23 / 1.34 s, 4,300 / 800 calls a
+    # second. jq-unbuffered: 4,300 calls a second plain, 459,000 with --unbuffered (a write(2) per value).
+    # wget-spider: a HEAD request 0.14 s, 18,800 calls a second (Debian's /usr/bin/python3 as the server: this
+    # machine's PATH finds a pyenv shim first, a shell script of ~40 processes); the whole sparse 100 MB 0.22 s and
+    # 257,000 (kernel entry possible, registered only as network: 0.8 s more at 1 Gbit/s). dd-reread: dd reads at
+    # memory speed, faster than this disk (sha1-reread's lesson: a reader slower than the disk does not wait on
+    # it); 16 MB 32 times 0.17 s, 27,700 calls a second (its 32 dd processes), 1 request; 128 MB 4 times 0.17 s,
+    # 7,900, 2 requests. shred-remove: 20 MB of /dev/urandom written and removed 0.08 s, 4,300 calls a second, no
+    # request (removed before writeback: no block to discard); shred -u 0.23 s, 1,006 requests (+2,094 % even
+    # spread). Rejected on the footprint before registering: python3 -u (this shell's PYTHONUNBUFFERED made the
+    # buffered version unbuffered too), curl file:// (272,000 calls a second), cut with stdbuf -oL (its plain version
+    # 96,000 in 17 ms of start-up), git in a fresh directory (plain 206 requests), sqlite3 synchronous=OFF
+    # (241,000 calls a second), sqlite3 :memory: (54,000). No memory pair, for stop 87's reason.
+    "bzip2-level": ({
+        "1": "seq 1000000 | bzip2 -1 > /dev/null",
+        "9": "seq 1000000 | bzip2 -9 > /dev/null",
+    }, ("CPU", "CPU"), "bzip2 compresses a million numbers' text in 100 kB vs 900 kB blocks"),
+    "jq-filter": ({
+        "double": "seq 200000 | jq -c '. * 2' > /dev/null",
+        "explode": "seq 200000 | jq -c 'tostring | explode | add' > /dev/null",
+    }, ("CPU", "CPU"), "jq doubles 200,000 numbers vs sums each one's character codes"),
+    "jq-unbuffered": ({
+        "plain": "seq 200000 | jq -c '. * 2' > /dev/null",
+        "unbuffered": "seq 200000 | jq -c --unbuffered '. * 2' > /dev/null",
+    }, (None, "kernel-entry"), "jq doubles 200,000 numbers, output buffered vs --unbuffered (a write(2) per value)"),
+    "wget-spider": ({
+        "head": _fetch(100000000, "wget -q --spider", sparse=True, python="/usr/bin/python3"),
+        "get": _fetch(100000000, "wget -q -O /dev/null", sparse=True, python="/usr/bin/python3"),
+    }, (None, "network"), "wget asks Python's http.server for a sparse 100 MB file's headers only (--spider: HEAD) "
+       "vs the whole file over the loopback"),
+    "dd-reread": ({
+        "fits": "rm -f f; dd if=/dev/zero of=f bs=1M count=16 status=none; "
+                "for i in $(seq 32); do dd if=f of=/dev/null bs=4M status=none; done",
+        "exceeds": "rm -f f; dd if=/dev/zero of=f bs=1M count=128 status=none; "
+                   "for i in 1 2 3 4; do dd if=f of=/dev/null bs=4M status=none; done",
+    }, (None, "memory-capacity"), "dd reads 512 MB in 4 MiB blocks: a 16 MB file 32 times (stays in the page cache) "
+       "vs a 128 MB file 4 times (more than the page-cache allowance: read again from disk)"),
+    "shred-remove": ({
+        "rm": "dd if=/dev/urandom of=s.bin bs=1M count=20 status=none; rm s.bin",
+        "shred": "dd if=/dev/urandom of=s.bin bs=1M count=20 status=none; shred -u s.bin",
+    }, (None, "storage"), "20 MB of random bytes written, then removed vs shredded (shred -u: three passes over "
+       "the file, each synced, then renamed and removed)"),
 }
 
 #: Ten self-pairs (registered 2026-11-29 before any run): one version of a pair above against itself. Right: both
