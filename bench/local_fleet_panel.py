@@ -385,7 +385,10 @@ def run(out: Path, pairs: list[str], runs: int, first: int = 1) -> None:
         rd = out / f"run-{r}"
         store = rd / "quiho.db"
         if store.exists():
-            sys.exit(f"panel: {rd} has a store already; a fresh run needs its own (--first {r + 1})")
+            done = sorted(pd.name for pd in rd.iterdir() if (pd / "meta.json").exists())
+            sys.exit(f"panel: {rd} has a store already; a fresh run needs its own (--first {r + 1})"
+                     + (f"; it finished {', '.join(done)}" if done else
+                        f"; no pair of it finished (a stopped run?): move it aside to run {r} afresh"))
         rd.mkdir(exist_ok=True)
         cal = _calibration(store)
         (rd / "calibration.json").write_text(json.dumps(cal, indent=1))
