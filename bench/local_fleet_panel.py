@@ -258,21 +258,21 @@ PAIRS: dict[str, tuple[dict[str, str], tuple[str | None, str | None], str]] = {
         "g": "shuf -i 1-200000 --random-source=/dev/zero | sort -g --parallel=1 > /dev/null",
     }, ("CPU", "CPU"), "GNU sort orders 200,000 shuffled integers with -n vs -g (parsed as floating point)"),
     # Registered 2026-12-06 04:03 UTC before any run of them (stop 88, the Intel Xeon 2-vCPU Firecracker microVM of
-    # stops 86-87, tbf network knob), six pairs more, each expectation read off `python bench/pair_footprint.py
-    # --cmd ...` (CPU 0, no knob, quiet) by the rules above (with the burst). bzip2-level: 0.38 / 0.42 s, 10,100 /
-    # 9,400 calls a second, no request; its blocks are 100 / 900 kB. jq-filter: 0.23 / 1.34 s, 4,300 / 800 calls a
-    # second. jq-unbuffered: 4,300 calls a second plain, 459,000 with --unbuffered (a write(2) per value).
-    # wget-spider: a HEAD request 0.14 s, 18,800 calls a second (Debian's /usr/bin/python3 as the server: this
-    # machine's PATH finds a pyenv shim first, a shell script of ~40 processes); the whole sparse 100 MB 0.22 s and
-    # 257,000 (kernel entry possible, registered only as network: 0.8 s more at 1 Gbit/s). dd-reread: dd reads at
-    # memory speed, faster than this disk (sha1-reread's lesson: a reader slower than the disk does not wait on
-    # it); 16 MB 32 times 0.17 s, 27,700 calls a second (its 32 dd processes), 1 request; 128 MB 4 times 0.17 s,
-    # 7,900, 2 requests. shred-remove: 20 MB of /dev/urandom written and removed 0.08 s, 4,300 calls a second, no
-    # request (removed before writeback: no block to discard); shred -u 0.23 s, 1,006 requests (+2,094 % even
-    # spread). Rejected on the footprint before registering: python3 -u (this shell's PYTHONUNBUFFERED made the
-    # buffered version unbuffered too), curl file:// (272,000 calls a second), cut with stdbuf -oL (its plain version
-    # 96,000 in 17 ms of start-up), git in a fresh directory (plain 206 requests), sqlite3 synchronous=OFF
-    # (241,000 calls a second), sqlite3 :memory: (54,000). No memory pair, for stop 87's reason.
+    # stops 86-87, tbf network knob), six pairs more, each expectation read off `python bench/pair_footprint.py --cmd
+    # ...` (CPU 0, no knob, quiet) by the rules above (with the burst). bzip2-level: 0.38 / 0.42 s, 10,100 / 9,400 calls
+    # a second, no request; its blocks are 100 / 900 kB. jq-filter: 0.23-0.29 / 1.34 s, 4,300-5,300 / 800 calls a second
+    # (measured without -c, which prints a number the same). jq-unbuffered: 4,300 calls a second plain, 459,000 with
+    # --unbuffered (a write(2) per value). wget-spider: a HEAD request 0.14 s, 18,800 calls a second (Debian's
+    # /usr/bin/python3 as the server: this machine's PATH finds a pyenv shim first, a shell script of ~40 processes);
+    # the whole sparse 100 MB 0.22 s and 257,000 (kernel entry possible, registered only as network: 0.8 s more at 1
+    # Gbit/s). dd-reread: dd reads at memory speed, faster than this disk (sha1-reread's lesson: a reader slower than
+    # the disk does not wait on it); 16 MB 32 times 0.17 s, 27,700 calls a second (its 32 dd processes), 1 request; 128
+    # MB 4 times 0.17 s, 7,900, 2 requests. shred-remove: 20 MB of /dev/urandom written and removed 0.08 s, 4,300 calls
+    # a second, no request (removed before writeback: no block to discard); shred -u 0.23 s, 1,006 requests (+2,094 %
+    # even spread). Rejected on the footprint before registering: python3 -u (this shell's PYTHONUNBUFFERED made the
+    # buffered version unbuffered too: 609,000 calls both ways), curl file:// (272,000 calls a second), cut with stdbuf
+    # -oL (its plain version 96,000 in 17 ms of start-up), git in a fresh directory (plain 206 requests), sqlite3
+    # synchronous=OFF (241,000 calls a second), sqlite3 :memory: (54,000). No memory pair, for stop 87's reason.
     "bzip2-level": ({
         "1": "seq 1000000 | bzip2 -1 > /dev/null",
         "9": "seq 1000000 | bzip2 -9 > /dev/null",
