@@ -302,6 +302,48 @@ PAIRS: dict[str, tuple[dict[str, str], tuple[str | None, str | None], str]] = {
         "shred": "dd if=/dev/urandom of=s.bin bs=1M count=20 status=none; shred -u s.bin",
     }, (None, "storage"), "20 MB of random bytes written, then removed vs shredded (shred -u: three passes over "
        "the file, each synced, then renamed and removed)"),
+    # Registered 2026-12-06 06:48 UTC before any run of them (stop 89, the Intel Xeon 2-vCPU Firecracker microVM of
+    # stops 86-88, tbf network knob), six pairs more, each expectation read off `python bench/pair_footprint.py --cmd
+    # ...` (CPU 0, no knob, quiet) by the rules above. perl-getppid: 5 million additions 0.16 s, 1,800 calls a second;
+    # with getppid(2) in each 0.70 s, 7,200,000. split-sync: split writes 346 files of 4 KiB into a fresh directory
+    # and rm -rf removes it, 631 block requests charged (+6,000 % even spread: the directory's blocks and the files'
+    # metadata), with sync(1) on the files first 1,014 (+7,800 %): both storage (58,000 / 74,000 calls a second:
+    # kernel entry possible, not registered). numfmt-format: 0.70 / 0.76 s, 7,000 / 8,400 calls a second, no request.
+    # od-type: 0.55 / 0.93 s, 8,200 / 4,900. curl-head: curl -I 0.15 s, 21,000 calls a second (Debian's python3 as the
+    # server); the whole sparse 100 MB 0.21 s, 93,000 (kernel entry possible, registered only as network: 0.8 s more
+    # at 1 Gbit/s). numfmt-linebuf: plain as numfmt-format's si; under stdbuf -oL a write(2) per line, 1,004,000 calls
+    # in 0.58 s (1,730,000 a second). Rejected on the footprint before registering: the fast readers for a second
+    # memory-capacity pair (cat, cksum, wc -l: 106,000-405,000 calls a second on a file in the page cache, kernel entry
+    # possible; dd-reread's dd with 4 MiB blocks is the one reader here both fast and sparing with calls), one file
+    # synced with sync(1) (8 MB in 6 requests, under the free 20), xxd (58,000 calls a second), openssl enc and dgst
+    # (35,000-170,000: they run faster than seq feeds them), zstd -3 (41,000). No memory pair, for stop 87's reason.
+    "perl-getppid": ({
+        "sum": "perl -e 'my $s = 0; $s += $_ for 1 .. 5000000'",
+        "getppid": "perl -e 'my $s = 0; $s += getppid() for 1 .. 5000000'",
+    }, (None, "kernel-entry"), "perl adds 5 million numbers vs 5 million getppid(2) results (a system call each)"),
+    "split-sync": ({
+        "plain": "rm -rf d; mkdir d; seq 200000 | split -b 4096 - d/f; rm -rf d",
+        "synced": "rm -rf d; mkdir d; seq 200000 | split -b 4096 - d/f; sync d/*; rm -rf d",
+    }, ("storage", "storage"), "split writes 346 files of 4 KiB into a fresh directory, then removes them, plain vs "
+       "each file synced with sync(1) first"),
+    "numfmt-format": ({
+        "si": "seq 1000000 | numfmt --to=si > /dev/null",
+        "iec": "seq 1000000 | numfmt --to=iec-i --format=%.4f > /dev/null",
+    }, ("CPU", "CPU"), "coreutils numfmt writes a million numbers in SI units vs IEC units with four decimals"),
+    "od-type": ({
+        "x1": "seq 500000 | od -v -An -tx1 > /dev/null",
+        "f8": "seq 500000 | od -v -An -tf8 > /dev/null",
+    }, ("CPU", "CPU"), "coreutils od dumps 3.4 MB of text as hexadecimal bytes vs as 8-byte floating point"),
+    "curl-head": ({
+        "head": _fetch(100000000, "curl -s -I -o /dev/null", sparse=True, python="/usr/bin/python3"),
+        "get": _fetch(100000000, "curl -s -o /dev/null", sparse=True, python="/usr/bin/python3"),
+    }, (None, "network"), "curl asks Python's http.server for a sparse 100 MB file's headers only (-I: HEAD) vs the "
+       "whole file over the loopback"),
+    "numfmt-linebuf": ({
+        "plain": "seq 1000000 | numfmt --to=si > /dev/null",
+        "line-buffered": "seq 1000000 | stdbuf -oL numfmt --to=si > /dev/null",
+    }, (None, "kernel-entry"), "coreutils numfmt writes a million numbers in SI units, block-buffered vs line-buffered "
+       "by stdbuf -oL (a write(2) per line)"),
 }
 
 #: Ten self-pairs (registered 2026-11-29 before any run): one version of a pair above against itself. Right: both
