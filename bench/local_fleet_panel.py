@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -304,22 +305,25 @@ PAIRS: dict[str, tuple[dict[str, str], tuple[str | None, str | None], str]] = {
        "the file, each synced, then renamed and removed)"),
     # Registered 2026-12-06 06:48 UTC before any run of them (stop 89, the Intel Xeon 2-vCPU Firecracker microVM of
     # stops 86-88, tbf network knob), six pairs more, each expectation read off `python bench/pair_footprint.py --cmd
-    # ...` (CPU 0, no knob, quiet) by the rules above. perl-getppid: 5 million additions 0.16 s, 1,800 calls a second;
-    # with getppid(2) in each 0.70 s, 7,200,000. split-sync: split writes 346 files of 4 KiB into a fresh directory
-    # and rm -rf removes it, 631 block requests charged (+6,000 % even spread: the directory's blocks and the files'
-    # metadata), with sync(1) on the files first 1,014 (+7,800 %): both storage (58,000 / 74,000 calls a second:
+    # ...` (CPU 0, no knob, quiet) by the rules above. perl-getppid: 5 million additions 0.21 s, 1,500 calls a second;
+    # with getppid(2) in each 0.89 s, 5,600,000 (its first text, `$s += $_ for ...`, failed on every host of the first
+    # run: the fleet's runs module expands environment variables in the argv as Ansible's command module does, and the
+    # controller's `_` turned `$_` into a path; re-registered at 07:12 with a named loop variable, its expectation
+    # unchanged, the panel restarted; see _unexpanded). split-sync: split writes 346 files of 4 KiB into a fresh
+    # directory and rm -rf removes it, 631 block requests charged (+6,000 % even spread: the directory's blocks and the
+    # files' metadata), with sync(1) on the files first 1,014 (+7,800 %): both storage (58,000 / 74,000 calls a second:
     # kernel entry possible, not registered). numfmt-format: 0.70 / 0.76 s, 7,000 / 8,400 calls a second, no request.
     # od-type: 0.55 / 0.93 s, 8,200 / 4,900. curl-head: curl -I 0.15 s, 21,000 calls a second (Debian's python3 as the
-    # server); the whole sparse 100 MB 0.21 s, 93,000 (kernel entry possible, registered only as network: 0.8 s more
-    # at 1 Gbit/s). numfmt-linebuf: plain as numfmt-format's si; under stdbuf -oL a write(2) per line, 1,004,000 calls
-    # in 0.58 s (1,730,000 a second). Rejected on the footprint before registering: the fast readers for a second
+    # server); the whole sparse 100 MB 0.21 s, 93,000 (kernel entry possible, registered only as network: 0.8 s more at
+    # 1 Gbit/s). numfmt-linebuf: plain as numfmt-format's si; under stdbuf -oL a write(2) per line, 1,004,000 calls in
+    # 0.58 s (1,730,000 a second). Rejected on the footprint before registering: the fast readers for a second
     # memory-capacity pair (cat, cksum, wc -l: 106,000-405,000 calls a second on a file in the page cache, kernel entry
     # possible; dd-reread's dd with 4 MiB blocks is the one reader here both fast and sparing with calls), one file
     # synced with sync(1) (8 MB in 6 requests, under the free 20), xxd (58,000 calls a second), openssl enc and dgst
     # (35,000-170,000: they run faster than seq feeds them), zstd -3 (41,000). No memory pair, for stop 87's reason.
     "perl-getppid": ({
-        "sum": "perl -e 'my $s = 0; $s += $_ for 1 .. 5000000'",
-        "getppid": "perl -e 'my $s = 0; $s += getppid() for 1 .. 5000000'",
+        "sum": "perl -e 'my $s = 0; for my $i (1 .. 5000000) { $s += $i }'",
+        "getppid": "perl -e 'my $s = 0; for my $i (1 .. 5000000) { $s += getppid() }'",
     }, (None, "kernel-entry"), "perl adds 5 million numbers vs 5 million getppid(2) results (a system call each)"),
     "split-sync": ({
         "plain": "rm -rf d; mkdir d; seq 200000 | split -b 4096 - d/f; rm -rf d",
@@ -356,6 +360,12 @@ SELF_PAIRS: dict[str, tuple[dict[str, str], tuple[str | None, str | None], str]]
                     ("gzip-self", "a"), ("sort-buffer", "small"), ("sort-buffer", "large"))
 }
 ALL_PAIRS = {**PAIRS, **SELF_PAIRS}
+
+
+def _unexpanded(cmd: str) -> bool:
+    """Whether the fleet runs ``cmd`` as written: its runs module expands ``$NAME`` from its environment before
+    ``sh`` sees the text (as Ansible's command module does), and ``$_`` is set in every shell's children."""
+    return os.path.expandvars(cmd) == cmd
 
 
 def _spec(name: str, versions: dict[str, str]) -> str:
@@ -545,6 +555,10 @@ def main() -> None:
     unknown = [p for p in names if p not in ALL_PAIRS]
     if unknown:
         sys.exit(f"panel: unknown pair(s) {', '.join(unknown)}; known: {', '.join(ALL_PAIRS)}")
+    rewritten = [f"{p}@{v}" for p in names for v, cmd in ALL_PAIRS[p][0].items() if not _unexpanded(cmd)]
+    if rewritten:
+        sys.exit(f"panel: the fleet would expand environment variables in {', '.join(rewritten)} before the shell "
+                 "sees them (its runs module expands $NAME as Ansible's command module does); rename the variable")
     run(args.out, names, args.runs, args.first)
 
 
