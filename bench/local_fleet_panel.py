@@ -308,7 +308,7 @@ PAIRS: dict[str, tuple[dict[str, str], tuple[str | None, str | None], str]] = {
     # ...` (CPU 0, no knob, quiet) by the rules above. perl-getppid: 5 million additions 0.21 s, 1,500 calls a second;
     # with getppid(2) in each 0.89 s, 5,600,000 (its first text, `$s += $_ for ...`, failed on every host of the first
     # run: the fleet's runs module expands environment variables in the argv as Ansible's command module does, and the
-    # controller's `_` turned `$_` into a path; re-registered at 07:12 with a named loop variable, its expectation
+    # controller's `_` turned `$_` into a path; re-registered at 07:11 with a named loop variable, its expectation
     # unchanged, the panel restarted; see _unexpanded). split-sync: split writes 346 files of 4 KiB into a fresh
     # directory and rm -rf removes it, 631 block requests charged (+6,000 % even spread: the directory's blocks and the
     # files' metadata), with sync(1) on the files first 1,014 (+7,800 %): both storage (58,000 / 74,000 calls a second:
