@@ -3,8 +3,9 @@
 
 One module run per visit instead of one per repetition and two around them (``ansible.builtin.command`` in a loop
 pays Ansible's module start-up before every run, and the emulation's start and stop tasks one each). Each run is
-started as the command module starts it (an argv, no shell; ``~`` and environment variables expanded; default
-SIGPIPE; the module's stdin and environment) and comes back with its fields: ``rc``, ``stdout``, ``stderr``
+started as the command module starts it with ``expand_argument_vars: false`` (an argv exactly as written, no shell
+and nothing expanded: ``$NAME`` in a ``sh -c`` script is the shell's, not the controller's; default SIGPIPE; the
+module's stdin and environment) and comes back with its fields: ``rc``, ``stdout``, ``stderr``
 (trailing newlines stripped), ``start``, ``end``, ``delta``, plus ``item``. Its output is collected with
 :meth:`subprocess.Popen.communicate`, not ``AnsibleModule.run_command``: run_command's select loop tests ``poll()``
 twice after the pipes close, and a child that exits between the two calls leaves it in a one-second ``select`` on
@@ -63,7 +64,7 @@ def _one(module: AnsibleModule, argv: list[str], item: object, guard_s: float, c
          events_file: str = "") -> dict[str, object]:
     fired: list[bool] = []
     before = _count(events_file) if events_file else 0
-    args = [os.path.expanduser(os.path.expandvars(a)) for a in argv]  # as run_command(expand_user_and_vars=True)
+    args = list(argv)  # as written: expanding $NAME from this module's environment rewrote sh -c scripts
     start = datetime.datetime.now()
     try:
         proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True)

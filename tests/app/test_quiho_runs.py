@@ -28,12 +28,12 @@ SCRIPT = ('n=$(cat "$1" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$1"; ec
           'echo ;; *) echo "ops: 4$n" ;; esac')
 
 
-def _module(tmp_path: Path, args: dict[str, Any]) -> tuple[dict[str, Any], float]:
+def _module(tmp_path: Path, args: dict[str, Any], env: dict[str, str] | None = None) -> tuple[dict[str, Any], float]:
     f = tmp_path / "args.json"
     f.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
     t0 = time.monotonic()
     out = subprocess.run([sys.executable, str(MODULE), str(f)], capture_output=True, text=True, check=False,
-                         timeout=120)
+                         timeout=120, env=None if env is None else {**os.environ, **env})
     return json.loads(out.stdout), time.monotonic() - t0
 
 
@@ -93,6 +93,34 @@ def test_before_gates_the_runs_after_always_runs_and_item_args_follow_argv(tmp_p
 
     res, _ = _module(tmp_path, {"argv": ["true"], "items": [1, 2], "after": [*note, "bad"]})
     assert res["failed"] and [r["rc"] for r in res["runs"]] == [0, 0]  # the runs are kept, the host fails
+
+
+def test_the_argv_reaches_the_program_as_written_nothing_expanded_from_the_controller(tmp_path: Path) -> None:
+    """A ``sh -c`` script's variables are the shell's: the controller's environment (which the local connection
+    passes on) must not rewrite them first, nor a leading ``~``; the program still inherits that environment."""
+    script = 'name=shell; printf "%s|%s|%s" "$name" "$1" "$QUIHO_SEEN"'
+    res, _ = _module(tmp_path, {"argv": ["sh", "-c", script, "sh", "~/$name"], "items": [1], "before": ["true"]},
+                     env={"name": "controller", "QUIHO_SEEN": "inherited"})
+    assert res["runs"][0]["rc"] == 0 and res["runs"][0]["stdout"] == "shell|~/$name|inherited"
+
+
+def test_every_ansible_command_task_passes_its_argv_unexpanded() -> None:
+    """Ansible's command module expands ``$NAME`` in its argv by default; quiho's inline scripts use shell variables
+    (``$name``, ``$d``, ``$r``, ...) that a controller's environment could shadow, so every task turns that off."""
+    tasks = 0
+    for f in sorted((MODULE.parents[1]).rglob("*.yml")):
+        lines = f.read_text().split("\n")
+        for i, line in enumerate(lines):
+            if line.strip() == "ansible.builtin.command:":
+                tasks += 1
+                indent = len(lines[i + 1]) - len(lines[i + 1].lstrip())
+                block = []
+                for nxt in lines[i + 1:]:
+                    if nxt.strip() and len(nxt) - len(nxt.lstrip()) < indent:
+                        break
+                    block.append(nxt.strip())
+                assert "expand_argument_vars: false" in block, f"{f.name}:{i + 1}"
+    assert tasks >= 10
 
 
 @pytest.mark.root
