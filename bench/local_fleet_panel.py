@@ -363,8 +363,9 @@ ALL_PAIRS = {**PAIRS, **SELF_PAIRS}
 
 
 def _unexpanded(cmd: str) -> bool:
-    """Whether the fleet runs ``cmd`` as written: its runs module expands ``$NAME`` from its environment before
-    ``sh`` sees the text (as Ansible's command module does), and ``$_`` is set in every shell's children."""
+    """Whether ``cmd`` ran as written before 25b987c, when the runs module expanded ``$NAME`` from the controller's
+    environment (bash exports ``$_``): a text rewritten then is refused, so new runs are not counted with runs of
+    other text."""
     return os.path.expandvars(cmd) == cmd
 
 
@@ -557,8 +558,8 @@ def main() -> None:
         sys.exit(f"panel: unknown pair(s) {', '.join(unknown)}; known: {', '.join(ALL_PAIRS)}")
     rewritten = [f"{p}@{v}" for p in names for v, cmd in ALL_PAIRS[p][0].items() if not _unexpanded(cmd)]
     if rewritten:
-        sys.exit(f"panel: the fleet would expand environment variables in {', '.join(rewritten)} before the shell "
-                 "sees them (its runs module expands $NAME as Ansible's command module does); rename the variable")
+        sys.exit(f"panel: {', '.join(rewritten)} ran with $NAME expanded from the controller's environment before "
+                 "25b987c, so new runs would not run what its earlier ones did; register a new pair")
     run(args.out, names, args.runs, args.first)
 
 

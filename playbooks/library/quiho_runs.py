@@ -64,12 +64,11 @@ def _one(module: AnsibleModule, argv: list[str], item: object, guard_s: float, c
          events_file: str = "") -> dict[str, object]:
     fired: list[bool] = []
     before = _count(events_file) if events_file else 0
-    args = list(argv)  # as written: expanding $NAME from this module's environment rewrote sh -c scripts
     start = datetime.datetime.now()
     try:
-        proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True)
+        proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True)
     except OSError as exc:
-        module.fail_json(msg=f"cannot run {args[0]!r}: {exc}", rc=exc.errno, stdout="", stderr="")
+        module.fail_json(msg=f"cannot run {argv[0]!r}: {exc}", rc=exc.errno, stdout="", stderr="")
     guard = threading.Timer(guard_s, lambda: (fired.append(True), _kill(proc.pid))) if guard_s > 0 else None
     if guard is not None:
         guard.daemon = True

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from quiho.app.run import command_wall
 from quiho.app.spec import AppSpec
@@ -107,19 +108,19 @@ def test_the_argv_reaches_the_program_as_written_nothing_expanded_from_the_contr
 def test_every_ansible_command_task_passes_its_argv_unexpanded() -> None:
     """Ansible's command module expands ``$NAME`` in its argv by default; quiho's inline scripts use shell variables
     (``$name``, ``$d``, ``$r``, ...) that a controller's environment could shadow, so every task turns that off."""
+    def commands(node: Any) -> list[dict[str, Any]]:
+        if isinstance(node, list):
+            return [c for item in node for c in commands(item)]
+        if isinstance(node, dict):
+            own = [node["ansible.builtin.command"]] if "ansible.builtin.command" in node else []
+            return own + [c for v in node.values() for c in commands(v)]
+        return []
+
     tasks = 0
-    for f in sorted((MODULE.parents[1]).rglob("*.yml")):
-        lines = f.read_text().split("\n")
-        for i, line in enumerate(lines):
-            if line.strip() == "ansible.builtin.command:":
-                tasks += 1
-                indent = len(lines[i + 1]) - len(lines[i + 1].lstrip())
-                block = []
-                for nxt in lines[i + 1:]:
-                    if nxt.strip() and len(nxt) - len(nxt.lstrip()) < indent:
-                        break
-                    block.append(nxt.strip())
-                assert "expand_argument_vars: false" in block, f"{f.name}:{i + 1}"
+    for f in sorted(MODULE.parents[1].rglob("*.yml")):
+        for c in commands(yaml.safe_load(f.read_text())):
+            tasks += 1
+            assert c.get("expand_argument_vars") is False, f.name
     assert tasks >= 10
 
 
