@@ -75,6 +75,16 @@ class DesignAnalysis:
     verdict: str
     reason: str
     settings: DesignSettings
+    higher_is_better: bool = False
+
+    def toward(self, effect: Effect) -> float:
+        """``effect``'s log estimate in the direction its factor moves its resource: > 0 where a version leans on it."""
+        ax = next((ax for ax in self.axes if ax.factor == effect.factor), None)
+        return _toward(effect.estimate, ax.slows if ax else None, self.higher_is_better)
+
+    def leans(self, effect: Effect) -> bool:
+        """True when ``effect``'s interval excludes 0 on the side its factor moves what leans on its resource."""
+        return effect.excludes_zero() and self.toward(effect) > 0
 
     @property
     def moved(self) -> tuple[Effect, ...]:
@@ -125,6 +135,12 @@ def _stressor_reference(axis: AxisClass, higher_is_better: bool) -> str:
     return ", ".join(parts) + f" in {unit}"
 
 
+def _toward(estimate: float, slows: bool | None, higher_is_better: bool) -> float:
+    """A log effect signed so that > 0 is the way the factor moves its resource (any way when ``slows`` is None)."""
+    worse = -estimate if higher_is_better else estimate
+    return abs(worse) if slows is None else (worse if slows else -worse)
+
+
 def _moved(changes: tuple[Effect, ...], settings: DesignSettings) -> tuple[Effect, ...]:
     """The changes that count: Holm-adjusted p below the level of a look and at least the floor."""
     return tuple(c for c in changes
@@ -145,9 +161,7 @@ def _story(effects: VersionEffects, axes: Mapping[str, AxisClass], labels: Mappi
     resource = {f: ax.resource for f, ax in axes.items()}
 
     def along(f: str) -> bool:
-        slows = axes[f].slows if f in axes else None
-        worse = -by[f].estimate if higher_is_better else by[f].estimate
-        return slows is None or (worse > 0) == slows
+        return _toward(by[f].estimate, axes[f].slows if f in axes else None, higher_is_better) > 0
 
     shown = {f: e for f, e in by.items() if e.shown_beyond(floor)}
     leaning = {f: e for f, e in shown.items() if along(f)}
@@ -288,7 +302,7 @@ def analyse_design(runs: pd.DataFrame, version_a: str, version_b: str, factors: 
     story_b = _story(lab_b, by_axis, labels, settings.floor, higher_is_better, pooled)
     verdict, reason = _verdict(changes, n_visits, settings, story_a, story_b, labels, factors)
     return DesignAnalysis(factors, axes, eff_a, eff_b, changes, n_visits, B, st, story_a, story_b, verdict,
-                          reason, settings)
+                          reason, settings, higher_is_better)
 
 
 #: Columns of :func:`effect_table`.

@@ -312,7 +312,9 @@ def design_hints(design: DesignAnalysis, name_a: str, name_b: str, *, metric_ver
     """Class-level hints from a designed fleet's factor effects; each cites effects, intervals and p.
 
     One hint per factor whose effect changed (largest change first), naming the resource class the factor loads;
-    otherwise one hint saying what the data show (same resources, or why nothing can be said).
+    a change that moves neither version the way the factor moves its resource (a version faster under a limit)
+    names no class and says so. Otherwise one hint saying what the data show (same resources, or why nothing can
+    be said).
     """
     words = {ax.factor: _CLASS_WORDS.get(ax.resource, ax.resource) for ax in design.axes}
     resource = design.axis_resource()
@@ -324,16 +326,25 @@ def design_hints(design: DesignAnalysis, name_a: str, name_b: str, *, metric_ver
     out = []
     for c in sorted(design.moved, key=lambda c: -abs(c.estimate)):
         a, b = ea[c.factor], eb[c.factor]
-        gained = abs(b.estimate) > abs(a.estimate)
         lab = design.label(c.factor)
-        msg = (f"{name_b} {'leans more' if gained else 'leans less'} on {words.get(c.factor, 'an unknown class')}: "
+        evidence = {"factor": c.factor, "effect_a": a.to_dict(), "effect_b": b.to_dict(), "change": c.to_dict()}
+        word = words.get(c.factor, "an unknown class")
+        if not (design.leans(a) or design.leans(b)):  # e.g. one version faster under a limit: no resource named
+            out.append(Hint("class", f"The effect of {lab} changed ({c.text()}, permutation p = {c.p_value:.3g}, "
+                            f"Holm {c.p_adjusted:.3g}), but it moves neither version the way it moves what leans "
+                            f"on {word} ({name_a} {a.text()}, {name_b} {b.text()}): neither is shown to lean on "
+                            f"{word}, so this change names no resource to look at.", "",
+                            resource.get(c.factor, "none"), evidence=evidence))
+            continue
+        gained = design.toward(b) > design.toward(a)
+        msg = (f"{name_b} {'leans more' if gained else 'leans less'} on {word}: "
                f"{lab} moves {name_a} {a.text()} and {name_b} {b.text()} (change {c.text()}, permutation "
                f"p = {c.p_value:.3g}, Holm {c.p_adjusted:.3g}). "
                + ("Look at what the new version does more of with that resource" if gained else
                   "Look at what the new version no longer does with that resource (or now does instead)")
                + (f": {LOOK_AT[resource[c.factor]]}." if resource.get(c.factor) in LOOK_AT else "."))
-        out.append(Hint("class", msg, "gained" if gained else "lost", resource.get(c.factor, "none"), evidence={
-            "factor": c.factor, "effect_a": a.to_dict(), "effect_b": b.to_dict(), "change": c.to_dict()}))
+        out.append(Hint("class", msg, "gained" if gained else "lost", resource.get(c.factor, "none"),
+                        evidence=evidence))
     if out:
         out.insert(0, Hint("profile", f"The resource profile changed: {design.story_a.label} → "
                            f"{design.story_b.label}. {story}.", subject="design",

@@ -95,3 +95,26 @@ def test_a_single_axis_fleet_cannot_show_equivalence():
                                                         stressors=("cpu", "matrix", "stream", "zero")),
                                        fleet_axes=1, **kw), opts)
     assert shifted.irup_verdict == "different"
+
+
+@pytest.mark.parametrize("co_runner_a, leans", [(0.25, True), (-0.25, False)])
+def test_a_design_change_names_a_class_only_the_way_its_factor_moves_it(co_runner_a, leans):
+    """v1 slower (or faster) beside the stream co-runner, v2 not moved: the change is found either way, but only a
+    slowdown is leaning on memory; a version faster under contention names no resource to look at."""
+    from quiho.datasets import planted_design
+    from quiho.design import analyse_design
+    from quiho.profile.hints import design_hints
+
+    runs, table = planted_design(effects_a={"cpu-quota": 0.4, "co-runner": co_runner_a},
+                                 effects_b={"cpu-quota": 0.4}, rounds=2, random_state=5)
+    design = analyse_design(runs, "v1", "v2", table)
+    assert "co-runner" in {c.factor for c in design.moved}
+    hint = next(h for h in design_hints(design, "v1", "v2") if h.kind == "class")
+    assert hint.evidence["factor"] == "co-runner" and hint.subject == "memory"
+    if leans:
+        assert hint.message.startswith("v2 leans less on memory bandwidth") and hint.direction == "lost"
+    else:
+        assert "leans less" not in hint.message and "leans more" not in hint.message
+        assert "names no resource" in hint.message and hint.direction == ""
+        # the numbers are the design's, as in the verdict's reason and the effect table
+        assert design.a.by_factor()["co-runner"].text() in hint.message
