@@ -331,10 +331,9 @@ def design_hints(design: DesignAnalysis, name_a: str, name_b: str, *, metric_ver
         word = words.get(c.factor, "an unknown class")
         if not (design.leans(a) or design.leans(b)):  # e.g. one version faster under a limit: no resource named
             out.append(Hint("class", f"The effect of {lab} changed ({c.text()}, permutation p = {c.p_value:.3g}, "
-                            f"Holm {c.p_adjusted:.3g}), but it moves neither version the way it moves what leans "
-                            f"on {word} ({name_a} {a.text()}, {name_b} {b.text()}): neither is shown to lean on "
-                            f"{word}, so this change names no resource to look at.", "",
-                            resource.get(c.factor, "none"), evidence=evidence))
+                            f"Holm {c.p_adjusted:.3g}) without moving either version the way it moves what leans "
+                            f"on {word}: {name_a} {a.text()}, {name_b} {b.text()}. This change names no resource "
+                            "to look at.", "", resource.get(c.factor, "none"), evidence=evidence))
             continue
         gained = design.toward(b) > design.toward(a)
         msg = (f"{name_b} {'leans more' if gained else 'leans less'} on {word}: "
