@@ -42,13 +42,12 @@ def readings(report: dict) -> list[dict]:
     eb = {e["factor"]: e for e in design["effects"]["b"]["effects"]}
     rows = []
     for f in design["moved"]:
-        a, b = ea[f], eb[f]
+        a, b, sl = ea[f], eb[f], slows.get(f)
         old = "more" if abs(b["log_effect"]) > abs(a["log_effect"]) else "less"
-        if not (_leans(a, slows.get(f), hib) or _leans(b, slows.get(f), hib)):
+        if not (_leans(a, sl, hib) or _leans(b, sl, hib)):
             new = "none"
         else:
-            new = "more" if (_toward(b["log_effect"], slows.get(f), hib)
-                             > _toward(a["log_effect"], slows.get(f), hib)) else "less"
+            new = "more" if _toward(b["log_effect"], sl, hib) > _toward(a["log_effect"], sl, hib) else "less"
         rows.append({"factor": f, "a": _text(a), "b": _text(b), "old": old, "new": new,
                      "story": f"{design['story']['a']['label']} → {design['story']['b']['label']}"})
     return rows
