@@ -122,15 +122,27 @@ class Inventory(BaseModel):
 
 
 def tool_path() -> str:
-    """Return ``$PATH`` with this interpreter's scripts directory first.
+    """Return ``$PATH`` with this interpreter's scripts directory first, for Ansible commands that start no program.
 
     ansible-core's commands (``ansible-inventory``, ``ansible-playbook``) are installed beside the Python that
     runs quiho; in a virtual environment that is not activated (``.venv/bin/quiho ...``) they are not on
-    ``$PATH``, so every Ansible subprocess gets this ``PATH``.
+    ``$PATH``. A playbook gets :func:`ansible_links` first instead, as what it starts inherits its ``PATH``.
     """
     scripts = sysconfig.get_path("scripts")
     path = os.environ.get("PATH") or os.defpath
     return path if scripts in path.split(os.pathsep) else scripts + os.pathsep + path
+
+
+def ansible_links(directory: Path) -> str:
+    """Link Ansible's commands beside this interpreter into ``directory``; return ``$PATH`` with it first.
+
+    Only Ansible's commands: with the whole scripts directory first, every program a playbook starts on the local
+    fleet (the application's setup and runs among them) would find quiho's own ``python3`` before the caller's.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    for exe in sorted(Path(sysconfig.get_path("scripts")).glob("ansible*")):
+        (directory / exe.name).symlink_to(exe)
+    return str(directory) + os.pathsep + (os.environ.get("PATH") or os.defpath)
 
 
 def load_inventory(path: str | os.PathLike[str] | Inventory | None = None) -> Inventory:

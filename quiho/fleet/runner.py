@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from quiho.fleet.inventory import repo_root, tool_path
+from quiho.fleet.inventory import ansible_links, repo_root
 
 __all__ = [
     "HostOutcome",
@@ -298,7 +298,7 @@ def poll_config(dest: Path, poll_s: float) -> Path | None:
     return dest
 
 
-def _envvars(cp_dir: Path, host_key_checking: bool, python_interpreter: str) -> dict[str, str]:
+def _envvars(cp_dir: Path, host_key_checking: bool, python_interpreter: str, path: str) -> dict[str, str]:
     return {
         "ANSIBLE_SSH_CONTROL_PATH_DIR": str(cp_dir),
         "ANSIBLE_SSH_ARGS": SSH_ARGS,
@@ -311,7 +311,7 @@ def _envvars(cp_dir: Path, host_key_checking: bool, python_interpreter: str) -> 
         "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False",
         "ANSIBLE_SYSTEM_WARNINGS": "False",
         "ANSIBLE_PYTHON_INTERPRETER": python_interpreter,
-        "PATH": tool_path(),
+        "PATH": path,
     }
 
 
@@ -392,7 +392,7 @@ def run_playbook(
     cp_dir = Path(tempfile.mkdtemp(prefix=f"{control_prefix()}-", dir="/tmp"))
     (work / "env").mkdir()
     (work / "env" / "extravars").write_text(unsafe_yaml(extravars) + "\n")
-    envvars = _envvars(cp_dir, how.host_key_checking, how.python_interpreter)
+    envvars = _envvars(cp_dir, how.host_key_checking, how.python_interpreter, ansible_links(work / "bin"))
     cfg = poll_config(work / "ansible.cfg", how.poll_s) if how.poll_s is not None else None
     if cfg is not None:
         envvars["ANSIBLE_CONFIG"] = str(cfg)

@@ -1,0 +1,43 @@
+"""The application on the local fleet finds programs on the caller's PATH, not in quiho's own scripts directory."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from quiho.app import load_app_spec, run_app
+from quiho.store import open_store
+
+
+def test_setup_and_runs_find_the_callers_python3_not_quihos(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    path = "/usr/local/bin:/usr/bin:/bin"
+    want = shutil.which("python3", path=path)
+    if want is None:
+        pytest.skip("no python3 on /usr/local/bin:/usr/bin:/bin")
+    scripts = sysconfig.get_path("scripts")
+    assert os.path.dirname(want) != scripts  # else the test could not tell the two apart
+    monkeypatch.setenv("PATH", path)  # the caller's PATH: quiho started as .venv/bin/quiho, venv not activated
+    inv = tmp_path / "one.yml"
+    inv.write_text("all:\n  vars: {ansible_connection: local}\n  hosts:\n    env-host: {}\n")
+    spec = tmp_path / "env.yml"
+    spec.write_text(
+        "schema_version: 1\nname: env\nversions:\n"
+        "  v1: {command: [sh, -c, 'command -v python3 > run.txt; printf %s \"$PATH\" > path.txt'],\n"
+        f"       setup: [sh, -c, 'command -v python3 > setup.txt'], workdir: {tmp_path}}}\n"
+        "repetitions: 1\ntimeout: 60\n"
+    )
+    with open_store(tmp_path / "q.db") as st:
+        run = run_app(load_app_spec(spec), "v1", inv, store=st)
+    assert run.status == "complete", run.to_dict()
+    assert sqlite3.connect(tmp_path / "q.db").execute("SELECT status FROM app_runs").fetchall() == [("ok",)]
+    assert (tmp_path / "setup.txt").read_text().strip() == want
+    assert (tmp_path / "run.txt").read_text().strip() == want
+    entries = (tmp_path / "path.txt").read_text().split(os.pathsep)
+    assert scripts not in entries
+    assert entries[-3:] == path.split(os.pathsep)  # the caller's PATH, after Ansible's links only
