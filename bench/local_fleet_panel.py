@@ -33,6 +33,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 QUIHO = str(REPO / ".venv" / "bin" / "quiho")
+#: The pairs run with quiho's venv first on PATH, as every panel run before 51e1a7b did (a pair's bare ``python3``
+#: was then the venv's on the local fleet; since, the caller's): the registered runs stay comparable.
+RUN_ENV = {**os.environ, "PATH": str(REPO / ".venv" / "bin") + os.pathsep + os.environ.get("PATH", os.defpath)}
 
 #: mawk-buffer's program, the same in both versions: 30 sines a line, then the line printed.
 _SIN30 = "{s = 0; for (i = 1; i <= 30; i++) s += sin($1 * i); print s}"
@@ -455,7 +458,7 @@ def run(out: Path, pairs: list[str], runs: int, first: int = 1) -> None:
             t0 = time.monotonic()
             p = subprocess.run([QUIHO, "profile", f"{name}@{a}", f"{name}@{b}", "--spec", str(pd / "spec.yml"),
                                 "--battery", "resources", "--store", str(store), "--report", str(pd)],
-                               capture_output=True, text=True, check=False)
+                               capture_output=True, text=True, check=False, env=RUN_ENV)
             (pd / "stdout.txt").write_text(p.stdout)
             (pd / "stderr.txt").write_text(p.stderr)
             (pd / "meta.json").write_text(json.dumps({"rc": p.returncode, "wall_s": time.monotonic() - t0,
