@@ -15,7 +15,8 @@ SERIAL="root or stressng or netns or bpftrace or quiet"
 set +e
 "$PY" -m pytest -n 2 -m "not ($SERIAL)" "$@"
 light=$?
-"$PY" -m pytest -m "$SERIAL" "$@"
+# the slowest serial tests are listed: they set the suite's wall time (CI's budget is ~40 min on 2 cores)
+"$PY" -m pytest -m "$SERIAL" --durations=15 "$@"
 serial=$?
 set -e
 [ "$light" = 5 ] && [ "$serial" != 5 ] && light=0
