@@ -21,7 +21,8 @@ def test_setup_and_runs_find_the_callers_python3_not_quihos(tmp_path: Path,
     if want is None:
         pytest.skip("no python3 on /usr/local/bin:/usr/bin:/bin")
     scripts = sysconfig.get_path("scripts")
-    assert os.path.dirname(want) != scripts  # else the test could not tell the two apart
+    if os.path.dirname(want) == scripts:
+        pytest.skip(f"quiho's scripts directory is {scripts}, where the caller's python3 is: nothing to tell apart")
     monkeypatch.setenv("PATH", path)  # the caller's PATH: quiho started as .venv/bin/quiho, venv not activated
     inv = tmp_path / "one.yml"
     inv.write_text("all:\n  vars: {ansible_connection: local}\n  hosts:\n    env-host: {}\n")
