@@ -345,8 +345,10 @@ def design_hints(design: DesignAnalysis, name_a: str, name_b: str, *, metric_ver
         out.append(Hint("class", msg, "gained" if gained else "lost", resource.get(c.factor, "none"),
                         evidence=evidence))
     if out:
+        # when no change names a resource, the first line says so rather than read as a new bottleneck
+        none = "; no change names a resource" if all(not h.direction for h in out) else ""
         out.insert(0, Hint("profile", f"The resource profile changed: {design.story_a.label} → "
-                           f"{design.story_b.label}. {story}.", subject="design",
+                           f"{design.story_b.label}{none}. {story}.", subject="design",
                            evidence={"verdict": design.verdict}))
         return tuple(out)
     if design.verdict == "equivalent":

@@ -109,8 +109,12 @@ def test_a_design_change_names_a_class_only_the_way_its_factor_moves_it(co_runne
                                  effects_b={"cpu-quota": 0.4}, rounds=2, random_state=5)
     design = analyse_design(runs, "v1", "v2", table)
     assert "co-runner" in {c.factor for c in design.moved}
-    hint = next(h for h in design_hints(design, "v1", "v2") if h.kind == "class")
+    hints = design_hints(design, "v1", "v2")
+    hint = next(h for h in hints if h.kind == "class")
     assert hint.evidence["factor"] == "co-runner" and hint.subject == "memory"
+    # the first line says when no change names a resource (here the one change is the co-runner's)
+    assert hints[0].message.startswith("The resource profile changed")
+    assert ("no change names a resource" in hints[0].message) is (not leans)
     if leans:
         assert hint.message.startswith("v2 leans less on memory bandwidth") and hint.direction == "lost"
     else:
