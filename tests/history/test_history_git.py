@@ -118,3 +118,25 @@ def test_worktree_bench_metrics_and_errors(tmp_path, make_repo):
         WorktreeBench(repo, [], ["true"], metric="joules")
     assert len(_worktrees(repo)) == 1
     assert unstable(np.array([1.0, 1.2])) and not unstable(np.array([1.0, 1.05])) and not unstable(np.array([1.0]))
+
+
+def test_cpu_metric_counts_the_benchmark_alone(tmp_path, make_repo):
+    """Another child of the calling process, reaped while the benchmark runs, adds nothing to its CPU seconds."""
+    import os
+    import sys
+    import threading
+
+    from quiho.history.sources import WorktreeBench
+
+    repo = tmp_path / "repo"
+    shas = make_repo(repo, n_commits=2, slow_at=5, broken_at=None)
+    burner = subprocess.Popen([sys.executable, "-c", "import time\nwhile time.process_time() < 0.5: pass"])
+    os.waitid(os.P_PID, burner.pid, os.WEXITED | os.WNOWAIT)  # it has exited; it is reaped below, not yet
+    reaper = threading.Timer(0.2, burner.wait)  # in the middle of the benchmark's 0.6 s
+    reaper.start()
+    try:
+        cpu = WorktreeBench(repo, [], ["sleep", "0.6"], repetitions=1, metric="cpu")(shas[0])
+    finally:
+        reaper.join()
+    assert burner.returncode == 0
+    assert cpu[0] < 0.25  # sleep uses ~1 ms; the burner's 0.5 s would be counted by a RUSAGE_CHILDREN difference

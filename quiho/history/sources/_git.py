@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import resource
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -49,6 +51,39 @@ def list_revisions(repo: str | Path, rev_range: str = "HEAD") -> list[str]:
     if not revs:
         raise GitError(f"{rev_range!r} selects no commits in {repo}")
     return revs
+
+
+def _run_child(argv: list[str], cwd: Path, timeout: float) -> tuple[subprocess.CompletedProcess[str], float]:
+    """``subprocess.run(argv, capture_output=True, text=True, timeout=timeout)`` and the child's CPU seconds.
+
+    The CPU time is the child's own rusage from ``wait4`` (user + system, its waited-for descendants included),
+    not a difference of ``RUSAGE_CHILDREN``, which also counts any other child this process reaps meanwhile.
+    """
+    with tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
+        proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=fout, stderr=ferr)
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            proc.kill()
+
+        timer = threading.Timer(timeout, expire)
+        timer.start()
+        try:
+            _pid, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        fout.seek(0)
+        ferr.seek(0)
+        stdout, stderr = fout.read().decode(errors="replace"), ferr.read().decode(errors="replace")
+    if expired.is_set() and proc.returncode == -signal.SIGKILL:
+        raise subprocess.TimeoutExpired(argv, timeout, output=stdout, stderr=stderr)
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr), usage.ru_utime + usage.ru_stime
 
 
 def _tail(text: str | bytes | None, lines: int = 20) -> str:
@@ -97,9 +132,11 @@ class WorktreeBench:
         if not bench:
             raise UsageError("--bench needs a command")
 
-    def _run(self, argv: list[str], cwd: Path, what: str, commit: str) -> subprocess.CompletedProcess[str]:
+    def _run(self, argv: list[str], cwd: Path, what: str, commit: str
+             ) -> tuple[subprocess.CompletedProcess[str], float]:
+        """Run ``argv`` to completion: its output and the CPU seconds of its process tree."""
         try:
-            out = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=self.timeout, check=False)
+            out, cpu = _run_child(argv, cwd, self.timeout)
         except FileNotFoundError:
             raise BuildFailed(f"{what} at {commit[:12]}: command not found: {argv[0]}") from None
         except subprocess.TimeoutExpired as exc:
@@ -112,7 +149,7 @@ class WorktreeBench:
             err = BuildFailed(f"{what} at {commit[:12]} exited {out.returncode}: {last}")
             err.stderr_tail = _tail(out.stderr)  # type: ignore[attr-defined]
             raise err
-        return out
+        return out, cpu
 
     def __call__(self, commit: str) -> np.ndarray:
         """Build and benchmark ``commit``; returns the ``repetitions`` values."""
@@ -139,15 +176,13 @@ class WorktreeBench:
 
     def measure_in(self, wt: Path, commit: str) -> float:
         """One benchmark run in ``wt`` (the worktree of ``commit``): its value by ``metric``."""
-        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        out = self._run(self.bench, wt, "benchmark", commit)
+        out, cpu = self._run(self.bench, wt, "benchmark", commit)
         elapsed = time.perf_counter() - t0
-        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         if self.metric == "wall":
             return elapsed
         if self.metric == "cpu":
-            return (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+            return cpu
         last = (out.stdout.strip().splitlines() or [""])[-1].strip()
         try:
             return float(last.split()[0])
