@@ -91,6 +91,12 @@ def cpu_hogs(n: int) -> Iterator[None]:
             hog.wait()
 
 
+def _own_pytest_env() -> dict[str, str]:
+    """This process's environment without pytest's own variables: an xdist worker's PYTEST_XDIST_WORKER, inherited,
+    makes pytest-benchmark in the child disable every benchmark (and save no file)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+
+
 def commit_and_bench(root: Path, n_sort: int, note: str, *, hogs: int) -> tuple[Path, Path]:
     """Commit the benchmark with ``n_sort`` elements and run it once (wall clock), with ``hogs`` busy processes.
 
@@ -108,7 +114,8 @@ def commit_and_bench(root: Path, n_sort: int, note: str, *, hogs: int) -> tuple[
            "--benchmark-max-time=0.1", "--benchmark-min-time=0.0005", "--benchmark-warmup=on",
            "--benchmark-warmup-iterations=3"]
     with cpu_hogs(hogs):
-        r = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=300, check=False, preexec_fn=_pin)
+        r = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=300, check=False, preexec_fn=_pin,
+                           env=_own_pytest_env())
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     return out, max(kept.glob("*/*.json"), key=lambda p: p.stat().st_mtime_ns)
 
