@@ -22,11 +22,16 @@ Options: ``argv`` (list of str); ``items`` (list: one run each, returned as the 
 (argv run once last, also after a failure: the emulation's stop), each within ``step_guard_s`` seconds;
 ``events_file`` (path, "" = none; a missing or unreadable file counts 0). The task
 fails without ``runs`` when ``chdir`` or ``before`` fails, and with them when ``after`` fails.
+
+On the local connection the module inherits ansible-playbook's environment; there (``QUIHO_CALLER_ENV`` set, by
+quiho/fleet/runner.py) every run gets the caller's environment instead (:func:`run_env`): a program under test
+must not read Ansible's configuration, callbacks or interpreter, nor find Ansible's commands first on ``PATH``.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import signal
 import subprocess
@@ -60,13 +65,37 @@ def _count(path: str) -> int:
         return 0
 
 
+#: The caller's ``PATH`` and own variables of :data:`RUNNER_PREFIXES`, as JSON (quiho/fleet/runner.py's caller_env).
+CALLER_ENV = "QUIHO_CALLER_ENV"
+RUNNER_PREFIXES = ("ANSIBLE_", "AWX_", "RUNNER_")
+
+
+def run_env(environ: dict[str, str]) -> dict[str, str] | None:
+    """The environment of every run: the caller's where :data:`CALLER_ENV` says it, else None (the module's own).
+
+    Every variable named by :data:`RUNNER_PREFIXES` is removed and the caller's ``PATH`` and own such variables put
+    back; over SSH the module's environment is the host's, not the controller's, and is left as it is.
+    """
+    raw = environ.get(CALLER_ENV)
+    if raw is None:
+        return None
+    try:
+        caller = json.loads(raw)
+    except ValueError:
+        return None
+    env = {k: v for k, v in environ.items() if not k.startswith(RUNNER_PREFIXES) and k != CALLER_ENV}
+    env.update({str(k): str(v) for k, v in caller.items()})
+    return env
+
+
 def _one(module: AnsibleModule, argv: list[str], item: object, guard_s: float, cwd: str | None = None,
-         events_file: str = "") -> dict[str, object]:
+         events_file: str = "", env: dict[str, str] | None = None) -> dict[str, object]:
     fired: list[bool] = []
     before = _count(events_file) if events_file else 0
     start = datetime.datetime.now()
     try:
-        proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True)
+        proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
+                                env=env)
     except OSError as exc:
         module.fail_json(msg=f"cannot run {argv[0]!r}: {exc}", rc=exc.errno, stdout="", stderr="")
     guard = threading.Timer(guard_s, lambda: (fired.append(True), _kill(proc.pid))) if guard_s > 0 else None
@@ -118,12 +147,13 @@ def main() -> None:
     if p["chdir"] and not os.path.isdir(p["chdir"]):
         module.fail_json(msg=f"Unable to change directory before execution: {p['chdir']} is not a directory")
     runs: list[dict[str, object]] = []
+    env = run_env(dict(os.environ))
     why = _step(module, "before", list(p["before"]), p["step_guard_s"])
     try:
         if why is None:
             for i, item in enumerate(items):
                 argv = list(p["argv"]) + ([str(a) for a in extra[i]] if extra is not None else [])
-                runs.append(_one(module, argv, item, float(p["guard_s"]), p["chdir"], p["events_file"]))
+                runs.append(_one(module, argv, item, float(p["guard_s"]), p["chdir"], p["events_file"], env))
     finally:
         after = _step(module, "after", list(p["after"]), p["step_guard_s"])
     if why is not None:

@@ -298,8 +298,20 @@ def poll_config(dest: Path, poll_s: float) -> Path | None:
     return dest
 
 
+#: Variables of Ansible, ansible-runner and quiho's runner in ansible-playbook's environment; a program started on
+#: the local connection inherits them unless playbooks/library/quiho_runs.py gives it :func:`caller_env` instead.
+RUNNER_PREFIXES = ("ANSIBLE_", "AWX_", "RUNNER_")
+
+
+def caller_env() -> str:
+    """JSON of the caller's ``PATH`` and :data:`RUNNER_PREFIXES` variables, which ansible-playbook's replace."""
+    kept = {k: v for k, v in os.environ.items() if k.startswith(RUNNER_PREFIXES)}
+    return json.dumps({"PATH": os.environ.get("PATH") or os.defpath, **kept}, sort_keys=True)
+
+
 def _envvars(cp_dir: Path, host_key_checking: bool, python_interpreter: str, path: str) -> dict[str, str]:
     return {
+        "QUIHO_CALLER_ENV": caller_env(),
         "ANSIBLE_SSH_CONTROL_PATH_DIR": str(cp_dir),
         "ANSIBLE_SSH_ARGS": SSH_ARGS,
         "ANSIBLE_TIMEOUT": "10",

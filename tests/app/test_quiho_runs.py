@@ -169,3 +169,22 @@ def test_a_run_during_which_the_memory_group_met_its_limit_is_counted_and_not_us
                                {"1": "a", "2": "b"}, first=0, n_warm=0, n_runs=3, statuses={"h": ("ok", None)})
     assert [(r.status, r.value) for r in recs] == [("ok", 7.0), ("failed", None), ("ok", 7.0)]
     assert recs[1].reason is not None and "met its limit (2x)" in recs[1].reason
+
+
+def test_runs_get_the_callers_environment_on_the_local_connection(tmp_path: Path) -> None:
+    """Where quiho's runner says what the caller had (QUIHO_CALLER_ENV), a run sees none of Ansible's variables."""
+    ansible = {"ANSIBLE_CONFIG": "/tmp/qh-run-x/ansible.cfg", "ANSIBLE_NOCOLOR": "1", "AWX_ISOLATED_DATA_DIR": "/x",
+               "RUNNER_OMIT_EVENTS": "False", "PATH": "/tmp/qh-run-x/bin:/usr/bin:/bin", "QUIHO_KEEP": "yes"}
+    args = {"argv": ["sh", "-c", "env"], "items": [1]}
+
+    def env_of(extra: dict[str, str]) -> dict[str, str]:
+        res, _ = _module(tmp_path, args, env={**ansible, **extra})
+        return dict(line.split("=", 1) for line in res["runs"][0]["stdout"].splitlines() if "=" in line)
+
+    caller = {"PATH": "/usr/bin:/bin", "ANSIBLE_NOCOLOR": "0"}  # the caller's own ANSIBLE_ variable comes back
+    local = env_of({"QUIHO_CALLER_ENV": json.dumps(caller)})
+    assert local["PATH"] == "/usr/bin:/bin" and local["ANSIBLE_NOCOLOR"] == "0" and local["QUIHO_KEEP"] == "yes"
+    assert not {k for k in local if k.startswith(("ANSIBLE_", "AWX_", "RUNNER_")) and k != "ANSIBLE_NOCOLOR"}
+    assert "QUIHO_CALLER_ENV" not in local
+    remote = env_of({})  # over SSH: the host's environment, left alone
+    assert {k: remote[k] for k in ansible} == ansible

@@ -1,4 +1,5 @@
-"""The application on the local fleet finds programs on the caller's PATH, not in quiho's own scripts directory."""
+"""The application on the local fleet runs in the caller's environment: the caller's PATH (not quiho's scripts
+directory first) and none of Ansible's variables."""
 
 from __future__ import annotations
 
@@ -24,12 +25,13 @@ def test_setup_and_runs_find_the_callers_python3_not_quihos(tmp_path: Path,
     if os.path.dirname(want) == scripts:
         pytest.skip(f"quiho's scripts directory is {scripts}, where the caller's python3 is: nothing to tell apart")
     monkeypatch.setenv("PATH", path)  # the caller's PATH: quiho started as .venv/bin/quiho, venv not activated
+    monkeypatch.setenv("ANSIBLE_NOCOLOR", "0")  # the caller's own; ansible-playbook runs with quiho's "1"
     inv = tmp_path / "one.yml"
     inv.write_text("all:\n  vars: {ansible_connection: local}\n  hosts:\n    env-host: {}\n")
     spec = tmp_path / "env.yml"
     spec.write_text(
         "schema_version: 1\nname: env\nversions:\n"
-        "  v1: {command: [sh, -c, 'command -v python3 > run.txt; printf %s \"$PATH\" > path.txt'],\n"
+        "  v1: {command: [sh, -c, 'command -v python3 > run.txt; printf %s \"$PATH\" > path.txt; env > env.txt'],\n"
         f"       setup: [sh, -c, 'command -v python3 > setup.txt'], workdir: {tmp_path}}}\n"
         "repetitions: 1\ntimeout: 60\n"
     )
@@ -39,6 +41,7 @@ def test_setup_and_runs_find_the_callers_python3_not_quihos(tmp_path: Path,
     assert sqlite3.connect(tmp_path / "q.db").execute("SELECT status FROM app_runs").fetchall() == [("ok",)]
     assert (tmp_path / "setup.txt").read_text().strip() == want
     assert (tmp_path / "run.txt").read_text().strip() == want
-    entries = (tmp_path / "path.txt").read_text().split(os.pathsep)
-    assert scripts not in entries
-    assert entries[-3:] == path.split(os.pathsep)  # the caller's PATH, after Ansible's links only
+    assert (tmp_path / "path.txt").read_text() == path  # the caller's PATH, without Ansible's links first
+    env = dict(ln.split("=", 1) for ln in (tmp_path / "env.txt").read_text().splitlines() if "=" in ln)
+    assert env["ANSIBLE_NOCOLOR"] == "0"  # what the caller had, not what Ansible ran with
+    assert not {k for k in env if k.startswith(("ANSIBLE_", "AWX_", "RUNNER_", "QUIHO_CALLER"))} - {"ANSIBLE_NOCOLOR"}
