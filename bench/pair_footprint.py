@@ -53,15 +53,15 @@ def _charged(group: Path) -> dict[str, int]:
     return out
 
 
-def _in_group(group: Path, cmd: str, cwd: Path) -> float:
+def _in_group(group: Path, cmd: str, cwd: Path, env: dict[str, str] | None) -> float:
     t0 = time.perf_counter()
     subprocess.run(["sh", "-c", f'echo $$ > "{group}/cgroup.procs"; exec taskset -c 0 sh -c "$0"', cmd], cwd=cwd,
-                   check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                   check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     return time.perf_counter() - t0
 
 
-def footprint(cmd: str) -> dict[str, float]:
-    """Median wall, system calls (count and rate) and block requests charged, for one shell command."""
+def footprint(cmd: str, env: dict[str, str] | None = None) -> dict[str, float]:
+    """Median wall, system calls (count and rate) and block requests charged, for one shell command in ``env``."""
     work = Path(tempfile.mkdtemp(prefix="qfoot", dir="/root"))
     group = BLKIO / f"qfoot{os.getpid()}"
     group.mkdir()
@@ -69,13 +69,13 @@ def footprint(cmd: str) -> dict[str, float]:
         walls, charged = [], []
         for _ in range(4):
             before = _charged(group)
-            walls.append(_in_group(group, cmd, work))
+            walls.append(_in_group(group, cmd, work, env))
             subprocess.run(["sync"], check=False)  # writes still in the page cache reach the disk: not this group's
             after = _charged(group)
             charged.append(sum(after.get(k, 0) - before.get(k, 0) for k in ("Write", "Discard")))
         walls, charged = walls[1:], charged[1:]
         subprocess.run(["taskset", "-c", "0", "strace", "-c", "-f", "-o", str(work / ".strace"), "sh", "-c", cmd],
-                       cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+                       cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env)
         m = re.search(r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?total\s*$",
                       (work / ".strace").read_text(), re.M)
         calls = int(m.group(1)) if m else -1
@@ -95,10 +95,12 @@ def main() -> None:
     ap.add_argument("pairs", nargs="*")
     ap.add_argument("--cmd", action="append", default=[])
     args = ap.parse_args()
-    from local_fleet_panel import ALL_PAIRS
-    rows = [(f"cmd{i + 1}", "", c) for i, c in enumerate(args.cmd)]
+    from local_fleet_panel import ALL_PAIRS, RUN_ENV
+    # a pair in the environment the panel runs it in (quiho's venv first on PATH); a --cmd in this shell's
+    rows: list[tuple[str, str, str, dict[str, str] | None]] = [(f"cmd{i + 1}", "", c, None)
+                                                               for i, c in enumerate(args.cmd)]
     for name in args.pairs:
-        rows += [(name, v, c) for v, c in ALL_PAIRS[name][0].items()]
+        rows += [(name, v, c, RUN_ENV) for v, c in ALL_PAIRS[name][0].items()]
     mech = network_mechanism()
     # A round trip moves only under a delay; a tbf rate moves bulk transfers.
     print({"delay": f"network knob here: netem, {NET_DELAY_US} us a packet (round trips move)",
@@ -107,8 +109,8 @@ def main() -> None:
     print(f"| pair | version | wall s | system calls | a second | block requests charged | at {IOPS} IOPS: spread "
           "... burst |")
     print("|---|---|---|---|---|---|---|")
-    for name, version, cmd in rows:
-        f = footprint(cmd)
+    for name, version, cmd, env in rows:
+        f = footprint(cmd, env)
         print(f"| {name} | {version} | {f['wall_s']:.3f} | {f['calls']:,} | {f['calls_per_s']:,.0f} | "
               f"{f['requests']:.0f} | {100 * f['storage_spread']:+.0f} ... {100 * f['storage_burst']:+.0f} % |",
               flush=True)
