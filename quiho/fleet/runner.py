@@ -15,6 +15,7 @@ import configparser
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -198,22 +199,50 @@ class EventLog:
                               timed_out=cancelled, elapsed_s=elapsed_s, reaped=reaped)
 
 
-def unsafe_yaml(value: Any) -> str:
-    """``value`` as YAML in which every string is tagged ``!unsafe``, so Ansible never templates it.
+def _tag_whole_document() -> bool:
+    """True where ansible-core keeps an ``!unsafe`` mapping's strings (2.19 on), False where each ``!unsafe`` string."""
+    from ansible.release import __version__
+
+    major, minor = (int(x) for x in re.findall(r"\d+", __version__)[:2])
+    return (major, minor) >= (2, 19)
+
+
+def unsafe_yaml(value: Any, *, whole: bool | None = None) -> str:
+    """``value`` as YAML that Ansible reads back as it is, strings as strings and none of them templated.
 
     Extra variables carry user data (application argv, paths, job files); a ``{{ ... }}``
     in them must reach the host literally instead of being evaluated on the controller.
-    JSON string escapes are valid in YAML double-quoted scalars.
+    ansible-core 2.19 resolves an ``!unsafe`` string's type from its text (``!unsafe "true"`` is a boolean,
+    ``"007"`` the integer 7) but keeps the strings of an ``!unsafe`` mapping; earlier versions keep an
+    ``!unsafe`` string but lose the nested lists and mappings of an ``!unsafe`` mapping. So the whole document is
+    tagged for 2.19 and later (``whole``: default by the installed version), each string before.
+    JSON is YAML, and its string escapes are valid in YAML double-quoted scalars.
     """
+    if whole is None:
+        whole = _tag_whole_document()
+    if whole:
+        _check_types(value)
+        return "!unsafe " + json.dumps(value)
     if isinstance(value, str):
         return "!unsafe " + json.dumps(value)
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(str(k))}: {unsafe_yaml(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{json.dumps(str(k))}: {unsafe_yaml(v, whole=False)}" for k, v in value.items()) + "}"
     if isinstance(value, list | tuple):
-        return "[" + ", ".join(unsafe_yaml(v) for v in value) + "]"
-    if value is None or isinstance(value, bool | int | float):
-        return json.dumps(value)
-    raise TypeError(f"extra variable of type {type(value).__name__} cannot be passed to Ansible")
+        return "[" + ", ".join(unsafe_yaml(v, whole=False) for v in value) + "]"
+    _check_types(value)
+    return json.dumps(value)
+
+
+def _check_types(value: Any) -> None:
+    """Raise TypeError for anything but str, int, float, bool, None and dicts, lists and tuples of them."""
+    if isinstance(value, dict):
+        for v in value.values():
+            _check_types(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            _check_types(v)
+    elif not (value is None or isinstance(value, str | bool | int | float)):
+        raise TypeError(f"extra variable of type {type(value).__name__} cannot be passed to Ansible")
 
 
 def reap_processes(marker: str) -> list[int]:
