@@ -377,7 +377,8 @@ class Invocation:
         Ansible's internal poll interval (:data:`SHARED_MACHINE_POLL_S` for hosts on this machine); default
         Ansible's own.
     keep_dir : Path, optional
-        Where to copy the artifacts (job events) for later inspection.
+        Where to copy the artifacts (job events) for later inspection; not ansible-runner's ``command`` file, which
+        holds the whole environment (a store password among it).
     """
 
     limit: tuple[str, ...] | None = None
@@ -471,7 +472,8 @@ def run_playbook(
             time.sleep(0.05)
         reap_children(killed)
         if how.keep_dir is not None:
-            shutil.copytree(work / "artifacts", how.keep_dir, dirs_exist_ok=True)
+            shutil.copytree(work / "artifacts", how.keep_dir, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("command"))
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(cp_dir, ignore_errors=True)
     return log.result(status, rc, cancelled=cancelled, timeout_s=how.timeout_s, elapsed_s=time.monotonic() - t0,
