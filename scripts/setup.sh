@@ -3,14 +3,17 @@
 # System packages need root; without root they are reported, not installed.
 # Python packages go into a virtual environment, .venv (PEP 668: Debian's own python3 is "externally managed"
 # and refuses a system-wide pip install). PYTHON picks the interpreter the venv is made from (default python3).
-# `setup.sh run` installs what quiho runs (scripts/demo.sh: ~10 s less on a fresh machine); no argument adds the
-# dev extras (tests, lint, docs).
+# `setup.sh run` installs what quiho runs (scripts/demo.sh); no argument adds the dev extras (tests, lint, docs)
+# and the system packages the tests use.
 set -euo pipefail
 WHAT=${1:-dev}
 case $WHAT in run|dev) ;; *) echo "setup: unknown argument '$WHAT' (run | dev)" >&2; exit 2 ;; esac
 cd "$(dirname "$0")/.."
 
-APT_PKGS=(stress-ng openssh-server bpftrace chromium iproute2 gcc make procps python3-venv postgresql)
+# What the main job needs (stress-ng, the network knob's ip/tc, the examples' gcc); the tests and the docs' checks
+# add sshd hosts, bpftrace, headless Chromium and a PostgreSQL server.
+APT_PKGS=(stress-ng iproute2 gcc make procps python3-venv)
+[ "$WHAT" = dev ] && APT_PKGS+=(openssh-server bpftrace chromium postgresql)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
