@@ -130,6 +130,16 @@ def _msg(res: dict[str, Any] | None) -> str:
     return ""
 
 
+#: How Ansible's ssh connection says it lost the host; ansible-core 2.16 sends it as a task failure when the host
+#: goes away during a task, 2.19 as the host unreachable.
+_SSH_LOST = "Failed to connect to the host via ssh"
+
+
+def _lost(res: Any) -> bool:
+    """Whether a failed task's result says the connection to the host was lost (so the host is unreachable)."""
+    return isinstance(res, dict) and (res.get("unreachable") is True or str(res.get("msg", "")).startswith(_SSH_LOST))
+
+
 class EventLog:
     """Turns ansible-runner events into per-host outcomes and progress events (no I/O: testable on recorded events).
 
@@ -166,6 +176,10 @@ class EventLog:
             self._host(name)
             self._emit(FleetEvent("task", name, task))
         elif kind == "runner_on_unreachable":
+            h = self._host(name)
+            h.status, h.reason = "unreachable", f"{task}: {_msg(data.get('res'))}"
+            self._emit(FleetEvent("unreachable", name, task, h.reason))
+        elif kind == "runner_on_failed" and not data.get("ignore_errors") and _lost(data.get("res")):
             h = self._host(name)
             h.status, h.reason = "unreachable", f"{task}: {_msg(data.get('res'))}"
             self._emit(FleetEvent("unreachable", name, task, h.reason))

@@ -160,3 +160,22 @@ def test_a_host_on_this_machine_runs_no_task_it_skips(name: str) -> None:
         assert events and not tasks & {"quiho remote dir", "quiho remote cleanup", "quiho app setup"}
         assert {e["event_data"]["task"] for e in events if e["event"] == "runner_on_skipped"} <= {
             "quiho install stress-ng"}
+
+
+def test_a_host_lost_during_a_task_is_unreachable_whichever_way_ansible_says_it() -> None:
+    """ansible-core 2.16 sends a host whose sshd died during a task as a task failure, 2.19 as unreachable."""
+    lost = {"msg": "Failed to connect to the host via ssh: ssh: connect to host 10.200.174.2 port 22: "
+                   "Connection refused"}  # recorded from 2.16.19 (tests/fleet/test_fleet_netns.py's killed host)
+    events = [{"event": "runner_on_start", "event_data": {"host": h, "task": "quiho measure"}} for h in "abc"]
+    events += [
+        {"event": "runner_on_failed", "event_data": {"host": "a", "task": "quiho measure", "res": lost}},
+        {"event": "runner_on_unreachable", "event_data": {"host": "b", "task": "quiho measure", "res": lost}},
+        {"event": "runner_on_failed", "event_data": {"host": "c", "task": "quiho measure",
+                                                     "res": {"msg": "non-zero return code", "rc": 2}}},
+    ]
+    seen: list[FleetEvent] = []
+    res = _replay({"events": events, "status": "failed", "rc": 2, "timed_out": False, "timeout_s": 60}, seen)
+    assert [res.hosts[h].status for h in "abc"] == ["unreachable", "unreachable", "failed"]
+    assert res.hosts["a"].reason == "quiho measure: " + lost["msg"]
+    assert [(e.host, e.kind) for e in seen if e.kind != "task"] == [("a", "unreachable"), ("b", "unreachable"),
+                                                                    ("c", "failed")]
