@@ -175,11 +175,8 @@ class EventLog:
         if kind == "runner_on_start":
             self._host(name)
             self._emit(FleetEvent("task", name, task))
-        elif kind == "runner_on_unreachable":
-            h = self._host(name)
-            h.status, h.reason = "unreachable", f"{task}: {_msg(data.get('res'))}"
-            self._emit(FleetEvent("unreachable", name, task, h.reason))
-        elif kind == "runner_on_failed" and not data.get("ignore_errors") and _lost(data.get("res")):
+        elif kind == "runner_on_unreachable" or (
+                kind == "runner_on_failed" and not data.get("ignore_errors") and _lost(data.get("res"))):
             h = self._host(name)
             h.status, h.reason = "unreachable", f"{task}: {_msg(data.get('res'))}"
             self._emit(FleetEvent("unreachable", name, task, h.reason))
