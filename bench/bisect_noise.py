@@ -39,6 +39,19 @@ Binomial(a + b, 1/2), a the mean's count and b the median's), and in no cell is 
 mean's with that p < 0.05 (false alarms at 1x included); otherwise the mean stays.
 Run 2026-12-02 (both summaries in parallel, ~12 min): rep-outlier 1.3x wrong 16 (mean) vs 7 (median), p = 0.047;
 no cell worse with the median (the largest, state 30 % 2x: 9 vs 14, p = 0.20). The median became the default.
+
+**Measuring the change's two revisions again** (registered 2026-12-06 20:40 UTC, before any run of it). In the
+``state jump`` model, 12 of 100 histories without a step read a meaningful change (seeds 0-99, stop 92): a build
+measured in another machine state, often at an end of the history, is a revision alone on its side, and the
+t-test of revision centres takes the other side's spread for its own. ``--confirm on`` runs ``gp_bisect`` with
+``BisectPlan(confirm=True)``: when the verdict reads a meaningful change, the revisions on both sides of it are
+measured once more (two more builds) and each re-measurement is one more revision-unit of its side before the
+test is run again. Data: seeds 2000-2099 (``--seed-offset 2000 --seeds 100``), every model and the default steps,
+once with ``--confirm off`` and once with ``--confirm on``, the per-build-noise column's "now" verdict. Rule:
+confirming becomes the default only if its false alarms in the state-jump 1x cell are below those without it
+with one-sided conditional binomial p < 0.05 (p = P(X >= a), X ~ Binomial(a + b, 1/2), a the count without and b
+the count with), and in no cell is its wrong count above the one without with that p < 0.05 (false alarms at 1x
+included), nor, at a real step (10x, 2x, 1.3x), its not-meaningful count; otherwise the verdict stays as it is.
 """
 
 from __future__ import annotations
