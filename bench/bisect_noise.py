@@ -40,7 +40,7 @@ mean's with that p < 0.05 (false alarms at 1x included); otherwise the mean stay
 Run 2026-12-02 (both summaries in parallel, ~12 min): rep-outlier 1.3x wrong 16 (mean) vs 7 (median), p = 0.047;
 no cell worse with the median (the largest, state 30 % 2x: 9 vs 14, p = 0.20). The median became the default.
 
-**Measuring the change's two revisions again** (registered 2026-12-06 20:40 UTC, before any run of it). In the
+**Measuring the change's two revisions again** (registered 2026-12-06 20:37 UTC, before any run of it). In the
 ``state jump`` model, 12 of 100 histories without a step read a meaningful change (seeds 0-99, stop 92): a build
 measured in another machine state, often at an end of the history, is a revision alone on its side, and the
 t-test of revision centres takes the other side's spread for its own. ``--confirm on`` runs ``gp_bisect`` with
@@ -52,6 +52,12 @@ confirming becomes the default only if its false alarms in the state-jump 1x cel
 with one-sided conditional binomial p < 0.05 (p = P(X >= a), X ~ Binomial(a + b, 1/2), a the count without and b
 the count with), and in no cell is its wrong count above the one without with that p < 0.05 (false alarms at 1x
 included), nor, at a real step (10x, 2x, 1.3x), its not-meaningful count; otherwise the verdict stays as it is.
+*Amended 2026-12-06 20:39 UTC, still before any run, from arithmetic alone*: as first written, with each
+re-measurement one more unit of its side, a lone 2.5x build beside its normal re-measurement still reads a change
+(right side centres 0 and 0.92 on the log scale against 22 tight ones: the pooled t is about 4.5, p about 1e-3
+after the search's adjustment), so the candidate is instead: test again with the two re-measurements *in place
+of* the first measurements, and read a change only if both tests do (an intersection-union test; p is the larger
+of the two). Data and rule unchanged.
 """
 
 from __future__ import annotations
@@ -148,10 +154,13 @@ def main() -> None:
     ap.add_argument("--models", default="", help="comma-separated noise models (default: all)")
     ap.add_argument("--revision-summary", choices=("mean", "median"), default="median",
                     help="what a revision's repetitions stand for in the bracket and the verdict")
+    ap.add_argument("--confirm", choices=("on", "off"), default="on" if BisectPlan().confirm else "off",
+                    help="measure the revisions on both sides of a meaningful change again before the verdict")
     args = ap.parse_args()
     seeds = range(args.seed_offset, args.seed_offset + args.seeds)
-    plan = BisectPlan(summary=args.revision_summary)
-    print(f"{args.seeds} histories per cell (seeds {seeds.start}-{seeds.stop - 1}, revision {args.revision_summary}); "
+    plan = BisectPlan(summary=args.revision_summary, confirm=args.confirm == "on")
+    print(f"{args.seeds} histories per cell (seeds {seeds.start}-{seeds.stop - 1}, revision {args.revision_summary}, "
+          f"confirm {args.confirm}); "
           "wrong = another commit named (1x: fa, a false alarm), nm = not meaningful\n")
     print("| noise | step | per-build noise: wrong / nm | reps verdict | repetitions only: wrong / nm | reps verdict |")
     print("|---|---|---|---|---|---|")
