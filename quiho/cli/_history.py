@@ -461,6 +461,10 @@ def bisect_(
     kernel: KernelOpt = "brownian",
     metric: MetricOpt = "wall",
     timeout: TimeoutOpt = 600.0,
+    confirm: Annotated[bool, typer.Option("--confirm/--no-confirm",
+                                          help="Measure the two revisions around a meaningful change again (two "
+                                               "more builds); the change must hold with those measurements too.")
+    ] = False,
     store: StoreOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -471,7 +475,8 @@ def bisect_(
     target = GitBench(repo, tuple(shlex.split(build)), tuple(shlex.split(bench)), rev_range=rev_range,
                       repetitions=repetitions, metric=metric, timeout=timeout)
     with open_store(store) as st:
-        r = bisect_git_history(st, target, BisectPlan(alpha=alpha, kernel=kernel), series=series, log=err)
+        r = bisect_git_history(st, target, BisectPlan(alpha=alpha, kernel=kernel, confirm=confirm),
+                                series=series, log=err)
     doc = asdict(r)
     for k in ("before", "after", "magnitude", "p_value"):
         if not np.isfinite(doc[k]):
@@ -486,7 +491,8 @@ def bisect_(
               f"{r.before:.4g} -> {r.after:.4g} ({r.magnitude:+.1%}), p = {r.p_value:.2g}")
         if r.reason:
             print(f"  {r.reason}")
-    print(f"  builds: {r.new_builds} new + {r.reused} reused; plain bisection would build "
+    again = f" ({r.confirm_builds} of them measuring the change's revisions again)" if r.confirm_builds else ""
+    print(f"  builds: {r.new_builds} new{again} + {r.reused} reused; plain bisection would build "
           f"{r.plain_bisection_builds}")
 
 

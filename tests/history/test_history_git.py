@@ -6,6 +6,7 @@ program, 3 repetitions each) and ``quiho history bisect`` then finds commit
 """
 
 import json
+import sqlite3
 import statistics
 import subprocess
 import tempfile
@@ -49,14 +50,24 @@ def test_sample_then_bisect_find_the_slow_commit(slowdown_repo, tmp_path, capsys
     # 2x the others, which failed "min(slow) > 2 max(fast)" in CI
     assert fast and slow and statistics.median(slow) > 4 * statistics.median(fast)
 
-    assert main(["history", "bisect", "--repo", str(repo), "--build", BUILD, "--bench", "./prog",
+    # --confirm: the two revisions around the change are built and measured again, their repetitions appended
+    assert main(["history", "bisect", "--repo", str(repo), "--build", BUILD, "--bench", "./prog", "--confirm",
                  "--series", "prog", "--store", db, "--json", *METRIC]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["meaningful"] and res["first_bad"] == shas[15] and res["last_good"] == shas[14]
     assert res["magnitude"] > 0.5 and res["p_value"] < 0.01  # planted +900 %; margin for a noisy commit
     assert res["reused"] == len(doc["measured"]) == 8 - len(doc["failed"])  # commit 6 may be among the 8 tried
     assert all(f["index"] == 6 for f in doc["failed"])
-    assert res["new_builds"] < plain_bisection_builds(24) == 7
+    assert res["new_builds"] - res["confirm_builds"] < plain_bisection_builds(24) == 7
+    assert res["confirm_builds"] == 2
+    points = sqlite3.connect(db).execute(
+        "SELECT r.revision, COUNT(*) FROM history_points p JOIN history_revisions r ON r.id = p.revision_id "
+        "GROUP BY r.revision").fetchall()
+    assert dict(points)[shas[15]] == dict(points)[shas[14]] == 6
+    assert main(["history", "bisect", "--repo", str(repo), "--build", BUILD, "--bench", "./prog", "--confirm",
+                 "--series", "prog", "--store", db, *METRIC]) == 0
+    out = capsys.readouterr().out
+    assert f"first changed revision {shas[15]}" in out and "(2 of them measuring the change's revisions again)" in out
 
     # resumable: the same command with the same budget builds nothing new
     assert main(args) == 0

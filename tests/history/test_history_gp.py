@@ -160,7 +160,7 @@ def test_gp_bisect_from_scratch_finds_step_like_bisection(n, step):
     m, calls = _measure(sig, noise=0.05, seed=n)
     r = gp_bisect(m, n)
     assert r.meaningful and r.first_bad == step and r.last_good == step - 1
-    assert r.new_builds <= plain_bisection_builds(n)
+    assert r.new_builds <= plain_bisection_builds(n) and r.confirm_builds == 0
     # the verdict's unit is the revision: a step at the last revision leaves one mean on its side (df 2)
     assert r.magnitude == pytest.approx(1.5, rel=0.1) and r.p_value < 0.01
 
@@ -229,6 +229,42 @@ def test_gp_bisect_read_by_revision_medians_is_not_hidden_by_outlying_repetition
         BisectPlan(summary="min")
 
 
+def _one_off_at(last: int, factor: float, step_at: int | None = None):
+    """24 revisions, 2 % noise; the first measurement of revision ``last`` runs ``factor`` slower as a whole (a
+    build measured in another machine state), a later one does not; optionally a real 2x step at ``step_at``."""
+    rng = np.random.default_rng(7)
+    level = np.where(np.arange(24) < (step_at if step_at is not None else 24), 1.0, 2.0)
+    seen: list[int] = []
+
+    def measure(p):
+        x = level[p] * (1 + rng.normal(0, 0.02, 3))
+        seen.append(p)
+        return x * factor if p == last and seen.count(p) == 1 else x
+
+    return measure, seen
+
+
+def test_gp_bisect_confirm_measures_a_lone_revision_again():
+    # no change in the code: the last revision's one build ran 2.5x slower. Alone on its side, the t-test of
+    # revision centres took the other side's 2 % spread for its own and read a change
+    measure, _ = _one_off_at(23, 2.5)
+    once = gp_bisect(measure, 24)
+    assert once.meaningful and once.first_bad == 23 and once.confirm_builds == 0
+    measure, seen = _one_off_at(23, 2.5)
+    r = gp_bisect(measure, 24, BisectPlan(confirm=True))
+    assert not r.meaningful and "with revisions 22 and 23 measured again" in r.reason
+    assert r.confirm_builds == 2 and seen[-2:] == [22, 23] and r.new_builds == once.new_builds + 2
+
+
+def test_gp_bisect_confirm_keeps_a_real_change():
+    for step_at in (23, 15):  # the newest revision (alone on its side), and the middle
+        measure, seen = _one_off_at(-1, 1.0, step_at=step_at)
+        r = gp_bisect(measure, 24, BisectPlan(confirm=True))
+        assert r.meaningful and r.first_bad == step_at and r.p_value < 0.01, r
+        assert r.confirm_builds == 2 and sorted(seen[-2:]) == [step_at - 1, step_at]
+        assert r.magnitude == pytest.approx(1.0, abs=0.1)
+
+
 def test_plain_bisection_count():
     assert plain_bisection_builds(2) == 2
     assert plain_bisection_builds(24) == 2 + 5
@@ -259,6 +295,10 @@ def test_gp_bisect_noise_free_single_values_and_build_cap():
     assert r.first_bad == 31 and r.meaningful and r.new_builds <= plain_bisection_builds(50)
     capped = gp_bisect(lambda p: np.full(3, sig[p]) + np.array([0, 1e-3, -1e-3]), 50, BisectPlan(max_builds=4))
     assert capped.new_builds == 4 and "max_builds=4" in capped.reason
+    # the cap bounds the search; a confirmation comes after it
+    again = gp_bisect(lambda p: np.full(3, sig[p]) + np.array([0, 1e-3, -1e-3]), 50,
+                      BisectPlan(max_builds=4, confirm=True))
+    assert again.new_builds == 6 and again.confirm_builds == 2 and again.meaningful
     assert capped.last_good < 31 <= capped.first_bad
 
 

@@ -20,7 +20,7 @@ def _field_defaults(cls: type) -> dict[str, object]:
 @pytest.mark.parametrize("command,classes,shared", [
     (sample_, (GitBench, SamplingPlan),
      {"rev_range", "repetitions", "metric", "timeout", "strategy", "kernel", "stop_sigma", "random_state"}),
-    (bisect_, (GitBench, BisectPlan), {"rev_range", "repetitions", "metric", "timeout", "alpha", "kernel"}),
+    (bisect_, (GitBench, BisectPlan), {"rev_range", "repetitions", "metric", "timeout", "alpha", "kernel", "confirm"}),
 ])
 def test_cli_defaults_are_the_objects_defaults(command, classes, shared):
     params = inspect.signature(command).parameters

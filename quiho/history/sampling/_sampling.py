@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -65,6 +66,11 @@ class BisectPlan:
     summary : {"median", "mean"}, default "median"
         What a revision's repetitions stand for, in the bracket's GP and the verdict's test: their median (one
         outlying repetition does not move the revision), or their mean.
+    confirm : bool, default False
+        When the verdict reads a meaningful change, measure the revisions on both sides of it once more (two more
+        builds, beyond ``max_builds``) and test again with those measurements in place of the first; the change
+        must hold in both tests (p is the larger): a build measured in a passing machine state is not a change.
+        Fewer wrong commits and false alarms under build noise, and fewer right answers too (docs/design.md).
     """
 
     alpha: float = 0.01
@@ -73,6 +79,7 @@ class BisectPlan:
     pool: int | None = None
     random_state: int | None = 0
     summary: str = "median"
+    confirm: bool = False
 
     def __post_init__(self) -> None:
         if self.summary not in ("mean", "median"):
@@ -252,7 +259,8 @@ class BisectResult(Generic[Rev]):
     make the answer a range); ``skipped`` are the revisions whose build failed.
     ``magnitude`` is relative, ``p_value`` a t-test of the means of the
     measured revisions on each side (up to ``pool``), Bonferroni-adjusted for
-    the search.
+    the search. ``new_builds`` counts every build of this call, the
+    ``confirm_builds`` of :attr:`BisectPlan.confirm` among them.
     ``meaningful`` is False when no jump stands out from the noise.
     """
 
@@ -271,6 +279,7 @@ class BisectResult(Generic[Rev]):
     skipped: tuple[Rev, ...]
     meaningful: bool
     reason: str = ""
+    confirm_builds: int = 0
 
     def named(self: BisectResult[int], series: str, revisions: Sequence[str]) -> BisectResult[str]:
         """The same result over ``series``, each position replaced by its name in ``revisions``."""
@@ -280,7 +289,7 @@ class BisectResult(Generic[Rev]):
         return BisectResult(series, self.n_revisions, name(self.first_bad), name(self.last_good), self.first_bad_index,
                             self.before, self.after, self.magnitude, self.p_value, self.new_builds, self.reused,
                             self.plain_bisection_builds, tuple(revisions[p] for p in self.skipped), self.meaningful,
-                            self.reason)
+                            self.reason, self.confirm_builds)
 
 
 class _Builds:
@@ -294,6 +303,8 @@ class _Builds:
         self.reused = len(self.samples)
         self.new = 0
         self.skipped: list[int] = []
+        self.again: dict[int, np.ndarray] = {}  # a second measurement of a revision (BisectPlan.confirm)
+        self.confirm_builds = 0
 
     def build(self, p: int) -> bool:
         self.new += 1
@@ -304,6 +315,13 @@ class _Builds:
             self.bad[p] = str(exc)
             self.skipped.append(p)
             return False
+
+    def measure_again(self, p: int) -> None:
+        """Measure revision ``p`` once more (a failed rebuild leaves its first measurement alone)."""
+        self.new += 1
+        self.confirm_builds += 1
+        with contextlib.suppress(BuildFailed):
+            self.again[p] = np.asarray(self.measure(p), dtype=float)
 
 
 def gp_bisect(measure: Measure, n: int, plan: BisectPlan = BisectPlan(), *,
@@ -327,7 +345,12 @@ def gp_bisect(measure: Measure, n: int, plan: BisectPlan = BisectPlan(), *,
     :func:`_change_p`): a build's repetitions share its machine state, so they
     are not independent evidence of a change; and the bracket was the largest
     of the m - 1 jumps between m measured revisions, so its p-value is
-    multiplied by m - 1 (Bonferroni).
+    multiplied by m - 1 (Bonferroni). With ``plan.confirm``, a change the verdict
+    reads as meaningful is tested again with its two revisions measured once
+    more in place of their first measurements, and must hold in both tests (an
+    intersection-union test): a build measured in another machine state can
+    stand alone on its side, where the test takes the other side's spread for
+    its own.
 
     References
     ----------
@@ -411,24 +434,36 @@ def _bisect_verdict(builds: _Builds, bracket: tuple[int, int], n: int, plan: Bis
                     ) -> BisectResult[int]:
     """Levels and search-adjusted t-test of the measured revisions (up to ``plan.pool``) on each side of the bracket."""
     samples, (lo, hi), pool, alpha = builds.samples, bracket, plan.pool, plan.alpha
-    new, reused, skipped = builds.new, builds.reused, tuple(builds.skipped)
     note_cap = plan.max_builds if capped else None
     pos = sorted(samples)
     left, right = [q for q in pos if q <= lo], [q for q in pos if q >= hi]
     if pool is not None:
         left, right = left[-pool:], right[:pool]
-    a_revs, b_revs = [samples[p] for p in left], [samples[p] for p in right]
+
+    def test(again: Mapping[int, np.ndarray]) -> float:
+        a = [again.get(p, samples[p]) for p in left]
+        b = [again.get(p, samples[p]) for p in right]
+        p_val = _change_p(a, b, plan.summary)
+        return min(1.0, p_val * max(len(pos) - 1, 1)) if np.isfinite(p_val) else p_val
+
+    p_val = test({})
+    if plan.confirm and np.isfinite(p_val) and p_val <= alpha:
+        for p in (left[-1], right[0]):
+            builds.measure_again(p)
+        p_val = max(p_val, test(builds.again))  # the change must hold with either measurement of both
+    new, reused, skipped, again = builds.new, builds.reused, tuple(builds.skipped), builds.confirm_builds
+    a_revs = [samples[p] for p in left] + [builds.again[p] for p in left if p in builds.again]
+    b_revs = [samples[p] for p in right] + [builds.again[p] for p in right if p in builds.again]
     before, after = float(np.concatenate(a_revs).mean()), float(np.concatenate(b_revs).mean())
-    p_val = _change_p(a_revs, b_revs, plan.summary)
-    p_val = min(1.0, p_val * max(len(pos) - 1, 1)) if np.isfinite(p_val) else p_val
     mag = (after - before) / abs(before) if before != 0 else float("nan")
     if not (np.isfinite(p_val) and p_val <= alpha):
         why = ("not meaningful: one value on each side of the change gives no p-value; use more repetitions"
-               if not np.isfinite(p_val) else f"not meaningful: the largest jump has p={p_val:.3g} > alpha={alpha}")
+               if not np.isfinite(p_val) else f"not meaningful: the largest jump has p={p_val:.3g} > alpha={alpha}"
+               + (f" with revisions {left[-1]} and {right[0]} measured again" if again else ""))
         return BisectResult("", n, hi, lo, hi, before, after, mag, p_val, new, reused, plain_bisection_builds(n),
-                            skipped, False, why)
+                            skipped, False, why, again)
     note = "" if hi - lo == 1 else (
         f"stopped at max_builds={note_cap}: the change is between {lo} and {hi}" if note_cap is not None
         else f"failed builds between {lo} and {hi}: the change is in that range")
     return BisectResult("", n, hi, lo, hi, before, after, mag, p_val, new, reused, plain_bisection_builds(n), skipped,
-                        True, note)
+                        True, note, again)

@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -265,18 +265,30 @@ def unstable(values: np.ndarray, spread: float = 0.10) -> bool:
 
 
 def _recording_measure(store: Store, sid: int, revs: Sequence[str], bench: Callable[[str], np.ndarray],
-                       log: Callable[[str], None], flagged: list[str] | None = None) -> Callable[[int], np.ndarray]:
+                       log: Callable[[str], None], flagged: list[str] | None = None,
+                       stored: Iterable[int] = ()) -> Callable[[int], np.ndarray]:
+    """A measure that stores what it measures; a position stored before gets its new repetitions appended.
+
+    A position is stored before when it is in ``stored`` or this measure measured it; a failed rebuild of such a
+    position is not recorded over its measurement.
+    """
+    done = set(stored)
+
     def measure(pos: int) -> np.ndarray:
         rev = revs[pos]
         facts = local_facts_dict()
+        again = pos in done
         try:
             values = bench(rev)
         except BuildFailed as exc:
-            record_failure(store, sid, rev, str(exc), getattr(exc, "stderr_tail", ""), facts)
+            if not again:
+                record_failure(store, sid, rev, str(exc), getattr(exc, "stderr_tail", ""), facts)
             log(f"  [{pos}] {rev[:12]} skipped: {exc}")
             raise
-        record_measurement(store, sid, rev, values.tolist(), facts)
-        log(f"  [{pos}] {rev[:12]} mean {values.mean():.4g} over {values.size} repetitions")
+        record_measurement(store, sid, rev, values.tolist(), facts, append=again)
+        done.add(pos)
+        log(f"  [{pos}] {rev[:12]} {'measured again: ' if again else ''}mean {values.mean():.4g} over "
+            f"{values.size} repetitions")
         if unstable(values):
             log(f"  warning: [{pos}] {rev[:12]} is unstable: repetitions span {np.ptp(values) / values.mean():.0%} "
                 "of their mean (machine busy? more --repetitions, or --metric cpu)")
@@ -342,5 +354,6 @@ def bisect_git_history(store: Store, target: GitBench, plan: BisectPlan = Bisect
     runner = target.runner()
     sid, revs, known, failed = _prepare(store, target, series)
     log(f"{series}: bisecting {len(revs)} revisions, reusing {len(known)} measured")
-    r = gp_bisect(_recording_measure(store, sid, revs, runner, log), len(revs), plan, known=known, failed=failed)
+    r = gp_bisect(_recording_measure(store, sid, revs, runner, log, stored=known), len(revs), plan, known=known,
+                  failed=failed)
     return r.named(series, revs)
