@@ -58,6 +58,11 @@ re-measurement one more unit of its side, a lone 2.5x build beside its normal re
 after the search's adjustment), so the candidate is instead: test again with the two re-measurements *in place
 of* the first measurements, and read a change only if both tests do (an intersection-union test; p is the larger
 of the two). Data and rule unchanged.
+Run 2026-12-06 20:46-20:53 (both settings in parallel, ~7 min): false alarms in the state-jump 1x cell 16 (off) vs 1
+(on), p = 0.0001; wrong counts lower with confirming in 10 cells at p < 0.05 and higher in none; but its
+not-meaningful count rose at real steps, in state 10 % 1.3x from 49 to 71, p = 0.027 (bimodal 2x 64 to 85,
+p = 0.051; state jump 2x 62 to 82, p = 0.057). The rule is not met: confirming stays an option
+(``BisectPlan(confirm=True)``, ``quiho history bisect --confirm``), off by default.
 """
 
 from __future__ import annotations
