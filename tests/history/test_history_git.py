@@ -76,6 +76,27 @@ def test_sample_then_bisect_find_the_slow_commit(slowdown_repo, tmp_path, capsys
     assert _leftover_tmp() <= before_tmp
 
 
+def test_bisect_confirm_keeps_a_revision_whose_rebuild_fails(tmp_path, capsys, make_repo):
+    # every commit builds once; a second build of the same commit fails, so --confirm cannot measure the change's
+    # revisions again: the verdict says so, and their first measurements stay stored as they were (not failed)
+    repo = tmp_path / "repo"
+    shas = make_repo(repo, n_commits=12, slow_at=8, broken_at=None)
+    marks = tmp_path / "built"
+    marks.mkdir()
+    build = ("sh -c 'm=$0/$(git rev-parse HEAD); if [ -e $m ]; then echo built before >&2; exit 1; fi; touch $m; "
+             f"exec gcc -O1 -o prog prog.c' {marks}")
+    db = str(tmp_path / "q.db")
+    assert main(["history", "bisect", "--repo", str(repo), "--build", build, "--bench", "./prog", "--confirm",
+                 "--series", "p", "--store", db, "--json", *METRIC]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["meaningful"] and res["first_bad"] == shas[8] and res["confirm_builds"] == 2
+    assert res["reason"] == "not confirmed: revisions 7 and 8 could not be built and measured again"
+    with open_store(db) as st:
+        state = {s.revision: s for s in load_state(st, "p")}
+    assert state[shas[7]].status == state[shas[8]].status == "ok"
+    assert state[shas[7]].values.size == state[shas[8]].values.size == 3
+
+
 def test_failing_build_is_skipped_and_recorded(tmp_path, capsys, make_repo):
     repo = tmp_path / "repo"
     shas = make_repo(repo, n_commits=12, slow_at=8, broken_at=5)

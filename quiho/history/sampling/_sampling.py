@@ -70,7 +70,8 @@ class BisectPlan:
         When the verdict reads a meaningful change, measure the revisions on both sides of it once more (two more
         builds, beyond ``max_builds``) and test again with those measurements in place of the first; the change
         must hold in both tests (p is the larger): a build measured in a passing machine state is not a change.
-        Fewer wrong commits and false alarms under build noise, and fewer right answers too (docs/design.md).
+        Fewer wrong commits and false alarms under build noise, and fewer right answers too (docs/design.md). A
+        revision that cannot be built again leaves the change unconfirmed, as its ``reason`` says.
     """
 
     alpha: float = 0.01
@@ -465,5 +466,8 @@ def _bisect_verdict(builds: _Builds, bracket: tuple[int, int], n: int, plan: Bis
     note = "" if hi - lo == 1 else (
         f"stopped at max_builds={note_cap}: the change is between {lo} and {hi}" if note_cap is not None
         else f"failed builds between {lo} and {hi}: the change is in that range")
+    if lost := [str(p) for p in (left[-1], right[0]) if again and p not in builds.again]:
+        which = f"revisions {lost[0]} and {lost[1]}" if len(lost) == 2 else f"revision {lost[0]}"
+        note = "; ".join(filter(None, (note, f"not confirmed: {which} could not be built and measured again")))
     return BisectResult("", n, hi, lo, hi, before, after, mag, p_val, new, reused, plain_bisection_builds(n), skipped,
                         True, note, again)
