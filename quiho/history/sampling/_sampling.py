@@ -305,7 +305,7 @@ class _Builds:
         self.new = 0
         self.skipped: list[int] = []
         self.again: dict[int, np.ndarray] = {}  # a second measurement of a revision (BisectPlan.confirm)
-        self.confirm_builds = 0
+        self.tried_again: list[int] = []  # the revisions built for it, those that failed among them
 
     def build(self, p: int) -> bool:
         self.new += 1
@@ -320,7 +320,7 @@ class _Builds:
     def measure_again(self, p: int) -> None:
         """Measure revision ``p`` once more (a failed rebuild leaves its first measurement alone)."""
         self.new += 1
-        self.confirm_builds += 1
+        self.tried_again.append(p)
         with contextlib.suppress(BuildFailed):
             self.again[p] = np.asarray(self.measure(p), dtype=float)
 
@@ -452,7 +452,7 @@ def _bisect_verdict(builds: _Builds, bracket: tuple[int, int], n: int, plan: Bis
         for p in (left[-1], right[0]):
             builds.measure_again(p)
         p_val = max(p_val, test(builds.again))  # the change must hold with either measurement of both
-    new, reused, skipped, again = builds.new, builds.reused, tuple(builds.skipped), builds.confirm_builds
+    new, reused, skipped, again = builds.new, builds.reused, tuple(builds.skipped), len(builds.tried_again)
     a_revs = [samples[p] for p in left] + [builds.again[p] for p in left if p in builds.again]
     b_revs = [samples[p] for p in right] + [builds.again[p] for p in right if p in builds.again]
     before, after = float(np.concatenate(a_revs).mean()), float(np.concatenate(b_revs).mean())
@@ -466,7 +466,7 @@ def _bisect_verdict(builds: _Builds, bracket: tuple[int, int], n: int, plan: Bis
     note = "" if hi - lo == 1 else (
         f"stopped at max_builds={note_cap}: the change is between {lo} and {hi}" if note_cap is not None
         else f"failed builds between {lo} and {hi}: the change is in that range")
-    if lost := [str(p) for p in (left[-1], right[0]) if again and p not in builds.again]:
+    if lost := [str(p) for p in builds.tried_again if p not in builds.again]:
         which = f"revisions {lost[0]} and {lost[1]}" if len(lost) == 2 else f"revision {lost[0]}"
         note = "; ".join(filter(None, (note, f"not confirmed: {which} could not be built and measured again")))
     return BisectResult("", n, hi, lo, hi, before, after, mag, p_val, new, reused, plain_bisection_builds(n), skipped,
