@@ -21,13 +21,15 @@ import argparse
 import re
 import statistics as st
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from quiho.fleet.local.probes import _join_script  # noqa: E402
 
 
 def main() -> None:
@@ -36,7 +38,7 @@ def main() -> None:
     ap.add_argument("--blocks", type=int, default=8, help="blocks of 8 runs per setting")
     ap.add_argument("--mib", type=int, default=512, help="the prefault (inventories/local.yml: 512)")
     args = ap.parse_args()
-    join = yaml.safe_load((REPO / "playbooks" / "vars" / "emulation.yml").read_text())["qh_join"]
+    join = _join_script()
     emu = REPO / "playbooks" / "files" / "quiho-emulate.sh"
     cg = f"/sys/fs/cgroup/cpu/qhbench-prefault-{args.thp}"
     res: dict[str, dict[str, list[float]]] = {m: {"nadds1": [], "nadds30": [], "wall": []} for m in ("every", "first")}
