@@ -210,7 +210,8 @@ def advise_cmd(
         return
     print(f"fleet-size advice for {target} (full fleet: {adv.full_groups} hardware groups, "
           f"top 3: {', '.join(adv.full_top3)})")
-    print("groups  draws  top-1 agreement  top-3 overlap")
+    if adv.rows:
+        print("groups  draws  top-1 agreement  top-3 overlap")
     for r in adv.rows:
         print(f"{r.n_groups:>6}  {r.draws:>5}  {r.top1_agreement:>15.0%}  {r.top3_overlap:>13.0%}")
     print(adv.reason)

@@ -4,7 +4,8 @@ Subsample ``n`` hardware groups (n = 3 … all), compute the IRUP on their rows,
 and measure how often its top-1 stressor equals the full-fleet IRUP's and how
 much of the full top 3 it recovers. The smallest ``n`` whose agreement
 reaches the thresholds is the advice; when even the full fleet's IRUP is not
-meaningful the advice says so instead of a number.
+meaningful the advice says so instead of a number, and no subset is fitted: agreement
+with a top stressor that does not predict the metric measures nothing.
 """
 
 from __future__ import annotations
@@ -90,15 +91,21 @@ def advise_fleet_size(
     Returns
     -------
     Advice
+        No ``rows`` when the full fleet's IRUP is not meaningful (the answer does not depend on any draw).
     """
     params = params or ModelParams()
     full = full or compute_irup(data, seeds=10, random_state=random_state, params=params, n_jobs=n_jobs)
     X = data.X[[f.stressor for f in full.features]]
     groups = hardware_groups(X, _units(data)).row_groups
     ug = np.unique(groups)
+    full_top3 = tuple(f.stressor for f in full.top(3))
+    v = full.validity
+    if v.verdict == "not-meaningful":
+        return Advice(data.target, len(ug), full_top3, (), None,
+                      f"the full fleet's IRUP is not meaningful ({v.reason}); no subset can do better: add hardware "
+                      f"groups that differ in the resources this application might use")
     cols = list(X.columns)
     Xa, ya = X.to_numpy(dtype=float), data.y.to_numpy(dtype=float)
-    full_top3 = tuple(f.stressor for f in full.top(3))
     rng = np.random.default_rng(random_state)
     jobs, keys = [], []
     for n in range(3, len(ug) + 1):
@@ -116,12 +123,7 @@ def advise_fleet_size(
         rows.append(AdviceRow(n, len(got), round(t1, 3), round(t3, 3)))
     rec = next((r.n_groups for r in rows if r.top1_agreement >= top1_threshold and r.top3_overlap >= top3_threshold),
                None)
-    v = full.validity
-    if v.verdict == "not-meaningful":
-        reason = (f"the full fleet's IRUP is not meaningful ({v.reason}); no subset can do better: add hardware "
-                  f"groups that differ in the resources this application might use")
-        rec = None
-    elif rec is None:
+    if rec is None:
         reason = (f"even all {len(ug)} groups do not reach top-1 agreement ≥ {top1_threshold:.0%} and top-3 overlap "
                   f"≥ {top3_threshold:.0%}: the fleet is too small for stable ranks; add distinct machines")
     elif rec == len(ug):
