@@ -395,7 +395,9 @@ def fit_batched(
     pred = np.zeros((M, n))
     init = np.zeros(M)
     state = np.asarray(seeds, dtype=np.uint64).copy()
-    Y = np.ascontiguousarray(np.broadcast_to(np.asarray(y, dtype=np.float64), (M, n)))
+    # always a writeable copy: a one-model broadcast is already contiguous, and its read-only view would be a
+    # kernel signature of its own (6.5 s more of numba compiling at set-up)
+    Y = np.array(np.broadcast_to(np.asarray(y, dtype=np.float64), (M, n)), order="C")
     with _threads(n_jobs):
         _fit_all(Xs, order, Y, W, n_estimators, max_depth, float(learning_rate),
                  int(min_samples_split), state, feat, thr, val, classic, raw, pred, init)
@@ -428,9 +430,8 @@ def warm() -> None:
     """
     rng = np.random.default_rng(0)
     X, y = rng.random((8, 3)), rng.random(8)
-    for m in (2, 1):  # one model with a shared 1-d target passes that target read-only: a signature of its own
-        fit = fit_batched(X, y, np.ones((m, 8)), ModelParams(n_estimators=2, max_depth=2, learning_rate=0.1),
-                          seeds=np.arange(m), n_jobs=1)
+    fit = fit_batched(X, y, np.ones((2, 8)), ModelParams(n_estimators=2, max_depth=2, learning_rate=0.1),
+                      seeds=np.arange(2), n_jobs=1)
     predict_batched(fit, np.zeros(1, dtype=np.int64), X[None], n_jobs=1)
 
 

@@ -183,3 +183,35 @@ def test_uncalibrated_comparison_says_so():
     c = compare_irups(compute_irup(a, seeds=2, params=SMALL), compute_irup(b, seeds=2, params=SMALL))
     assert not c.calibrated and c.p_value is None and "uncalibrated" in c.reason
     assert c.to_dict()["p_value"] is None
+
+
+WARM_THEN_FIT = """
+import numpy as np
+from quiho.irup.batched import compiled_signatures, fit_batched, predict_batched, warm
+from quiho.irup import ModelParams
+warm()
+after_warm = compiled_signatures()
+rng = np.random.default_rng(1)
+X, y = rng.random((12, 4)), rng.random(12)
+p = ModelParams(n_estimators=3, max_depth=2, learning_rate=0.1)
+fit = fit_batched(X, y, np.ones((1, 12)), p, seeds=np.arange(1), n_jobs=1)          # one model, shared target
+fit_batched(X, rng.random((3, 12)), np.ones((3, 12)), p, seeds=np.arange(3), n_jobs=1)  # a target per model
+predict_batched(fit, np.zeros(2, dtype=np.int64), np.stack([X, X]), n_jobs=1)
+print(after_warm, compiled_signatures())
+"""
+
+
+def test_warm_compiles_every_signature_a_fit_calls(tmp_path):
+    """After ``warm()`` (set-up's step) no fit compiles again: one model, many, a shared or per-model target.
+
+    And each kernel has one signature (fit, predict): every extra one is seconds of set-up.
+    """
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}  # an empty cache: what set-up compiles is counted
+    out = subprocess.run([sys.executable, "-c", WARM_THEN_FIT], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    after_warm, after_fits = map(int, out.stdout.split())
+    assert (after_warm, after_fits) == (2, 2)
