@@ -396,7 +396,7 @@ def fit_batched(
     init = np.zeros(M)
     state = np.asarray(seeds, dtype=np.uint64).copy()
     # always a writeable copy: a one-model broadcast is already contiguous, and its read-only view would be a
-    # kernel signature of its own (6.5 s more of numba compiling at set-up)
+    # kernel signature of its own, compiled again
     Y = np.array(np.broadcast_to(np.asarray(y, dtype=np.float64), (M, n)), order="C")
     with _threads(n_jobs):
         _fit_all(Xs, order, Y, W, n_estimators, max_depth, float(learning_rate),

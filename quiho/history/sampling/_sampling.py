@@ -452,7 +452,7 @@ def _bisect_verdict(builds: _Builds, bracket: tuple[int, int], n: int, plan: Bis
         for p in (left[-1], right[0]):
             builds.measure_again(p)
         p_val = max(p_val, test(builds.again))  # the change must hold with either measurement of both
-    new, reused, skipped, again = builds.new, builds.reused, tuple(builds.skipped), len(builds.tried_again)
+    new, reused, skipped, n_again = builds.new, builds.reused, tuple(builds.skipped), len(builds.tried_again)
     a_revs = [samples[p] for p in left] + [builds.again[p] for p in left if p in builds.again]
     b_revs = [samples[p] for p in right] + [builds.again[p] for p in right if p in builds.again]
     before, after = float(np.concatenate(a_revs).mean()), float(np.concatenate(b_revs).mean())
@@ -460,9 +460,9 @@ def _bisect_verdict(builds: _Builds, bracket: tuple[int, int], n: int, plan: Bis
     if not (np.isfinite(p_val) and p_val <= alpha):
         why = ("not meaningful: one value on each side of the change gives no p-value; use more repetitions"
                if not np.isfinite(p_val) else f"not meaningful: the largest jump has p={p_val:.3g} > alpha={alpha}"
-               + (f" with revisions {left[-1]} and {right[0]} measured again" if again else ""))
+               + (f" with revisions {left[-1]} and {right[0]} measured again" if n_again else ""))
         return BisectResult("", n, hi, lo, hi, before, after, mag, p_val, new, reused, plain_bisection_builds(n),
-                            skipped, False, why, again)
+                            skipped, False, why, n_again)
     note = "" if hi - lo == 1 else (
         f"stopped at max_builds={note_cap}: the change is between {lo} and {hi}" if note_cap is not None
         else f"failed builds between {lo} and {hi}: the change is in that range")
@@ -470,4 +470,4 @@ def _bisect_verdict(builds: _Builds, bracket: tuple[int, int], n: int, plan: Bis
         which = f"revisions {lost[0]} and {lost[1]}" if len(lost) == 2 else f"revision {lost[0]}"
         note = "; ".join(filter(None, (note, f"not confirmed: {which} could not be built and measured again")))
     return BisectResult("", n, hi, lo, hi, before, after, mag, p_val, new, reused, plain_bisection_builds(n), skipped,
-                        True, note, again)
+                        True, note, n_again)
