@@ -261,6 +261,8 @@ def _measure(
     statuses: dict[str, tuple[str, str | None]] = {}
     passes = 0
     retry = set(hosts)
+    # hosts on this machine report the controller's machine: its facts once, from the first that reports them
+    machine_facts: dict[str, Any] = {}
     while retry and passes < MAX_PASSES:
         plan = {h: missing_measurements(store, run_id, ids[h], stressors, reps)
                 for h in hosts if h in retry}  # inventory order
@@ -272,11 +274,18 @@ def _measure(
         retry = set()
         for group in session.groups(list(plan)):
             extravars, budget = _plan_vars(group, plan, params, warm)
-            res = session.run(group, extravars, run_timeout_s or budget)
+            local = all(inv.host(h).connection == "local" for h in group)
+            if local and machine_facts:
+                extravars["quiho_facts_known"] = True
+            res = session.run(group, extravars, run_timeout_s or budget, collect_to=artifacts)
             unpack_artifacts(res, group, artifacts)
             for h in group:
                 rec = fingerprint_records(res, h, plan[h], params, artifacts)
-                upsert_measurements(store, run_id, h, rec.rows, facts=rec.facts, status=rec.status,
+                facts = rec.facts
+                if local:
+                    machine_facts = machine_facts or facts
+                    facts = facts or machine_facts
+                upsert_measurements(store, run_id, h, rec.rows, facts=facts, status=rec.status,
                                                 reason=rec.reason)
                 statuses[h] = (rec.status, rec.reason)
                 errors.extend(rec.errors)

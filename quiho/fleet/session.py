@@ -19,6 +19,7 @@ trace playbook) needs only its playbook, its extra variables and a function from
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 import sys
@@ -54,6 +55,18 @@ STDERR_TAIL = 2000
 REMOTE_BASE = "/tmp/quiho-remote"
 #: Exit codes of coreutils ``timeout`` (124: TERM sent; 137: KILL after ``-k``).
 TIMEOUT_RCS = (124, 137)
+
+
+def _copy_files(src: Path, dest: Path, skip: tuple[str, ...]) -> None:
+    """Copy the regular files below ``src`` to ``dest`` (names ending in ``skip`` left out; no links, no devices)."""
+    for d, _dirs, files in os.walk(src):
+        for f in files:
+            p = Path(d, f)
+            if f.endswith(skip) or p.is_symlink() or not p.is_file():
+                continue
+            out = dest / p.relative_to(src)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(p, out)
 
 
 def new_batch(kind: str) -> str:
@@ -223,7 +236,8 @@ class FleetSession:
         return {"quiho_batch": self.batch, "quiho_remote_root": self.remote_root,
                 "quiho_cgroup_prefix": self.cgroup_prefix}
 
-    def run(self, group: list[str], extravars: dict[str, Any], timeout_s: float) -> PlaybookResult:
+    def run(self, group: list[str], extravars: dict[str, Any], timeout_s: float,
+            collect_to: Path | None = None) -> PlaybookResult:
         """Run the playbook on ``group`` with ``extravars`` (added to :meth:`base_vars`) within ``timeout_s``.
 
         Local hosts queue on the machine-wide local-fleet lock. Whatever happens (timeout,
@@ -231,6 +245,8 @@ class FleetSession:
         directory and, on hosts that share this machine, the remote directory are removed.
         For ``ansible_connection: local`` hosts this process makes and removes the remote
         directories itself (``quiho_dir_ready``): each playbook task costs a module run.
+        With ``collect_to``, it also copies an ok local host's directory (its regular files)
+        to ``collect_to/<host>`` before removing it, where a remote host's playbook collects.
         """
         hosts = [self.inventory.host(h) for h in group]
         local = all(h.connection == "local" for h in hosts)  # all or none (see groups)
@@ -256,6 +272,9 @@ class FleetSession:
             if res is None or res.timed_out or any(o.status != "ok" for o in res.hosts.values()):
                 self._cleanup_remote(group)
             elif local:
+                if collect_to is not None:
+                    for h in group:
+                        _copy_files(Path(self.remote_root, h), collect_to / h, skip=(".job", ".sh"))
                 self._remove_dirs(group)
             try:  # each host's directory is gone (playbook or here); the batch's own stays behind on this machine
                 Path(self.remote_root).rmdir()

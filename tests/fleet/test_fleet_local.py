@@ -65,9 +65,12 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, Path
     inv.write_text(LOCAL_PAIR)
     store = open_store(d / "q.db")
     thp_before = _thp_policy()
+    tasks: list[tuple[str | None, str | None]] = []
     run = fingerprint(inv, store=store,
                       plan=FingerprintPlan(battery="quick", repetitions=2, warmup_seconds=1),
-                      access=FleetAccess(cgroup_prefix="qtest"))
+                      access=FleetAccess(cgroup_prefix="qtest"),
+                      on_event=lambda ev: tasks.append((ev.host, ev.task)) if ev.kind == "task" else None)
+    (d / "tasks.json").write_text(json.dumps(tasks))
     assert _thp_policy() == thp_before  # the emulated host's THP policy is put back
     assert not Path("/run/quiho-thp.orig").exists()
     mp.undo()
@@ -104,6 +107,15 @@ def test_emulated_hosts_are_fingerprinted_and_cleaned_up(
         store.conn.execute("SELECT facts_json FROM hosts WHERE name='qtest-plain'").fetchone()["facts_json"]
     )
     assert "0.15" in facts["stress_ng_version"] and facts["vcpus"] >= 1
+    # hosts on this machine: the first visit reports the machine's facts, the second reuses them; neither
+    # collects through Ansible (the controller reads their directories)
+    tasks = json.loads((store.path.parent / "tasks.json").read_text())
+    assert ["qtest-plain", "quiho facts"] in tasks and ["qtest-q30s", "quiho measure"] in tasks
+    assert ["qtest-q30s", "quiho facts"] not in tasks and not [t for t in tasks if t[1] == "quiho collect"]
+    second = json.loads(
+        store.conn.execute("SELECT facts_json FROM hosts WHERE name='qtest-q30s'").fetchone()["facts_json"]
+    )
+    assert {k: second.get(k) for k in facts} == facts
     # median and spread per host and stressor
     summ = store.conn.execute(
         "SELECT h.name, s.stressor, s.median, s.n_ok, s.cov FROM fleet_fingerprint_summary s "
