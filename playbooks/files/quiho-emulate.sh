@@ -4,10 +4,11 @@
 # of quiho.fleet.local.knobs: a write-IOPS limit on the disk the application writes to (storage), a memory
 # limit (memory capacity) and a network namespace whose loopback is shaped (network). The kernel-entry knob is
 # a seccomp filter (quiho-seccomp.py), installed by the wrapper, not here.
-#   quiho-emulate.sh start CGDIR QUOTA_PCT CORUNNER SECONDS [THP [PERIOD_US [IOPS [MEM_MIB [NET]]]]]
+#   quiho-emulate.sh start CGDIR QUOTA_PCT CORUNNER SECONDS [THP [PERIOD_US [IOPS [MEM_MIB [NET [SETTLE]]]]]]
 #     THP = keep | always | never; IOPS = 0 | MAJ:MIN:N (write IOPS of that disk); MEM_MIB = 0 | N (page
 #     cache allowed beyond the application's own memory);
-#     NET = 0 | rate:MBIT | delay:US (tbf rate or netem delay on the namespace's loopback)
+#     NET = 0 | rate:MBIT | delay:US (tbf rate or netem delay on the namespace's loopback);
+#     SETTLE = 1 | 0: wait a second for the co-runner's steady state here, or leave it to the caller
 #   quiho-emulate.sh stop  CGDIR
 # The blkio and memory groups mirror CGDIR's name under /sys/fs/cgroup/blkio and /sys/fs/cgroup/memory; the
 # namespace is qh-<CGDIR's name>. qh_join (playbooks/vars/emulation.yml) joins whichever exist.
@@ -121,7 +122,8 @@ name=${cg##*/}
 events=/run/quiho-memcap-$name.events  # the memory watcher's count of limit meetings (library/quiho_runs.py)
 case $cmd in
 start)
-  pct=$3; co=$4; secs=$5; thp=${6:-keep}; period=${7:-20000}; iops=${8:-0}; mem=${9:-0}; net=${10:-0}
+  pct=$3; co=$4; secs=$5; thp=${6:-keep}; period=${7:-20000}; iops=${8:-0}; mem=${9:-0}; net=${10:-0}; settle=${11:-1}
+  case $settle in 0|1) ;; *) echo "quiho-emulate: bad settle '$settle' (0 or 1)" >&2; exit 2 ;; esac
   case $iops in 0) ;; *[!0-9:]*|:*|*::*|*:|*:*:*:*) echo "quiho-emulate: bad IOPS limit '$iops'" >&2; exit 2 ;;
     *:*:*) ;; *) echo "quiho-emulate: bad IOPS limit '$iops'" >&2; exit 2 ;; esac
   case $mem in ''|*[!0-9]*) echo "quiho-emulate: bad memory limit '$mem'" >&2; exit 2 ;; esac
@@ -191,8 +193,12 @@ start)
   # -t bounds the co-runner's life even if stop never runs.
   setsid sh -c 'echo $$ > "$1/cgroup.procs"; shift; exec taskset -c 1 stress-ng "$@"' sh "$cg-co" "$@" -t "$secs" \
     </dev/null >/dev/null 2>&1 &
-  sleep 1  # let the co-runner reach its steady state before anything is measured
-  # (cgroup files always report size 0, so test the content, not -s)
+  # let the co-runner reach its steady state before anything is measured; SETTLE 0 where the caller waits for it
+  # instead, over runs it does not measure (library/quiho_runs.py's settle_s)
+  if [ "$settle" = 1 ]; then sleep 1; fi
+  # (cgroup files always report size 0, so test the content, not -s); without the settle, wait for it to join
+  i=0
+  until [ -n "$(cat "$cg-co/cgroup.procs")" ] || [ $i -ge 100 ]; do sleep 0.02; i=$((i + 1)); done
   [ -n "$(cat "$cg-co/cgroup.procs")" ] || { echo "quiho-emulate: co-runner $co did not start" >&2; exit 1; }
   ;;
 stop)

@@ -20,7 +20,9 @@ Options: ``argv`` (list of str); ``items`` (list: one run each, returned as the 
 (optional list of lists, one per item, appended to ``argv``); ``chdir`` (path); ``guard_s`` (float, 0 = none);
 ``before`` (argv run once first, e.g. the emulation's start: the runs only happen if it exits 0) and ``after``
 (argv run once last, also after a failure: the emulation's stop), each within ``step_guard_s`` seconds;
-``events_file`` (path, "" = none; a missing or unreadable file counts 0). The task
+``events_file`` (path, "" = none; a missing or unreadable file counts 0); ``settle_s`` and ``settle_item`` (the
+item of that index starts no sooner than ``settle_s`` after ``before`` ended: a co-runner's settle spent on the
+warm-up runs before it instead of waiting in ``before``). The task
 fails without ``runs`` when ``chdir`` or ``before`` fails, and with them when ``after`` fails.
 
 On the local connection the module inherits ansible-playbook's environment; there (``QUIHO_CALLER_ENV`` set, by
@@ -138,6 +140,8 @@ def main() -> None:
         "after": {"type": "list", "elements": "str", "default": []},
         "step_guard_s": {"type": "float", "default": 60.0},
         "events_file": {"type": "str", "default": ""},
+        "settle_s": {"type": "float", "default": 0.0},
+        "settle_item": {"type": "int", "default": 0},
     })
     p = module.params
     items, extra = p["items"], p["item_args"]
@@ -149,9 +153,12 @@ def main() -> None:
     runs: list[dict[str, object]] = []
     env = run_env(dict(os.environ))
     why = _step(module, "before", list(p["before"]), p["step_guard_s"])
+    ready = time.monotonic()
     try:
         if why is None:
             for i, item in enumerate(items):
+                if i == p["settle_item"] and p["settle_s"] > 0:
+                    time.sleep(max(0.0, p["settle_s"] - (time.monotonic() - ready)))
                 argv = list(p["argv"]) + ([str(a) for a in extra[i]] if extra is not None else [])
                 runs.append(_one(module, argv, item, float(p["guard_s"]), p["chdir"], p["events_file"], env))
     finally:

@@ -279,6 +279,8 @@ def run_interleaved(
                 "quiho_reps": list(range(1, n_runs + 1)),
                 "quiho_app_timeout": spec.timeout,
                 "quiho_emulate_seconds": emulate_s,
+                # the co-runner's settle overlaps the warm-ups (run.yml)
+                "quiho_measured_from": n_warm,
             }
             res = session.run(group, extravars, per_host * len(group))
             got = session.host_statuses(res, group)

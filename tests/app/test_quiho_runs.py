@@ -96,6 +96,22 @@ def test_before_gates_the_runs_after_always_runs_and_item_args_follow_argv(tmp_p
     assert res["failed"] and [r["rc"] for r in res["runs"]] == [0, 0]  # the runs are kept, the host fails
 
 
+def test_the_settle_is_spent_before_the_first_measured_item_and_over_the_warm_ups(tmp_path: Path) -> None:
+    """The co-runner's settle (settle_s after ``before``) delays only the item ``settle_item``, by what is left."""
+    stamp = ["sh", "-c", 'date +%s.%N >> "$0"', str(tmp_path / "t")]
+    res, _ = _module(tmp_path, {"argv": stamp, "items": [1, 2, 3, 4], "before": stamp,
+                                "settle_s": 1.0, "settle_item": 2})
+    assert not res.get("failed")
+    start, *items = (float(x) for x in (tmp_path / "t").read_text().split())
+    assert items[1] - start < 1.0 <= items[2] - start  # the warm-ups at once, the first measured run after 1 s
+    assert items[3] - items[2] < 1.0  # no settle before the later ones
+    (tmp_path / "t").unlink()
+    res, _ = _module(tmp_path, {"argv": ["sh", "-c", "sleep 0.6; " + stamp[2], *stamp[3:]], "items": [1, 2, 3],
+                                "before": stamp, "settle_s": 1.0, "settle_item": 2})
+    start, *items = (float(x) for x in (tmp_path / "t").read_text().split())
+    assert items[2] - items[1] < 1.0 + 0.6  # two warm-ups of 0.6 s outlast the settle: nothing more waited
+
+
 def test_the_argv_reaches_the_program_as_written_nothing_expanded_from_the_controller(tmp_path: Path) -> None:
     """A ``sh -c`` script's variables are the shell's: the controller's environment (which the local connection
     passes on) must not rewrite them first, nor a leading ``~``; the program still inherits that environment."""

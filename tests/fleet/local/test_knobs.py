@@ -170,6 +170,9 @@ def test_the_emulation_refuses_bad_knob_levels_before_touching_anything() -> Non
                            capture_output=True, text=True, check=False)
         assert r.returncode == 2 and "quiho-emulate: bad" in r.stderr
         assert not Path(cg).exists()
+    r = subprocess.run(["sh", str(script), "start", cg, "100", "stream", "5", "keep", "20000", "0", "0", "0", "0.5"],
+                       capture_output=True, text=True, check=False)
+    assert r.returncode == 2 and "quiho-emulate: bad settle" in r.stderr and not Path(cg).exists()
 
 
 @pytest.mark.root
