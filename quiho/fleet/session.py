@@ -66,7 +66,7 @@ def _copy_files(src: Path, dest: Path, skip: tuple[str, ...]) -> None:
                 continue
             out = dest / p.relative_to(src)
             out.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(p, out)
+            shutil.copy2(p, out)  # its times too: the stat files' mtimes date the job (bench/main_job_time.py)
 
 
 def new_batch(kind: str) -> str:
