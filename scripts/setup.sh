@@ -71,3 +71,6 @@ fi
 # A cache that is already current is only loaded.
 echo "setup: warming the numba cache of quiho/irup/batched.py" >&2
 "$PY" -c "from quiho.irup.batched import warm; warm()"
+# Write the install's dirty pages back now: the kernel's flusher would write them (a fresh venv's ~800 MiB) 15-30 s
+# later, during what the main job measures first, its calibration's probes.
+sync
