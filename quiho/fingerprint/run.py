@@ -274,7 +274,7 @@ def _measure(
         retry = set()
         for group in session.groups(list(plan)):
             extravars, budget = _plan_vars(group, plan, params, warm)
-            local = all(inv.host(h).connection == "local" for h in group)
+            local = session.is_local(group)
             if local and machine_facts:
                 extravars["quiho_facts_known"] = True
             res = session.run(group, extravars, run_timeout_s or budget, collect_to=artifacts)

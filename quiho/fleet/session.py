@@ -231,6 +231,10 @@ class FleetSession:
         remote = [h for h in hosts if h not in local]
         return [g for g in (local, remote) if g]
 
+    def is_local(self, group: list[str]) -> bool:
+        """True when ``group``'s hosts are ``ansible_connection: local`` (all or none are: see :meth:`groups`)."""
+        return all(self.inventory.host(h).connection == "local" for h in group)
+
     def base_vars(self) -> dict[str, Any]:
         """Extra variables every quiho playbook reads."""
         return {"quiho_batch": self.batch, "quiho_remote_root": self.remote_root,
@@ -249,7 +253,7 @@ class FleetSession:
         to ``collect_to/<host>`` before removing it, where a remote host's playbook collects.
         """
         hosts = [self.inventory.host(h) for h in group]
-        local = all(h.connection == "local" for h in hosts)  # all or none (see groups)
+        local = self.is_local(group)
         res: PlaybookResult | None = None
         if local:  # this machine's filesystem: a module run per host and invocation saved on each side
             extravars = {**extravars, "quiho_dir_ready": True}
