@@ -45,9 +45,10 @@ def test_sum(benchmark):
 GOOD, SLOW = 8_000, 64_000
 #: the gate as CI runs it on a shared machine: CPU time of one process shifts between runs (caches, frequency, the
 #: other core's load; Kalibera & Jones 2013). On a VM whose vCPUs share cores with other tenants, a whole process
-#: runs 1x or up to 2x slower (the unchanged 20 000-int sum: 0.10 ms or 0.16-0.19 ms per process, for seconds at a
-#: time), so changes below 150 % raise no alert here; the planted regression makes the sort ~10x slower
-GATE = ("history", "detect", "--all", "--fail-on-change", "--magnitude-floor", "1.5")
+#: runs 1x or up to 2.7x slower (the unchanged 20 000-int sum: 0.10 ms or 0.16-0.19 ms per process, for seconds at a
+#: time; 0.13 ms against 0.047 once, docs/history-gate.md), so changes below 300 % raise no alert here; the planted
+#: regression makes the sort ~10x slower
+GATE = ("history", "detect", "--all", "--fail-on-change", "--magnitude-floor", "3")
 
 
 #: the harness is a project's own pytest, not a worker of ours: pytest-benchmark turns itself off (and writes no
@@ -92,7 +93,7 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.mark.quiet  # times a benchmark at 1.5x floor
+@pytest.mark.quiet  # times a benchmark against a +300 % floor
 @pytest.mark.slow  # 11 real pytest-benchmark runs: ~25 s idle, ~50 s on a loaded 2-core machine
 def test_gate_stays_red_until_ack_and_closes_when_fixed(repo: Path, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
