@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -36,6 +37,32 @@ QUIHO = str(REPO / ".venv" / "bin" / "quiho")
 #: The pairs run with quiho's venv first on PATH, as every panel run before 51e1a7b did (a pair's bare ``python3``
 #: was then the venv's on the local fleet; since, the caller's): the registered runs stay comparable.
 RUN_ENV = {**os.environ, "PATH": str(REPO / ".venv" / "bin") + os.pathsep + os.environ.get("PATH", os.defpath)}
+
+_STOPPED: list[int] = []
+
+
+def _quiho(argv: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a quiho command; a SIGTERM to the bench is passed on to it, so it undoes its knobs as it stops.
+
+    After such a command the caller writes what it got and stops (:func:`_stop_if_asked`).
+    """
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as p:
+        def forward(signum: int, _frame: object) -> None:
+            _STOPPED.append(signum)
+            p.send_signal(signum)
+
+        old = signal.signal(signal.SIGTERM, forward)
+        try:
+            out, err = p.communicate()
+        finally:
+            signal.signal(signal.SIGTERM, old)
+    return subprocess.CompletedProcess(argv, p.returncode, out, err)
+
+
+def _stop_if_asked(where: Path) -> None:
+    if _STOPPED:
+        sys.exit(f"panel: stopped by SIGTERM; what finished is kept in {where}")
+
 
 #: mawk-buffer's program, the same in both versions: 30 sines a line, then the line printed.
 _SIN30 = "{s = 0; for (i = 1; i <= 30; i++) s += sin($1 * i); print s}"
@@ -380,8 +407,8 @@ def _spec(name: str, versions: dict[str, str]) -> str:
 
 
 def _calibration(store: Path) -> dict:
-    r = subprocess.run([QUIHO, "fleet", "calibrate", "--store", str(store), "--json"],
-                       capture_output=True, text=True, check=False)
+    r = _quiho([QUIHO, "fleet", "calibrate", "--store", str(store), "--json"])
+    _stop_if_asked(store.parent)
     if r.returncode != 0:
         sys.exit(f"panel: calibration failed: {r.stderr.strip()[-300:]}")
     return json.loads(r.stdout)
@@ -456,14 +483,14 @@ def run(out: Path, pairs: list[str], runs: int, first: int = 1) -> None:
             (pd / "spec.yml").write_text(_spec(name, versions))
             a, b = list(versions)
             t0 = time.monotonic()
-            p = subprocess.run([QUIHO, "profile", f"{name}@{a}", f"{name}@{b}", "--spec", str(pd / "spec.yml"),
-                                "--battery", "resources", "--store", str(store), "--report", str(pd)],
-                               capture_output=True, text=True, check=False, env=RUN_ENV)
+            p = _quiho([QUIHO, "profile", f"{name}@{a}", f"{name}@{b}", "--spec", str(pd / "spec.yml"),
+                        "--battery", "resources", "--store", str(store), "--report", str(pd)], env=RUN_ENV)
             (pd / "stdout.txt").write_text(p.stdout)
             (pd / "stderr.txt").write_text(p.stderr)
             (pd / "meta.json").write_text(json.dumps({"rc": p.returncode, "wall_s": time.monotonic() - t0,
                                                       "factors": factors}))
             print(f"panel: run {r} {name}: rc {p.returncode}, {time.monotonic() - t0:.0f} s", file=sys.stderr)
+            _stop_if_asked(rd)
     table(out)
 
 
