@@ -1,14 +1,16 @@
-"""What the memory-capacity knob costs a program that reads its file sequentially, on this machine.
+"""What one knob costs a panel pair's versions on this machine, alone and under the CPU quota.
 
 The knob keeps a host's page cache at 32 MiB beyond its own memory, so a file larger than that is read from the
 disk again on every pass. What that costs a program depends on the disk more than on the knob: with readahead the
 reads overlap the program's own work, so a program that computes more slowly than the disk reads loses little. This
 prints the machine's side (the disk's cold sequential read rate, md5sum's rate on a cached file, the device's
-readahead) and then md5-reread's two versions (``bench/local_fleet_panel.py``) in a cell without knobs and in a
-cell with only the memory-capacity knob, interleaved, as wall seconds of the whole command (its input written in
-the cell, as the panel does).
+readahead) and then a pair's two versions (``bench/local_fleet_panel.py``, md5-reread by default) in a cell
+without knobs and in a cell with only the knob, interleaved, as wall seconds of the whole command (its input
+written in the cell, as the panel does). ``--knob storage`` or ``network`` measures those knobs the same way, at the
+fleet's levels (a write-IOPS limit of 200 on the run directory's disk; netem's delay, or tbf's rate without netem).
 
-    sudo .venv/bin/python bench/memcap_reach.py [--reps 10] [--quotas 100,67]
+    sudo .venv/bin/python bench/knob_reach.py [--pair md5-reread] [--knob memory-capacity] [--reps 10]
+        [--quotas 100,67]
 
 ``--quotas``: the CPU quotas (%) the pair of cells is measured at, all cells interleaved in every round (the
 fleet's quota level is 67 %: where the program computes more slowly, its waits for the disk may hide in the time
@@ -32,7 +34,7 @@ from pathlib import Path
 import yaml
 
 from quiho.fleet.inventory import repo_root
-from quiho.fleet.local.knobs import MEM_CACHE_MIB, write_disk
+from quiho.fleet.local.knobs import MEM_CACHE_MIB, NET_DELAY_US, NET_RATE_MBIT, network_mechanism, write_disk
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from local_fleet_panel import PAIRS  # noqa: E402
@@ -64,10 +66,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reps", type=int, default=10, help="measured runs of each version in each cell")
     ap.add_argument("--quotas", default="100", help="comma-separated CPU quotas (%%) of the pairs of cells")
+    ap.add_argument("--pair", default="md5-reread", choices=sorted(PAIRS), metavar="PAIR", help="a panel pair")
+    ap.add_argument("--knob", default="memory-capacity", choices=("memory-capacity", "storage", "network"))
     a = ap.parse_args()
     join = yaml.safe_load((repo_root() / "playbooks" / "vars" / "emulation.yml").read_text())["qh_join"]
-    versions = PAIRS["md5-reread"][0]
-    with tempfile.TemporaryDirectory(prefix="quiho-memcap-", dir="/var/tmp") as d:
+    versions = PAIRS[a.pair][0]
+    with tempfile.TemporaryDirectory(prefix="quiho-knobreach-", dir="/var/tmp") as d:
         f = Path(d) / "f"
         with open(f, "wb") as fh:
             for _ in range(FILE_MIB):
@@ -84,11 +88,17 @@ def main() -> int:
               f"readahead {ra.read_text().strip() + ' KiB' if ra and ra.exists() else 'unknown'}")
         f.unlink()
         quotas = [int(q) for q in a.quotas.split(",")]
-        cgs = {(q, mem): f"/sys/fs/cgroup/cpu/quiho-memcap-{os.getpid()}-{q}-{mem}"
-               for q in quotas for mem in (0, MEM_CACHE_MIB)}
-        for (q, mem), cg in cgs.items():
-            subprocess.run(["sh", str(EMULATE), "start", cg, str(q), "none", "600", "keep", "20000", "0", str(mem),
-                            "0", "0"], check=True)
+        mech = network_mechanism()
+        if a.knob == "storage" and disk is None or a.knob == "network" and mech is None:
+            sys.exit(f"knob_reach: the {a.knob} knob cannot be set here")
+        # quiho-emulate.sh's IOPS, MEM_MIB and NET arguments
+        level = {"memory-capacity": ["0", str(MEM_CACHE_MIB), "0"], "storage": [f"{disk}:200", "0", "0"],
+                 "network": ["0", "0", f"delay:{NET_DELAY_US}" if mech == "delay" else f"rate:{NET_RATE_MBIT}"]}
+        cgs = {(q, on): f"/sys/fs/cgroup/cpu/quiho-knobreach-{os.getpid()}-{q}-{on}" for q in quotas for on in (0, 1)}
+        for (q, on), cg in cgs.items():
+            knob = level[a.knob] if on else ["0", "0", "0"]
+            subprocess.run(["sh", str(EMULATE), "start", cg, str(q), "none", "600", "keep", "20000", *knob, "0"],
+                           check=True)
         times: dict[tuple[tuple[int, int], str], list[float]] = {(c, v): [] for c in cgs for v in versions}
         try:
             for r in range(a.reps + 1):  # the first round is a warm-up, not kept
@@ -100,12 +110,13 @@ def main() -> int:
         finally:
             for cg in cgs.values():
                 subprocess.run(["sh", str(EMULATE), "stop", cg], check=False)
-    print(f"\n| quota | version | no knob (s) | page cache {MEM_CACHE_MIB} MiB (s) | effect of medians "
+    print(f"\n{a.pair}, knob {a.knob} ({' '.join(x for x in level[a.knob] if x != '0')})")
+    print("\n| quota | version | no knob (s) | with the knob (s) | effect of medians "
           "| paired ratios: quartiles |")
     print("|---|---|---|---|---|---|")
     for q in quotas:
         for v in versions:
-            ref, knob = times[((q, 0), v)], times[((q, MEM_CACHE_MIB), v)]
+            ref, knob = times[((q, 0), v)], times[((q, 1), v)]
             lo, _, hi = statistics.quantiles([k / r for k, r in zip(knob, ref, strict=True)], n=4)
             print(f"| {q} % | {v} | {statistics.median(ref):.3f} | {statistics.median(knob):.3f} | "
                   f"{100 * (statistics.median(knob) / statistics.median(ref) - 1):+.0f} % | "
