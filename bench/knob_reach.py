@@ -1,13 +1,14 @@
 """What one knob costs a panel pair's versions on this machine, alone and under the CPU quota.
 
-The knob keeps a host's page cache at 32 MiB beyond its own memory, so a file larger than that is read from the
-disk again on every pass. What that costs a program depends on the disk more than on the knob: with readahead the
-reads overlap the program's own work, so a program that computes more slowly than the disk reads loses little. This
-prints the machine's side (the disk's cold sequential read rate, md5sum's rate on a cached file, the device's
-readahead) and then a pair's two versions (``bench/local_fleet_panel.py``, md5-reread by default) in a cell
-without knobs and in a cell with only the knob, interleaved, as wall seconds of the whole command (its input
-written in the cell, as the panel does). ``--knob storage`` or ``network`` measures those knobs the same way, at the
-fleet's levels (a write-IOPS limit of 200 on the run directory's disk; netem's delay, or tbf's rate without netem).
+The memory-capacity knob (the default) keeps a host's page cache at 32 MiB beyond its own memory, so a file
+larger than that is read from the disk again on every pass. What that costs a program depends on the disk more
+than on the knob: with readahead the reads overlap the program's own work, so a program that computes more slowly
+than the disk reads loses little. This prints the machine's side (the disk's cold sequential read rate, md5sum's
+rate on a cached file, the device's readahead) and then a pair's two versions (``bench/local_fleet_panel.py``,
+md5-reread by default) in a cell without knobs and in a cell with only the knob, interleaved, as wall seconds of
+the whole command (its input written in the cell, as the panel does). ``--knob storage`` or ``network`` measures
+those knobs the same way, at the fleet's levels (the top of the write-IOPS range on the run directory's disk;
+netem's delay, or tbf's rate without netem).
 
     sudo .venv/bin/python bench/knob_reach.py [--pair md5-reread] [--knob memory-capacity] [--reps 10]
         [--quotas 100,67]
@@ -34,7 +35,14 @@ from pathlib import Path
 import yaml
 
 from quiho.fleet.inventory import repo_root
-from quiho.fleet.local.knobs import MEM_CACHE_MIB, NET_DELAY_US, NET_RATE_MBIT, network_mechanism, write_disk
+from quiho.fleet.local.knobs import (
+    IOPS_RANGE,
+    MEM_CACHE_MIB,
+    NET_DELAY_US,
+    NET_RATE_MBIT,
+    network_mechanism,
+    write_disk,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from local_fleet_panel import PAIRS  # noqa: E402
@@ -92,15 +100,15 @@ def main() -> int:
         if a.knob == "storage" and disk is None or a.knob == "network" and mech is None:
             sys.exit(f"knob_reach: the {a.knob} knob cannot be set here")
         # quiho-emulate.sh's IOPS, MEM_MIB and NET arguments
-        level = {"memory-capacity": ["0", str(MEM_CACHE_MIB), "0"], "storage": [f"{disk}:200", "0", "0"],
+        level = {"memory-capacity": ["0", str(MEM_CACHE_MIB), "0"], "storage": [f"{disk}:{IOPS_RANGE[1]}", "0", "0"],
                  "network": ["0", "0", f"delay:{NET_DELAY_US}" if mech == "delay" else f"rate:{NET_RATE_MBIT}"]}
         cgs = {(q, on): f"/sys/fs/cgroup/cpu/quiho-knobreach-{os.getpid()}-{q}-{on}" for q in quotas for on in (0, 1)}
-        for (q, on), cg in cgs.items():
-            knob = level[a.knob] if on else ["0", "0", "0"]
-            subprocess.run(["sh", str(EMULATE), "start", cg, str(q), "none", "600", "keep", "20000", *knob, "0"],
-                           check=True)
         times: dict[tuple[tuple[int, int], str], list[float]] = {(c, v): [] for c in cgs for v in versions}
         try:
+            for (q, on), cg in cgs.items():
+                knob = level[a.knob] if on else ["0", "0", "0"]
+                subprocess.run(["sh", str(EMULATE), "start", cg, str(q), "none", "600", "keep", "20000", *knob, "0"],
+                               check=True)
             for r in range(a.reps + 1):  # the first round is a warm-up, not kept
                 for cell, cg in cgs.items():
                     for v, cmd in versions.items():
