@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sqlite3
 import subprocess
 import tempfile
@@ -50,8 +49,7 @@ def _analyse(clone: Path, store: Path, batch: str, app: str, a: str, b: str, out
 def _row(name: str, which: str, rep: dict) -> str:
     design = rep.get("design") or {}
     story = design.get("story") or {}
-    classes = " → ".join(str((story.get(k) or {}).get("label", "?")) for k in ("a", "b")) if isinstance(story, dict) \
-        else str(story)
+    classes = " → ".join(str((story.get(k) or {}).get("label", "?")) for k in ("a", "b"))
     irup = rep.get("irup") or {}
     vals = []
     for side in ("a", "b"):
@@ -75,21 +73,19 @@ def main() -> int:
         src = clone / ".quiho" / "quiho.db"
         with tempfile.TemporaryDirectory(prefix="quiho-round-one-") as d:
             rows = []
-            for which in ("all 16 hosts", "round 1's 8"):
-                store = Path(d) / f"{len(rows)}.db"
+            for i, which in enumerate(("all 16 hosts", "round 1's 8")):
+                store = Path(d) / f"{i}.db"
                 with sqlite3.connect(f"file:{src}?mode=ro", uri=True) as s, sqlite3.connect(store) as t:
                     s.backup(t)
                 with sqlite3.connect(store) as con:
                     batch, app, a, b = con.execute("SELECT batch, application, version_a, version_b FROM profiles "
                                                    "ORDER BY id LIMIT 1").fetchone()
-                    if rows:
+                    if i:
                         gone = _round_two_hosts(con)
                         marks = ",".join("?" * len(gone))
                         con.execute(f"DELETE FROM measurements WHERE host_id IN "  # noqa: S608 - placeholders only
                                     f"(SELECT id FROM hosts WHERE name IN ({marks}))", gone)
-                rep = _analyse(clone, store, batch, app, a, b, Path(d) / f"report-{len(rows)}")
-                rows.append(_row(clone.name, which, rep))
-                shutil.rmtree(Path(d) / f"report-{len(rows) - 1}", ignore_errors=True)
+                rows.append(_row(clone.name, which, _analyse(clone, store, batch, app, a, b, Path(d) / f"report-{i}")))
             print("\n".join(rows), flush=True)
     return 0
 
