@@ -13,6 +13,11 @@ _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]
 UNTESTED_CHANGE = "not tested: moves neither version"
 
 
+def fingerprint_word(fingerprinted: object, skipped: object = False) -> str:
+    """A host's fingerprint as a report says it: ``yes``, ``not taken`` (left out on purpose) or ``MISSING``."""
+    return "yes" if fingerprinted else "not taken" if skipped else "MISSING"
+
+
 def holm_weight_note(weight: float | None) -> str:
     """``""`` for a full share of the weighted Holm; ``", weight 1/6: moves neither version"`` for a smaller one."""
     if weight is None or not weight < 1 or weight <= 0:

@@ -52,6 +52,11 @@ def profile_cmd(
     fp_repetitions: Annotated[int | None, typer.Option("--fingerprint-repetitions", min=1, max=10_000,
                                                        help="Repetitions of a new fingerprint (default: the "
                                                        "battery's).")] = None,
+    fp_hosts: Annotated[str | None, typer.Option("--fingerprint-hosts", metavar="all|first-round",
+                                                 help="Hosts a new fingerprint covers on a designed local fleet: "
+                                                 "all, or first-round (the fold-over's hosts are measured but not "
+                                                 "fingerprinted: faster; the IRUPs rest on half the hosts). "
+                                                 "Default all.")] = None,
     repetitions: Annotated[int | None, typer.Option("--repetitions", min=1, max=10_000, help="Runs per version per "
                                                     "host (default: the spec's).")] = None,
     warmup: Annotated[int | None, typer.Option("--warmup", min=0, max=10_000, help="Discarded warm-up runs per "
@@ -142,6 +147,7 @@ def profile_cmd(
         opts = ProfileOptions.build(
             proj.profile if proj else None, inventory=str(inventory) if inventory is not None else None,
             battery=battery, max_age=max_age, fingerprint_seconds=fp_seconds, fingerprint_repetitions=fp_repetitions,
+            fingerprint_hosts=fp_hosts,
             repetitions=repetitions, warmup=warmup, rounds=rounds, resume=resume, trace=plan, min_change=min_change,
             alpha=alpha, stages=stages,
             seeds=seeds, random_state=random_state, n_jobs=jobs,

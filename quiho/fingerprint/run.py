@@ -301,8 +301,11 @@ def _reports(
     ids = remember_inventory(store, inv)
     stressors, reps = list(params["stressors"]), int(params["repetitions"])
     reports = []
+    skipped = params.get("skipped_hosts") or {}
     for h in [h for h in params["hosts"] if h in inv.names]:
         n_ok, n_failed = host_counts(store, run_id, ids[h])
+        if h in skipped and n_ok + n_failed == 0:  # left out on purpose (note_skipped_hosts), not missing
+            continue
         missing = sum(len(v) for v in missing_measurements(store, run_id, ids[h], stressors, reps).values())
         st, reason = statuses.get(h, ("ok", None))
         if missing == 0 and st in ("ok", "failed") and reason is None:

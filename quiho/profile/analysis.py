@@ -14,7 +14,7 @@ profile can be recomputed (other seeds, another floor) without running anything.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +44,7 @@ from quiho.profile.stats import metric_change
 from quiho.store import Store, utcnow
 from quiho.store.app_runs import profile_runs
 from quiho.store.calibrations import calibration_for_hosts
-from quiho.store.fingerprints import fingerprint_run_age
+from quiho.store.fingerprints import fingerprint_run_age, skipped_hosts
 
 __all__ = ["ProfileData", "Measured", "analyse_data", "analyse_profile", "host_fingerprints"]
 
@@ -122,6 +122,9 @@ class ProfileData:
         and :func:`quiho.design.analyse_design` measures each version's response to each factor.
     fingerprint_rows : DataFrame, optional
         Long fingerprints (``host``, ``stressor``, ``value``): which resource class each factor loads.
+    skipped_fingerprints : mapping, optional
+        Host -> why its fingerprint run left it out on purpose: such a host without a fingerprint is said once,
+        not counted as missing.
     """
 
     runs: pd.DataFrame
@@ -140,6 +143,7 @@ class ProfileData:
     fleet_axes: int | None = None
     design_vars: Any = None
     fingerprint_rows: pd.DataFrame | None = None
+    skipped_fingerprints: Mapping[str, str] | None = None
 
 
 def _design(data: ProfileData, label_b: str, opts: AnalysisOptions, catalog: Catalog,
@@ -226,12 +230,19 @@ def analyse_data(data: ProfileData, options: AnalysisOptions | None = None, *,
     fp_hosts = data.fingerprinted_hosts
     if fp_hosts is None and data.fingerprints is not None:
         fp_hosts = [str(h) for h in data.fingerprints.index]
-    statuses = _host_statuses(data.runs, data.version_a, label_b, set(fp_hosts or []))
+    skipped = data.skipped_fingerprints or {}
+    statuses = _host_statuses(data.runs, data.version_a, label_b, set(fp_hosts or []), set(skipped))
     for hs in statuses:
         if hs.failed_a or hs.failed_b:
             notes.append(f"host {hs.host}: {hs.failed_a + hs.failed_b} failed run(s): {'; '.join(hs.reasons)}")
-        if fp_hosts is not None and not hs.fingerprinted:
+        if fp_hosts is not None and not hs.fingerprinted and not hs.fingerprint_skipped:
             notes.append(f"host {hs.host} has no fingerprint: its runs count in the metric test, not in the IRUPs")
+    left = [hs.host for hs in statuses if hs.fingerprint_skipped]
+    if left:
+        why = "; ".join(sorted({skipped[h] for h in left}))
+        counted = "the metric test and the design" if design is not None else "the metric test"
+        design_notes.append(f"{len(left)} of {len(statuses)} hosts not fingerprinted on purpose ({why}): their runs "
+                            f"count in {counted}, not in the IRUPs")
     notes.extend(f"host {host} left out of the metric test: {why}" for host, why in mc.excluded_hosts.items())
     return ProfileResult(
         application=data.application, version_a=data.version_a, version_b=data.version_b, label_b=label_b,
@@ -281,8 +292,9 @@ def _advice(
     return advice
 
 
-def _host_statuses(runs: pd.DataFrame, version_a: str, label_b: str, fp_hosts: set[str]) -> list[HostStatus]:
-    """What each host contributed: ok and failed runs per version, fingerprint present, failure reasons."""
+def _host_statuses(runs: pd.DataFrame, version_a: str, label_b: str, fp_hosts: set[str],
+                   skipped: set[str]) -> list[HostStatus]:
+    """What each host contributed: runs ok and failed per version, fingerprint (or left out on purpose), reasons."""
     statuses = []
     for host, sub in runs.groupby("host", sort=True):
         a = sub[sub["version"] == version_a]
@@ -291,6 +303,7 @@ def _host_statuses(runs: pd.DataFrame, version_a: str, label_b: str, fp_hosts: s
         statuses.append(HostStatus(
             str(host), str(host) in fp_hosts, int((a["status"] == "ok").sum()), int((b["status"] == "ok").sum()),
             int((a["status"] != "ok").sum()), int((b["status"] != "ok").sum()), reasons,
+            str(host) not in fp_hosts and str(host) in skipped,
         ))
     return statuses
 
@@ -361,6 +374,7 @@ def analyse_profile(
         higher_is_better=bool(runs["higher_is_better"].iloc[0]), fingerprints=wide,
         fingerprinted_hosts=sorted(set(fps["host"])) if len(fps) else [], partial=notes, fleet_axes=fleet_axes,
         design_vars=design_vars, fingerprint_rows=fps if len(fps) else None,
+        skipped_fingerprints=skipped_hosts(store, fp_ids),
     ), opts)
     res = _with_fleet_traces(store, res, runs, unit, m.trace_messages, opts.random_state)
     fp = fingerprint_run_age(store, fingerprint_run_id) if fingerprint_run_id else None

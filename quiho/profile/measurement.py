@@ -33,7 +33,12 @@ from quiho.profile.result import ProfileResult, save_profile
 from quiho.schedule.drift import drift_warnings
 from quiho.store import Store
 from quiho.store.app_runs import hosts_with_runs, visits_with_runs
-from quiho.store.fingerprints import FingerprintRunRef, applicable_fingerprint_run
+from quiho.store.fingerprints import (
+    FingerprintRunRef,
+    applicable_fingerprint_run,
+    note_skipped_hosts,
+    skipped_hosts,
+)
 
 __all__ = ["run_profile", "find_fingerprint_run", "round_plan"]
 
@@ -104,6 +109,18 @@ def _host_note(h: HostReport) -> str | None:
             + (f", {h.missing} missing" if h.missing else ""))
 
 
+#: Why ``fingerprint_hosts="first-round"`` leaves a host unfingerprinted (stored with the fingerprint run).
+FIRST_ROUND_ONLY = ("--fingerprint-hosts first-round: only the first round's hosts are fingerprinted; "
+                    "the design's answer reads no fingerprint")
+
+
+def _left_out(job: _Job) -> list[str]:
+    """The hosts a new fingerprint leaves out: with ``first-round``, those a designed fleet's first round skips."""
+    if job.measure.fingerprint_hosts != "first-round":
+        return []
+    return [h.name for h in job.inv.hosts if h.design_rounds and 0 not in h.design_rounds]
+
+
 def round_plan(hosts: Sequence[str], rounds: int, repetitions: int, seed: str,
                visited_in: Mapping[str, Sequence[int]] | None = None, stages: int = 1,
                ) -> list[tuple[int, list[str], int]]:
@@ -157,7 +174,8 @@ def _fingerprint_and_run(
     keeps_build = all(job.spec.versions[v].workdir for v in (job.version_a, job.version_b))
     built = False
     done = visits_with_runs(job.store, job.batch, job.spec.name) if job.measure.resume else set()
-    fp_done = {h for h, _r in done} | (set(hosts) if fingerprint_run_id is not None else set())
+    left_out = _left_out(job) if fingerprint_run_id is None else []
+    fp_done = {h for h, _r in done} | (set(hosts) if fingerprint_run_id is not None else set(left_out))
     visited_in = {h.name: h.design_rounds for h in job.inv.hosts if h.design_rounds}
     if job.stage > 1:  # a later pass skips the visits the earlier ones stored
         done |= visits_with_runs(job.store, job.batch, job.spec.name)
@@ -167,6 +185,8 @@ def _fingerprint_and_run(
                 continue
             if host not in fp_done:
                 fp = job.fingerprint(resume=fp_batch, hosts=[host])
+                if left_out and fp_batch is None:  # said before the run's last host sets its status
+                    note_skipped_hosts(job.store, fp.run_id, left_out, FIRST_ROUND_ONLY)
                 fp_batch, run_id = fp.batch, fp.run_id
                 fp_done.add(host)
                 notes.extend(n_ for h in fp.hosts if h.name == host and (n_ := _host_note(h)))
@@ -210,9 +230,17 @@ def _measure(job: _Job) -> tuple[int | None, bool, bool, list[str], dict[str, st
         if inv.shares_machine and m.rounds > 1 and m.resume:  # a resume of a blocked design finishes its visits
             todo = list(inv.names)
         found = applicable_fingerprint_run(store, inv.names, m.max_age_s)
+        if (found is not None and m.fingerprint_hosts == "all" and found.hosts_covered < len(inv.names)
+                and set(skipped_hosts(store, [found.run_id])) & set(inv.names)):
+            job.step(f"fingerprint run {found.batch} left hosts out on purpose (--fingerprint-hosts first-round); "
+                     "fingerprinting every host")
+            found = None
         rounds = f"in {m.rounds} blocked rounds" if m.rounds > 1 else "host by host"
         if found is None and inv.shares_machine and todo:
-            job.step(f"fingerprinting {len(inv.names)} host(s) with the {m.battery} battery (no fingerprint younger "
+            left_out = _left_out(job)
+            which = (f"{len(inv.names) - len(left_out)} of {len(inv.names)} host(s) (the first round's)" if left_out
+                     else f"{len(inv.names)} host(s)")
+            job.step(f"fingerprinting {which} with the {m.battery} battery (no fingerprint younger "
                      f"than {m.max_age_s:g} s) and running {spec.name}@{job.version_a} and @{job.version_b} "
                      f"interleaved, {rounds} (each host's first runs right after its fingerprint), batch {job.batch}")
             back_to_back = fresh = True
@@ -239,7 +267,7 @@ def _measure(job: _Job) -> tuple[int | None, bool, bool, list[str], dict[str, st
 
 def _all_runs_ok(res: ProfileResult) -> bool:
     """True when every host ran every run of both versions and has its fingerprint."""
-    return all(h.fingerprinted and not h.failed_a and not h.failed_b for h in res.hosts)
+    return all((h.fingerprinted or h.fingerprint_skipped) and not h.failed_a and not h.failed_b for h in res.hosts)
 
 
 def _second_pass(job: _Job, fingerprint_run_id: int | None) -> list[str]:

@@ -13,7 +13,7 @@ Example
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -59,7 +59,9 @@ class MeasureOptions(BaseModel):
     of an interrupted profile to continue; ``trace`` a checked :class:`quiho.trace.fleet.TracePlan` to run
     after the measured runs; ``rounds`` how many blocked measurement rounds a fleet that shares this machine is
     visited in (each round every host in a new order, the repetitions split over the rounds), so a slow minute
-    of the machine lands in a round effect instead of in one host.
+    of the machine lands in a round effect instead of in one host. ``fingerprint_hosts`` ``first-round``
+    fingerprints only the hosts a designed fleet's first round visits (its fold-over's hosts are measured but
+    not fingerprinted: the design's answer reads no fingerprint, the IRUPs rest on half the hosts).
     """
 
     model_config = _FROZEN
@@ -74,6 +76,7 @@ class MeasureOptions(BaseModel):
     rounds: int = Field(default=2, ge=1, le=20)
     resume: str | None = None
     trace: Any = None
+    fingerprint_hosts: Literal["all", "first-round"] = "all"
 
     @property
     def max_age_s(self) -> float:

@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -45,6 +46,7 @@ class ProfileDefaults(BaseModel):
     seeds: int | None = Field(default=None, ge=1)
     warmup: int | None = Field(default=None, ge=0)
     stages: int | None = Field(default=None, ge=1, le=2)
+    fingerprint_hosts: Literal["all", "first-round"] | None = None
 
 
 class ProjectFile(BaseModel):

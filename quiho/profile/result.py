@@ -30,7 +30,7 @@ REPORT_SCHEMA_VERSION = 1
 
 @dataclass(frozen=True)
 class HostStatus:
-    """What one host contributed: fingerprint present, runs ok per version, and why not."""
+    """What one host contributed: fingerprint present (or left out on purpose), runs ok per version, and why not."""
 
     host: str
     fingerprinted: bool
@@ -39,6 +39,7 @@ class HostStatus:
     failed_a: int
     failed_b: int
     reasons: tuple[str, ...] = ()
+    fingerprint_skipped: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready mapping."""

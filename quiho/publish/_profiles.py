@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from quiho._plotting import figure_key
-from quiho._text import UNTESTED_CHANGE, holm_weight_note
+from quiho._text import UNTESTED_CHANGE, fingerprint_word, holm_weight_note
 from quiho.publish._collect import ProfileView
 from quiho.publish._layout import badge, page, table
 from quiho.publish._report_svg import Bars, bars_svg, calls_svg, runs_svg
@@ -228,8 +228,9 @@ def profile_page(p: ProfileView, site_title: str) -> str:
     body += _traces_html(p, doc.get("traces"), str(doc.get("version_a") or a), str(doc.get("label_b") or b))
     body.append("<h2>Hosts</h2>" + table(
         ["host", "fingerprinted", "ok A", "ok B", "failed", "why"],
-        ([text(h.get("host")), "yes" if h.get("fingerprinted") else "MISSING", str(h.get("ok_a")), str(h.get("ok_b")),
-          str((h.get("failed_a") or 0) + (h.get("failed_b") or 0)), text("; ".join(h.get("reasons") or []))]
+        ([text(h.get("host")), fingerprint_word(h.get("fingerprinted"), h.get("fingerprint_skipped")),
+          str(h.get("ok_a")), str(h.get("ok_b")), str((h.get("failed_a") or 0) + (h.get("failed_b") or 0)),
+          text("; ".join(h.get("reasons") or []))]
          for h in doc.get("hosts") or []), table_id="profile-hosts", num=(2, 3, 4)))
     params = json.dumps(doc.get("params") or {}, indent=1, default=str)
     body.append(f"<h2>Method</h2><pre>{text(params, lines=True)}</pre>")

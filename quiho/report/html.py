@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from quiho._text import fingerprint_word
+
 if TYPE_CHECKING:
     from quiho.profile.result import ProfileResult
 
@@ -220,8 +222,8 @@ def _fleet_html(r: ProfileResult, images: dict[str, Path]) -> list[str]:
           ) if r.fingerprint_run_id else "no fingerprint run"
     parts.append(f"<p>{fp}</p>")
     parts.append(_table(["host", "fingerprint", f"ok {r.version_a}", f"ok {r.version_b}", "failed", "why"],
-                        ([h.host, "yes" if h.fingerprinted else "MISSING", h.ok_a, h.ok_b, h.failed_a + h.failed_b,
-                          "; ".join(h.reasons)] for h in r.hosts), num={2, 3, 4}))
+                        ([h.host, fingerprint_word(h.fingerprinted, h.fingerprint_skipped), h.ok_a, h.ok_b,
+                          h.failed_a + h.failed_b, "; ".join(h.reasons)] for h in r.hosts), num={2, 3, 4}))
     parts.append(_img(images.get("fingerprints"), "fingerprint overview"))
 
     failed = r.runs[r.runs["status"] != "ok"] if len(r.runs) else r.runs

@@ -30,7 +30,7 @@ __all__ = [
     "mark_interrupted_runs", "controller", "batch_of", "missing_measurements", "host_counts", "upsert_measurements",
     "summarise_run", "ok_measurements", "fingerprint_run_age", "insert_complete_run", "insert_ok_measurements",
     "host_fingerprint", "fingerprint_by_id", "fingerprinted_hosts", "reusable_local_fingerprint",
-    "write_local_fingerprint",
+    "write_local_fingerprint", "note_skipped_hosts", "skipped_hosts",
 ]
 
 
@@ -116,14 +116,35 @@ def set_run_status(store: Store, run_id: int, status: str, *, note: str | None =
     """Set a fingerprint run's status (``running`` clears ``finished_at``); ``note`` goes into its params."""
     with store.transaction() as conn:
         if note is not None:
-            row = conn.execute("SELECT params_json FROM fingerprint_runs WHERE id=?", (run_id,)).fetchone()
-            params = json.loads(row["params_json"] or "{}") if row else {}
-            params["interrupted"] = note
-            conn.execute("UPDATE fingerprint_runs SET params_json=? WHERE id=?", (dumps(params), run_id))
+            _update_params(conn, run_id, interrupted=note)
         conn.execute("UPDATE fingerprint_runs SET status=?, finished_at=? WHERE id=?",
                      (status, None if status == "running" else utcnow(), run_id))
         if status == "running":
             conn.execute("UPDATE fingerprint_runs SET controller=? WHERE id=?", (controller(), run_id))
+
+
+def _update_params(conn: Connection, run_id: int, **values: Any) -> None:
+    """Set keys of a fingerprint run's params (inside the caller's transaction)."""
+    row = conn.execute("SELECT params_json FROM fingerprint_runs WHERE id=?", (run_id,)).fetchone()
+    params = json.loads(row["params_json"] or "{}") if row else {}
+    conn.execute("UPDATE fingerprint_runs SET params_json=? WHERE id=?", (dumps({**params, **values}), run_id))
+
+
+def note_skipped_hosts(store: Store, run_id: int, hosts: Sequence[str], why: str) -> None:
+    """Record that a fingerprint run leaves ``hosts`` out on purpose (``why``), so no reader calls them missing."""
+    with store.transaction() as conn:
+        row = conn.execute("SELECT params_json FROM fingerprint_runs WHERE id=?", (run_id,)).fetchone()
+        known = (json.loads(row["params_json"] or "{}") if row else {}).get("skipped_hosts") or {}
+        _update_params(conn, run_id, skipped_hosts={**known, **dict.fromkeys(hosts, why)})
+
+
+def skipped_hosts(store: Store, run_ids: Iterable[int]) -> dict[str, str]:
+    """Hosts the fingerprint runs ``run_ids`` leave out on purpose, and why (:func:`note_skipped_hosts`)."""
+    out: dict[str, str] = {}
+    for rid in run_ids:
+        row = store.conn.execute("SELECT params_json FROM fingerprint_runs WHERE id=?", (int(rid),)).fetchone()
+        out.update((json.loads(row["params_json"] or "{}") if row else {}).get("skipped_hosts") or {})
+    return out
 
 
 def latest_fleet_run(store: Store) -> dict[str, Any] | None:

@@ -91,3 +91,51 @@ def test_an_inconclusive_first_pass_visits_every_host_again_and_decides_on_both(
     assert con.execute("SELECT COUNT(DISTINCT host_id) FROM app_runs WHERE batch = ? AND "
                        "json_extract(extra_json, '$.round') = 3", (doc["batch"],)).fetchone()[0] == 4
     con.close()
+
+
+def test_first_round_fingerprints_leave_the_fold_over_out_on_purpose(tmp_path, capsys):
+    """``--fingerprint-hosts first-round``: round 2's hosts run but are not fingerprinted, and nothing calls them
+    missing (the profile, a re-analysis, the run's status); a later default profile fingerprints every host."""
+    rounds = {"pp-q100-one": 0, "pp-q60-two": 0, "pp-q60-one": 1, "pp-q100-two": 1}
+    hosts = HOSTS
+    for name, r in rounds.items():
+        hosts = hosts.replace(f"{name}: {{", f"{name}: {{quiho_design_rounds: [{r}], ")
+    (tmp_path / "hosts.yml").write_text(hosts)
+    (tmp_path / "app").mkdir()
+    shutil.copy(REPO / "examples" / "cpuloop" / "cpuloop.c", tmp_path / "app")
+    (tmp_path / "loop.yml").write_text(SPEC.format(workdir=tmp_path / "app"))
+    store = tmp_path / "q.db"
+    argv = ["profile", "loop@v1", "loop@v1", "--spec", str(tmp_path / "loop.yml"), "-i", str(tmp_path / "hosts.yml"),
+            "--battery", "quick", "--fingerprint-seconds", "1", "--fingerprint-repetitions", "1", "--warmup", "0",
+            "--stages", "1", "--seeds", "2", "--store", str(store), "--json"]
+    rc = main([*argv, "--fingerprint-hosts", "first-round"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    doc = json.loads(out.out)
+    assert "fingerprinting 2 of 4 host(s) (the first round's)" in out.err
+    by_host = {h["host"]: (h["fingerprinted"], h["fingerprint_skipped"]) for h in doc["hosts"]}
+    assert by_host == {h: (r == 0, r == 1) for h, r in rounds.items()}
+    assert not any("fingerprint" in p for p in doc["partial"]), doc["partial"]  # (2 rows: no IRUP is partial)
+    assert any(n.startswith("2 of 4 hosts not fingerprinted on purpose (--fingerprint-hosts first-round")
+               for n in doc["notes"]), doc["notes"]
+    con = sqlite3.connect(store)
+    fp_hosts = {h for (h,) in con.execute("SELECT DISTINCT h.name FROM measurements m JOIN hosts h ON h.id = "
+                                          "m.host_id")}
+    runs = con.execute("SELECT status FROM fingerprint_runs").fetchall()
+    visited = {h for (h,) in con.execute("SELECT DISTINCT h.name FROM app_runs a JOIN hosts h ON h.id = a.host_id")}
+    con.close()
+    assert fp_hosts == {"pp-q100-one", "pp-q60-two"} and visited == set(rounds) and runs == [("complete",)]
+
+    # a re-analysis reads the same from the store
+    rc = main(["profile", "loop@v1", "loop@v1", "--batch", doc["batch"], "--seeds", "2", "--store", str(store),
+               "--json"])
+    again = json.loads(capsys.readouterr().out)
+    assert rc == 0 and again["hosts"] == doc["hosts"] and again["partial"] == doc["partial"]
+
+    # asked for every host, a profile does not reuse a run that left hosts out on purpose
+    rc = main(argv)
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    assert "left hosts out on purpose (--fingerprint-hosts first-round); fingerprinting every host" in out.err
+    full = json.loads(out.out)
+    assert all(h["fingerprinted"] for h in full["hosts"]) and not any("fingerprint" in p for p in full["partial"])
