@@ -36,12 +36,16 @@ def design_lines(res: ProfileResult) -> list[str]:
 
 def _irup_lines(res: ProfileResult) -> list[str]:
     out = []
+    # hosts left unfingerprinted on purpose (--fingerprint-hosts first-round) are said where the IRUPs are
+    on = (f", {sum(h.fingerprinted for h in res.hosts)} of {len(res.hosts)} hosts fingerprinted"
+          if any(h.fingerprint_skipped for h in res.hosts) else "")
     for key, irup, name in (("a", res.irup_a, res.version_a), ("b", res.irup_b, res.version_b)):
         if irup is None:
             out.append(f"IRUP {p(name)}: unavailable — {p(res.irup_errors.get(key, ''))}")
         else:
             top = ", ".join(f"{p(f.stressor)} {f.importance:.0f}±{f.std:.0f}" for f in irup.top(3))
-            out.append(f"IRUP {p(name)}: {top}  [{irup.validity.verdict}, LOGO R² = {irup.validity.r2_group_cv:.2f}]")
+            out.append(f"IRUP {p(name)}: {top}  [{irup.validity.verdict}, LOGO R² = {irup.validity.r2_group_cv:.2f}"
+                       f"{on}]")
     if res.comparison is not None:
         shares = list(res.comparison.class_shares.values())
         cls = "  ".join(f"{p(k)} {shares[0].get(k, 0):.0%}→{shares[-1].get(k, 0):.0%}"

@@ -40,3 +40,19 @@ def test_names_from_user_data_cannot_forge_lines_or_escape_codes(no_irup_result)
     assert all("\n" not in line and "\x1b" not in line for line in lines)
     assert lines[0].startswith("quiho profile app\\x1b[31m\\x0averdict: NO-CHANGE@v1 → @v2")
     assert sum(line.startswith("verdict:") for line in lines) == 1
+
+
+def test_hosts_left_unfingerprinted_on_purpose_are_said_with_the_irups_not_as_partial() -> None:
+    runs, a, b = planted_profile(n_groups=10, stressors=("cpu", "stream", "zero"))
+    hosts = sorted(runs["host"].unique())
+    why = "--fingerprint-hosts first-round"
+    res = analyse_data(ProfileData(runs, a, b, application="app", version_a="v1", version_b="v2",
+                                   fingerprinted_hosts=hosts[:6], skipped_fingerprints=dict.fromkeys(hosts[6:], why)),
+                       AnalysisOptions(seeds=2, advise=False))
+    lines = summary_lines(res)
+    assert [h.fingerprint_skipped for h in res.hosts] == [h not in hosts[:6] for h in hosts]
+    irup = [line for line in lines if line.startswith("IRUP v")]
+    assert len(irup) == 2 and all(line.endswith(f", 6 of {len(hosts)} hosts fingerprinted]") for line in irup)
+    assert not any("fingerprint" in n for n in res.partial)
+    assert f"4 of {len(hosts)} hosts not fingerprinted on purpose ({why}): their runs count in the metric test, " \
+           "not in the IRUPs" in res.notes
