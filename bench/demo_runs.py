@@ -81,7 +81,8 @@ def one_run(i: int, out: Path, pair: str = "stream", rounds: int | None = None, 
         cmd = ["bash", "scripts/demo.sh"]
     else:
         cmd = [str(REPO / ".venv" / "bin" / "quiho"), "profile", a, b, "--battery", "resources", "--max-age", "6h",
-               "--repetitions", str(repetitions or 5), "--report", ".quiho/profile-report", *extra]
+               "--repetitions", str(repetitions or 5), "--fingerprint-hosts", "first-round",
+               "--report", ".quiho/profile-report", *extra]
         cmd += ["--spec", spec] if spec else []
     t0 = time.monotonic()
     with open(d / "stdout.txt", "w") as so, open(d / "stderr.txt", "w") as se:
