@@ -232,11 +232,7 @@ def analyse_data(data: ProfileData, options: AnalysisOptions | None = None, *,
         fp_hosts = [str(h) for h in data.fingerprints.index]
     skipped = data.skipped_fingerprints or {}
     statuses = _host_statuses(data.runs, data.version_a, label_b, set(fp_hosts or []), set(skipped))
-    for hs in statuses:
-        if hs.failed_a or hs.failed_b:
-            notes.append(f"host {hs.host}: {hs.failed_a + hs.failed_b} failed run(s): {'; '.join(hs.reasons)}")
-        if fp_hosts is not None and not hs.fingerprinted and not hs.fingerprint_skipped:
-            notes.append(f"host {hs.host} has no fingerprint: its runs count in the metric test, not in the IRUPs")
+    notes.extend(_host_notes(statuses, fp_hosts is not None))
     left = [hs.host for hs in statuses if hs.fingerprint_skipped]
     if left:
         why = "; ".join(sorted({skipped[h] for h in left}))
@@ -290,6 +286,17 @@ def _advice(
             except QuihoError as exc:
                 notes.append(f"fleet-size advice for {irup.target} unavailable: {exc}")
     return advice
+
+
+def _host_notes(statuses: Sequence[HostStatus], fingerprints_known: bool) -> list[str]:
+    """Why the profile is partial, host by host: failed runs, and a fingerprint missing (not one left out)."""
+    out = []
+    for hs in statuses:
+        if hs.failed_a or hs.failed_b:
+            out.append(f"host {hs.host}: {hs.failed_a + hs.failed_b} failed run(s): {'; '.join(hs.reasons)}")
+        if fingerprints_known and not hs.fingerprinted and not hs.fingerprint_skipped:
+            out.append(f"host {hs.host} has no fingerprint: its runs count in the metric test, not in the IRUPs")
+    return out
 
 
 def _host_statuses(runs: pd.DataFrame, version_a: str, label_b: str, fp_hosts: set[str],

@@ -42,15 +42,21 @@ timeout: 30
 """
 
 
-def test_an_inconclusive_first_pass_visits_every_host_again_and_decides_on_both(tmp_path, capsys):
-    (tmp_path / "hosts.yml").write_text(HOSTS)
+def _loop_profile(tmp_path: Path, hosts: str) -> tuple[list[str], Path]:
+    """The argv of a short self-profile of the loop on the fleet ``hosts`` (inventory text), and its store."""
+    (tmp_path / "hosts.yml").write_text(hosts)
     (tmp_path / "app").mkdir()
     shutil.copy(REPO / "examples" / "cpuloop" / "cpuloop.c", tmp_path / "app")
     (tmp_path / "loop.yml").write_text(SPEC.format(workdir=tmp_path / "app"))
     store = tmp_path / "q.db"
-    argv = ["profile", "loop@v1", "loop@v1", "--spec", str(tmp_path / "loop.yml"), "-i", str(tmp_path / "hosts.yml"),
+    return ["profile", "loop@v1", "loop@v1", "--spec", str(tmp_path / "loop.yml"), "-i", str(tmp_path / "hosts.yml"),
             "--battery", "quick", "--fingerprint-seconds", "1", "--fingerprint-repetitions", "1", "--warmup", "0",
-            "--rounds", "2", "--min-change", "0", "--seeds", "2", "--store", str(store), "--json"]
+            "--seeds", "2", "--store", str(store), "--json"], store
+
+
+def test_an_inconclusive_first_pass_visits_every_host_again_and_decides_on_both(tmp_path, capsys):
+    argv, store = _loop_profile(tmp_path, HOSTS)
+    argv += ["--rounds", "2", "--min-change", "0"]
     rc = main(argv)
     out = capsys.readouterr()
     assert rc in (0, 3), out.err
@@ -100,14 +106,8 @@ def test_first_round_fingerprints_leave_the_fold_over_out_on_purpose(tmp_path, c
     hosts = HOSTS
     for name, r in rounds.items():
         hosts = hosts.replace(f"{name}: {{", f"{name}: {{quiho_design_rounds: [{r}], ")
-    (tmp_path / "hosts.yml").write_text(hosts)
-    (tmp_path / "app").mkdir()
-    shutil.copy(REPO / "examples" / "cpuloop" / "cpuloop.c", tmp_path / "app")
-    (tmp_path / "loop.yml").write_text(SPEC.format(workdir=tmp_path / "app"))
-    store = tmp_path / "q.db"
-    argv = ["profile", "loop@v1", "loop@v1", "--spec", str(tmp_path / "loop.yml"), "-i", str(tmp_path / "hosts.yml"),
-            "--battery", "quick", "--fingerprint-seconds", "1", "--fingerprint-repetitions", "1", "--warmup", "0",
-            "--stages", "1", "--seeds", "2", "--store", str(store), "--json"]
+    argv, store = _loop_profile(tmp_path, hosts)
+    argv += ["--stages", "1"]
     rc = main([*argv, "--fingerprint-hosts", "first-round"])
     out = capsys.readouterr()
     assert rc == 0, out.err
