@@ -52,7 +52,12 @@ def _irup_lines(res: ProfileResult) -> list[str]:
                         for k in sorted(set(shares[0]) | set(shares[-1]))
                         if shares[0].get(k, 0) or shares[-1].get(k, 0))
         label = "IRUP comparison (paper view)" if res.design is not None else "resource profile"
-        out.append(f"{label}: {res.comparison.verdict}  class shares: {cls}")
+        c = res.comparison
+        # a shift shown by the calibrated test, but read off an IRUP that predicts poorly: which way is not sure
+        shaky = [f"{p(n)}'s IRUP {v}" for n, v in ((res.version_a, c.validity_a), (res.version_b, c.validity_b))
+                 if v != "meaningful"]
+        tail = f"  (shares uncertain: {', '.join(shaky)})" if shaky and c.verdict == "different" else ""
+        out.append(f"{label}: {c.verdict}  class shares: {cls}{tail}")
     return out
 
 

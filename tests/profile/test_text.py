@@ -56,3 +56,22 @@ def test_hosts_left_unfingerprinted_on_purpose_are_said_with_the_irups_not_as_pa
     assert not any("fingerprint" in n for n in res.partial)
     assert f"4 of {len(hosts)} hosts not fingerprinted on purpose ({why}): their runs count in the metric test, " \
            "not in the IRUPs" in res.notes
+
+
+def test_a_different_comparison_on_a_weak_irup_says_its_shares_are_uncertain() -> None:
+    import dataclasses
+
+    runs, a, b = planted_profile(n_groups=10, stressors=("cpu", "stream", "zero"))
+    res = analyse_data(ProfileData(runs, a, b, application="app", version_a="v1", version_b="v2"),
+                       AnalysisOptions(seeds=2, advise=False))
+    assert res.comparison is not None
+
+    def line(**kw: str) -> str:
+        r = dataclasses.replace(res, comparison=dataclasses.replace(res.comparison, **kw))
+        return next(x for x in summary_lines(r) if x.startswith("resource profile:"))
+
+    both = {"validity_a": "meaningful", "validity_b": "meaningful"}
+    assert line(verdict="different", **both).endswith("%")
+    assert line(verdict="different", **{**both, "validity_a": "weak"}).endswith(
+        "  (shares uncertain: v1's IRUP weak)")
+    assert line(verdict="inconclusive", **{**both, "validity_b": "not-meaningful"}).endswith("%")
