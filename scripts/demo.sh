@@ -29,7 +29,7 @@ BATTERY=resources
 # ceil(5/2) = 3 runs per version a visit, and each host of the 16-host fold-over is visited in one round.
 REPS=(--repetitions 5)
 # ... and only the first round's 8 hosts are fingerprinted: the designed fleet's answer reads no fingerprint, and
-# the fold-over's 8 fingerprints cost ~85 s; the IRUPs rest on 8 hosts (`quiho profile` alone fingerprints all 16).
+# the fold-over's 8 fingerprints cost 100-130 s of the demo; the IRUPs rest on 8 hosts (`quiho profile` alone fingerprints all 16).
 HOSTS=(--fingerprint-hosts first-round)
 [ "$BATTERY" = default ] && REPS=() && HOSTS=()
 .venv/bin/quiho profile stream@nadds1 stream@nadds30 --battery "$BATTERY" --max-age 6h "${REPS[@]}" "${HOSTS[@]}" \
