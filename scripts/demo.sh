@@ -9,7 +9,7 @@
 # STREAM-like example interleaved on every host in two blocked rounds, and print the verdict
 # (regression/improvement/no-change/inconclusive) with its size, CI and p-value, the designed fleet's answer (each
 # factor's effect per version: memory-bound -> CPU-bound), both IRUPs and the hints. Default mode (fingerprint
-# 8 stressors x 1 s, one repetition, on round 1's 8 hosts; then 2 rounds x 3 runs per version per host): 5.0-5.5 min
+# 8 stressors x 1 s, one repetition, on round 1's 8 hosts; then 2 rounds x 3 runs per version per host): 5.0-5.7 min
 # from a fresh clone, set-up and calibration (0.9-1.2 min) included, on a 2-vCPU AMD EPYC microVM with seven factors
 # kept (16 hosts; docs/design.md, "The main job's time"); up to 3 min more when the calibration waits out noise,
 # about 2-3 min more when the first pass is inconclusive and every host is visited again

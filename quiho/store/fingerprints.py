@@ -123,18 +123,22 @@ def set_run_status(store: Store, run_id: int, status: str, *, note: str | None =
             conn.execute("UPDATE fingerprint_runs SET controller=? WHERE id=?", (controller(), run_id))
 
 
+def _params(conn: Connection, run_id: int) -> dict[str, Any]:
+    """A fingerprint run's params ({} for no such run)."""
+    row = conn.execute("SELECT params_json FROM fingerprint_runs WHERE id=?", (run_id,)).fetchone()
+    return json.loads(row["params_json"] or "{}") if row else {}
+
+
 def _update_params(conn: Connection, run_id: int, **values: Any) -> None:
     """Set keys of a fingerprint run's params (inside the caller's transaction)."""
-    row = conn.execute("SELECT params_json FROM fingerprint_runs WHERE id=?", (run_id,)).fetchone()
-    params = json.loads(row["params_json"] or "{}") if row else {}
-    conn.execute("UPDATE fingerprint_runs SET params_json=? WHERE id=?", (dumps({**params, **values}), run_id))
+    conn.execute("UPDATE fingerprint_runs SET params_json=? WHERE id=?",
+                 (dumps({**_params(conn, run_id), **values}), run_id))
 
 
 def note_skipped_hosts(store: Store, run_id: int, hosts: Sequence[str], why: str) -> None:
     """Record that a fingerprint run leaves ``hosts`` out on purpose (``why``), so no reader calls them missing."""
     with store.transaction() as conn:
-        row = conn.execute("SELECT params_json FROM fingerprint_runs WHERE id=?", (run_id,)).fetchone()
-        known = (json.loads(row["params_json"] or "{}") if row else {}).get("skipped_hosts") or {}
+        known = _params(conn, run_id).get("skipped_hosts") or {}
         _update_params(conn, run_id, skipped_hosts={**known, **dict.fromkeys(hosts, why)})
 
 
@@ -142,8 +146,7 @@ def skipped_hosts(store: Store, run_ids: Iterable[int]) -> dict[str, str]:
     """Hosts the fingerprint runs ``run_ids`` leave out on purpose, and why (:func:`note_skipped_hosts`)."""
     out: dict[str, str] = {}
     for rid in run_ids:
-        row = store.conn.execute("SELECT params_json FROM fingerprint_runs WHERE id=?", (int(rid),)).fetchone()
-        out.update((json.loads(row["params_json"] or "{}") if row else {}).get("skipped_hosts") or {})
+        out.update(_params(store.conn, int(rid)).get("skipped_hosts") or {})
     return out
 
 
